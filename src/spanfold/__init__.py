@@ -1,0 +1,1 @@
+"""spanfold: OpenTelemetry tracing for AI agents, folded into flat, readable traces."""

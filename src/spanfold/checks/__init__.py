@@ -1,0 +1,1 @@
+"""Trajectory and expected-message checks over flat traces."""

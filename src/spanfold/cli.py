@@ -1,0 +1,5 @@
+"""The ``spanfold`` command line."""
+
+
+def main() -> None:
+    raise SystemExit("spanfold CLI: not built yet")

@@ -1,0 +1,160 @@
+"""spanfold's options, their defaults and their environment variables, in one table.
+
+Precedence: an argument passed to ``spanfold.init()`` wins, then the environment variable, then the default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+# OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT takes booleans (older instrumentations) or, in the
+# latest experimental mode, a content-capturing mode.
+_CONTENT_ON = _TRUE | {"span_only", "span_and_event", "event_only"}
+_CONTENT_OFF = _FALSE | {"no_content"}
+
+
+class ConfigError(ValueError):
+    """An option or environment variable has a value spanfold cannot use."""
+
+
+def _bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r}: expected true or false")
+
+
+def _content(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _CONTENT_ON:
+        return True
+    if value in _CONTENT_OFF:
+        return False
+    raise ConfigError(f"{name}={raw!r}: expected true, false, SPAN_ONLY, SPAN_AND_EVENT or NO_CONTENT")
+
+
+def _format(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in ("invariant", "agentv"):
+        raise ConfigError(f"{name}={raw!r}: expected invariant or agentv")
+    return value
+
+
+def _positive_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a number of seconds") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r}: expected a positive number")
+    return value
+
+
+def _positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a whole number") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r}: expected a positive number")
+    return value
+
+
+def _str(name: str, raw: str) -> str:
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    env: tuple[str, ...]
+    parse: Callable[[str, str], Any]
+    default: Any
+    help: str
+
+
+#: Every option: name -> (environment variables, first set wins; parser; default; meaning).
+OPTIONS: Mapping[str, Option] = {
+    "output": Option(("SPANFOLD_OUTPUT",), _str, "traces", "directory the trace files are written to"),
+    "format": Option(("SPANFOLD_FORMAT",), _format, "invariant", "invariant or agentv"),
+    "capture_content": Option(
+        ("SPANFOLD_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
+        _content,
+        True,
+        "record prompts, completions and tool arguments/results",
+    ),
+    "disabled": Option(("SPANFOLD_DISABLED",), _bool, False, "make init() a no-op"),
+    "file_per_trace": Option(
+        ("SPANFOLD_FILE_PER_TRACE",), _bool, False, "also write each trace to its own <trace_id>.json"
+    ),
+    "max_queue_size": Option(("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"),
+    "max_traces_in_flight": Option(
+        ("SPANFOLD_MAX_TRACES_IN_FLIGHT",), _positive_int, 2_000, "traces buffered before the oldest is cut"
+    ),
+    "max_spans_per_trace": Option(
+        ("SPANFOLD_MAX_SPANS_PER_TRACE",), _positive_int, 20_000, "spans kept per trace (more: truncated)"
+    ),
+    "trace_timeout": Option(
+        ("SPANFOLD_TRACE_TIMEOUT",), _positive_float, 300.0, "seconds before a trace whose root never ends is written as incomplete"
+    ),
+    "stitch_idle": Option(
+        ("SPANFOLD_STITCH_IDLE",), _positive_float, 30.0, "seconds an un-parented conversation stays open for stitching"
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    output: str
+    format: str
+    capture_content: bool
+    disabled: bool
+    file_per_trace: bool
+    max_queue_size: int
+    max_traces_in_flight: int
+    max_spans_per_trace: int
+    trace_timeout: float
+    stitch_idle: float
+
+
+def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Resolve every option from ``overrides`` (None = not given), the environment, then defaults."""
+    env = os.environ if environ is None else environ
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    unknown = set(given) - set(OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown option(s): {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    for name, opt in OPTIONS.items():
+        if name in given:
+            raw = given[name]
+            values[name] = opt.parse(name, raw) if isinstance(raw, str) and opt.parse is not _str else raw
+            continue
+        values[name] = opt.default
+        for var in opt.env:
+            if var in env:
+                values[name] = opt.parse(var, env[var])
+                break
+    if not isinstance(values["output"], str):
+        values["output"] = os.fspath(values["output"])
+    assert {f.name for f in fields(Config)} == set(values)
+    return Config(**values)
+
+
+def capture_content_default(environ: Mapping[str, str] | None = None) -> bool:
+    """The content-capture setting for instrumentors used without ``spanfold.init()``."""
+    env = os.environ if environ is None else environ
+    opt = OPTIONS["capture_content"]
+    for var in opt.env:
+        if var in env:
+            try:
+                return bool(opt.parse(var, env[var]))
+            except ConfigError:
+                return bool(opt.default)
+    return bool(opt.default)

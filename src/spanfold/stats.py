@@ -1,0 +1,49 @@
+"""Counters for what spanfold did and what went wrong inside it, and the log-once rule for faults.
+
+A fault inside spanfold never reaches the user's program: it is caught, counted here under a kind
+(``"openai.output"``, ``"writer.io"``, ...) and logged once per kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+logger = logging.getLogger("spanfold")
+
+_lock = threading.Lock()
+_counters: Counter[str] = Counter()
+_logged: set[str] = set()
+
+
+def incr(name: str, n: int = 1) -> None:
+    """Add ``n`` to counter ``name`` (thread-safe)."""
+    with _lock:
+        _counters[name] += n
+
+
+def fault(kind: str, exc: BaseException | None = None, detail: str = "") -> None:
+    """Count an internal fault of ``kind``; log it the first time that kind happens."""
+    with _lock:
+        _counters["faults"] += 1
+        _counters[f"fault.{kind}"] += 1
+        first = kind not in _logged
+        _logged.add(kind)
+    if first:
+        msg = f"spanfold: internal fault ({kind}){': ' + detail if detail else ''}; the call goes on untraced"
+        logger.warning(msg, exc_info=exc if exc is not None else False)
+
+
+def snapshot() -> dict[str, Any]:
+    """A copy of every counter."""
+    with _lock:
+        return dict(_counters)
+
+
+def reset() -> None:
+    """Zero every counter and forget which faults were logged (tests)."""
+    with _lock:
+        _counters.clear()
+        _logged.clear()

@@ -1,0 +1,190 @@
+"""The flat trace: plain typed data shared by the exporter, the writers, the CLI and the checks.
+
+A :class:`Trace` is an ordered list of :class:`Message` events in the Invariant shape (a message with
+optional tool calls, or a tool output), plus trace-level :class:`TraceMeta` that never mixes into the
+events. No OpenTelemetry imports here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+JSON: TypeAlias = Any
+#: Message content: a string, a list of chunks ``{"type": "text", "text": ...}`` /
+#: ``{"type": "image", "image_url": ...}``, or None (no content, or content capture off).
+Content: TypeAlias = "str | list[dict[str, Any]] | None"
+
+TraceStatus = Literal["complete", "incomplete", "truncated"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call made by the model. ``arguments`` is a dict, or the raw string when it is not JSON."""
+
+    id: str | None
+    name: str
+    arguments: dict[str, Any] | str | None = None
+    type: str = "function"
+
+    def to_invariant(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "type": self.type, "function": {"name": self.name}}
+        out["function"]["arguments"] = self.arguments if self.arguments is not None else {}
+        if self.id is None:
+            del out["id"]
+        return out
+
+
+@dataclass(slots=True)
+class Message:
+    """One event: a user/system/assistant message, a tool output (``role="tool"``) or an error.
+
+    ``error`` is set on a failed tool output (``role="tool"``) and on an ``role="error"`` event (a model
+    call that failed): ``{"type": ..., "message": ...}``. ``timestamp`` is ISO 8601 (UTC) when known.
+    ``name`` is the tool name on tool outputs. ``metadata`` holds per-event extras (model, usage, span id)
+    that the Invariant line never carries.
+    """
+
+    role: str
+    content: Content = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    error: dict[str, Any] | None = None
+    timestamp: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_tool_output(self) -> bool:
+        return self.role == "tool"
+
+    def text(self) -> str:
+        """The content as plain text (chunks joined; images left out)."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(str(c.get("text", "")) for c in self.content if c.get("type") == "text")
+
+    def to_invariant(self, *, timestamps: bool = False) -> dict[str, Any]:
+        """This event exactly as the Invariant trace format writes it."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [tc.to_invariant() for tc in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.error is not None:
+            out["error"] = self.error
+        if timestamps and self.timestamp is not None:
+            out["timestamp"] = self.timestamp
+        return out
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+@dataclass(slots=True)
+class TraceMeta:
+    """Trace-level facts, written beside the events (never inside them)."""
+
+    trace_id: str
+    name: str | None = None  # agent name, when the run had an invoke_agent root
+    service: str | None = None
+    models: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    start: str | None = None  # ISO 8601
+    end: str | None = None
+    duration_ms: float | None = None
+    status: TraceStatus = "complete"
+    span_count: int = 0
+    #: Extra facts: the OTel trace ids a stitched run spans, truncation counters, ...
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "trace_id": self.trace_id,
+            "name": self.name,
+            "service": self.service,
+            "models": self.models,
+            "usage": {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens},
+            "start": self.start,
+            "end": self.end,
+            "duration_ms": self.duration_ms,
+            "status": self.status,
+            "span_count": self.span_count,
+        }
+        out.update(self.extra)
+        return out
+
+
+@dataclass(slots=True)
+class Trace:
+    """A folded run: ordered events plus metadata."""
+
+    events: list[Message]
+    meta: TraceMeta
+
+    def to_invariant(self, *, timestamps: bool = False) -> list[dict[str, Any]]:
+        return [e.to_invariant(timestamps=timestamps) for e in self.events]
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [tc for e in self.events for tc in e.tool_calls]
+
+    def summary(self) -> TraceSummary:
+        return TraceSummary.of(self.events)
+
+
+@dataclass(slots=True)
+class TraceSummary:
+    """AgentV's TraceSummary: computable from any trace."""
+
+    event_count: int
+    tool_names: list[str]
+    tool_calls_by_name: dict[str, int]
+    error_count: int
+
+    @classmethod
+    def of(cls, events: list[Message]) -> TraceSummary:
+        counts: Counter[str] = Counter(tc.name for e in events for tc in e.tool_calls)
+        n_calls = sum(counts.values())
+        n_outputs = sum(1 for e in events if e.role == "tool")
+        # Each tool call and each tool output is an AgentV event of its own; a message with tool calls and
+        # no text is only its calls.
+        n_messages = sum(1 for e in events if e.role not in ("tool", "error") and (e.content or not e.tool_calls))
+        errors = sum(1 for e in events if e.error is not None or e.role == "error")
+        return cls(
+            event_count=n_messages + n_calls + n_outputs + sum(1 for e in events if e.role == "error"),
+            tool_names=sorted(counts),
+            tool_calls_by_name=dict(sorted(counts.items())),
+            error_count=errors,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eventCount": self.event_count,
+            "toolNames": self.tool_names,
+            "toolCallsByName": self.tool_calls_by_name,
+            "errorCount": self.error_count,
+        }
+
+
+def parse_arguments(raw: Any) -> dict[str, Any] | str | None:
+    """Tool-call arguments as a dict when they are a JSON object, else kept as given (a string)."""
+    if raw is None or isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return raw
+        return value if isinstance(value, dict) else raw
+    return str(raw)
