@@ -93,7 +93,9 @@ OPTIONS: Mapping[str, Option] = {
     "file_per_trace": Option(
         ("SPANFOLD_FILE_PER_TRACE",), _bool, False, "also write each trace to its own <trace_id>.json"
     ),
-    "max_queue_size": Option(("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"),
+    "max_queue_size": Option(
+        ("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"
+    ),
     "max_traces_in_flight": Option(
         ("SPANFOLD_MAX_TRACES_IN_FLIGHT",), _positive_int, 2_000, "traces buffered before the oldest is cut"
     ),
@@ -101,10 +103,16 @@ OPTIONS: Mapping[str, Option] = {
         ("SPANFOLD_MAX_SPANS_PER_TRACE",), _positive_int, 20_000, "spans kept per trace (more: truncated)"
     ),
     "trace_timeout": Option(
-        ("SPANFOLD_TRACE_TIMEOUT",), _positive_float, 300.0, "seconds before a trace whose root never ends is written as incomplete"
+        ("SPANFOLD_TRACE_TIMEOUT",),
+        _positive_float,
+        300.0,
+        "seconds before a trace whose root never ends is written as incomplete",
     ),
     "stitch_idle": Option(
-        ("SPANFOLD_STITCH_IDLE",), _positive_float, 30.0, "seconds an un-parented conversation stays open for stitching"
+        ("SPANFOLD_STITCH_IDLE",),
+        _positive_float,
+        30.0,
+        "seconds an un-parented conversation stays open for stitching",
     ),
 }
 

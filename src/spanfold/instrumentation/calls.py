@@ -1,0 +1,154 @@
+"""The one wrapper around a model API method, for every provider: a span per call, streams proxied.
+
+A provider describes an API with a :class:`ModelApi` (how to read the request, the response, a stream) and
+gets its sync and async ``wrapt`` wrappers from :func:`sync_wrapper` / :func:`async_wrapper`. The user's call
+always runs and always returns exactly what it would have returned without spanfold (the same object; a stream
+comes back as a transparent proxy of the same stream); its exceptions propagate untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import wrapt
+from opentelemetry.trace import SpanKind, Tracer
+
+from spanfold import semconv, stats
+from spanfold.instrumentation.spans import ModelSpan, Settings
+from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy
+
+
+class Result(Enum):
+    """What an SDK method returned."""
+
+    RESPONSE = "response"  # a complete response object
+    STREAM = "stream"  # a sync stream of chunks
+    ASYNC_STREAM = "async_stream"
+    RAW = "raw"  # a raw-response wrapper (``with_raw_response``); ``.parse()`` gives one of the above
+    OPAQUE = "opaque"  # something spanfold must not touch (``with_streaming_response``)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelApi:
+    """How one provider API maps onto a GenAI span."""
+
+    kind: str  # for fault counters, e.g. "openai.chat"
+    provider: str
+    operation: str
+    request: Callable[[dict[str, Any], bool], tuple[str | None, dict[str, Any]]]
+    response: Callable[[Any, bool], Mapping[str, Any]]
+    accumulator: Callable[[bool], Accumulator]
+    classify: Callable[[Any], Result]
+    server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
+
+
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def _begin(
+    api: ModelApi, tracer: Tracer, settings: Settings, instance: Any, kwargs: dict[str, Any]
+) -> ModelSpan | None:
+    try:
+        capture = settings.capture_content
+        model, attrs = api.request(kwargs, capture)
+        attrs[semconv.OPERATION_NAME] = api.operation
+        attrs[semconv.PROVIDER_NAME] = api.provider
+        attrs.update(api.server(instance))
+        return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT)
+    except Exception as exc:
+        stats.fault(f"{api.kind}.request", exc)
+        return None
+
+
+def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any:
+    """Finish the span from ``result`` (or hand it to a stream proxy); return what the user gets."""
+    try:
+        kind = api.classify(result)
+        if kind is Result.RESPONSE:
+            call.finish(api.response(result, capture))
+            return result
+        if kind is Result.STREAM:
+            return SyncStreamProxy(result, StreamState(call, api.accumulator(capture), api.kind))
+        if kind is Result.ASYNC_STREAM:
+            return AsyncStreamProxy(result, StreamState(call, api.accumulator(capture), api.kind))
+        if kind is Result.RAW:
+            return RawResponseProxy(result, api, call, capture)
+        call.finish()
+        return result
+    except Exception as exc:
+        stats.fault(f"{api.kind}.response", exc)
+        call.finish()
+        return result
+
+
+class RawResponseProxy(wrapt.ObjectProxy[Any]):
+    """``with_raw_response`` result: the span finishes from what ``.parse()`` gives (a stream is proxied).
+
+    A non-streaming body is parsed at once (the SDK caches the parse, so the user's own ``.parse()`` returns
+    the very same object); a streaming one is proxied when the user parses it, or ended when this is collected.
+    """
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
+        super().__init__(wrapped)
+        self._self_api = api
+        self._self_call = call
+        self._self_capture = capture
+        self._self_parsed: Any = None
+        if not getattr(wrapped, "_stream", False):
+            self._self_parsed = _complete(api, call, wrapped.parse(), capture)
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.__wrapped__.parse(*args, **kwargs)
+        if args or kwargs:
+            return result
+        if self._self_parsed is None:
+            self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_capture)
+        return self._self_parsed
+
+    def __del__(self) -> None:
+        call = getattr(self, "_self_call", None)
+        if call is not None and not call.ended and self._self_parsed is None:
+            call.finish()
+
+
+def sync_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = _begin(api, tracer, settings, instance, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        call.activate()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.deactivate()
+            call.fail(exc)
+            raise
+        call.deactivate()
+        return _complete(api, call, result, settings.capture_content)
+
+    return wrapper
+
+
+def async_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
+    async def wrapper(
+        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = _begin(api, tracer, settings, instance, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        call.activate()
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.deactivate()
+            call.fail(exc)
+            raise
+        call.deactivate()
+        return _complete(api, call, result, settings.capture_content)
+
+    return wrapper

@@ -1,0 +1,106 @@
+"""OpenAI instrumentation: which ``openai`` SDK methods are wrapped, and with which API description.
+
+Supported: ``openai`` 3.x (the httpx2-based SDK). Chat Completions: ``create`` (sync/async, streaming or
+not, through ``with_raw_response`` too), ``parse``, and the ``stream()`` helper (it calls ``create``;
+closing the helper ends the span at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import Tracer, get_tracer
+
+from spanfold import semconv, stats
+from spanfold.instrumentation import openai_chat
+from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, sync_wrapper
+from spanfold.instrumentation.spans import SETTINGS, Settings
+from spanfold.instrumentation.streams import AsyncStreamProxy, SyncStreamProxy
+from spanfold.version import __version__
+
+_CHAT_MODULE = "openai.resources.chat.completions.completions"
+_STREAM_HELPER_MODULE = "openai.lib.streaming.chat._completions"
+
+
+def classify(result: Any) -> Result:
+    import openai
+    from openai._legacy_response import LegacyAPIResponse
+
+    if isinstance(result, openai.Stream):
+        return Result.STREAM
+    if isinstance(result, openai.AsyncStream):
+        return Result.ASYNC_STREAM
+    if isinstance(result, LegacyAPIResponse):
+        return Result.RAW
+    if isinstance(result, openai.BaseModel):
+        return Result.RESPONSE
+    return Result.OPAQUE
+
+
+def server_attributes(instance: Any) -> dict[str, Any]:
+    url = instance._client.base_url
+    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
+
+
+CHAT = ModelApi(
+    kind="openai.chat",
+    provider=semconv.PROVIDER_OPENAI,
+    operation=semconv.OP_CHAT,
+    request=openai_chat.request_attributes,
+    response=openai_chat.response_attributes,
+    accumulator=openai_chat.ChatStreamAccumulator,
+    classify=classify,
+    server=server_attributes,
+)
+
+#: (module, "Class.method", api, is_async)
+METHODS: tuple[tuple[str, str, ModelApi, bool], ...] = (
+    (_CHAT_MODULE, "Completions.create", CHAT, False),
+    (_CHAT_MODULE, "Completions.parse", CHAT, False),
+    (_CHAT_MODULE, "AsyncCompletions.create", CHAT, True),
+    (_CHAT_MODULE, "AsyncCompletions.parse", CHAT, True),
+)
+
+#: The ``stream()`` helpers close the HTTP response, not the raw stream: end our span there too.
+HELPER_CLOSES = (
+    (_STREAM_HELPER_MODULE, "ChatCompletionStream.close"),
+    (_STREAM_HELPER_MODULE, "AsyncChatCompletionStream.close"),
+)
+
+
+def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        raw = getattr(instance, "_raw_stream", None)
+        if isinstance(raw, (SyncStreamProxy, AsyncStreamProxy)):
+            raw._self_state.finish()
+    except Exception as exc:
+        stats.fault("openai.stream_helper", exc)
+    return wrapped(*args, **kwargs)
+
+
+class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """``OpenAIInstrumentor().instrument(tracer_provider=..., settings=...)``; ``uninstrument()`` restores the SDK."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("openai >= 3.0, < 4",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer: Tracer = get_tracer(__name__, __version__, kwargs.get("tracer_provider"))
+        settings: Settings = kwargs.get("settings") or SETTINGS
+        for module, name, api, is_async in METHODS:
+            make: Any = async_wrapper if is_async else sync_wrapper
+            wrapper: Wrapper = make(api, tracer, settings)
+            wrapt.wrap_function_wrapper(module, name, wrapper)
+        for module, name in HELPER_CLOSES:
+            wrapt.wrap_function_wrapper(module, name, _close_helper)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        import importlib
+
+        for module, name in [(mod, name) for mod, name, _, _ in METHODS] + list(HELPER_CLOSES):
+            owner, attr = name.split(".")
+            unwrap(getattr(importlib.import_module(module), owner), attr)

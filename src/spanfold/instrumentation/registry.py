@@ -1,0 +1,53 @@
+"""The instrumentors spanfold knows, and turning on those whose client library is installed."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from typing import Any
+
+from spanfold import stats
+from spanfold.instrumentation.spans import Settings
+
+logger = logging.getLogger("spanfold")
+
+#: name -> (the client library's import name, "module:Instrumentor")
+INSTRUMENTORS: dict[str, tuple[str, str]] = {
+    "openai": ("openai", "spanfold.instrumentation.openai:OpenAIInstrumentor"),
+}
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def available() -> list[str]:
+    """Instrumentations whose client library is importable here."""
+    return [name for name, (lib, _) in INSTRUMENTORS.items() if importlib.util.find_spec(lib) is not None]
+
+
+def instrument_all(tracer_provider: Any, settings: Settings) -> list[str]:
+    """Instrument every installed library; return the names that are now instrumented."""
+    done = []
+    for name in available():
+        try:
+            instrumentor = _load(INSTRUMENTORS[name][1])()
+            instrumentor.instrument(tracer_provider=tracer_provider, settings=settings)
+            if instrumentor.is_instrumented_by_opentelemetry:
+                done.append(name)
+        except Exception as exc:
+            stats.fault(f"instrument.{name}", exc)
+    return done
+
+
+def uninstrument_all() -> None:
+    """Restore every library spanfold patched."""
+    for name in available():
+        try:
+            instrumentor = _load(INSTRUMENTORS[name][1])()
+            if instrumentor.is_instrumented_by_opentelemetry:
+                instrumentor.uninstrument()
+        except Exception as exc:
+            stats.fault(f"uninstrument.{name}", exc)

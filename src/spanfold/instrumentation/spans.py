@@ -1,0 +1,107 @@
+"""Start and finish GenAI spans; record errors. Shared by every provider module.
+
+A :class:`ModelSpan` finishes exactly once, whichever of success, error, stream end, ``close()`` or garbage
+collection comes first. Every method here is fault-proof: a fault inside spanfold is counted and logged once
+(:mod:`spanfold.stats`), never raised into the user's call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from spanfold import semconv, stats
+from spanfold.config import capture_content_default
+
+
+@dataclass(slots=True)
+class Settings:
+    """Runtime switches read by every wrapper on every call (changing them needs no re-patching)."""
+
+    capture_content: bool = True
+
+
+#: The settings every instrumentor uses unless given others; ``spanfold.init()`` updates them.
+SETTINGS = Settings(capture_content=capture_content_default())
+
+
+def error_type(exc: BaseException) -> str:
+    """``error.type``: the exception's public qualified name (``openai.InternalServerError``, ``ValueError``)."""
+    cls = type(exc)
+    if cls.__module__ in ("builtins", "__main__"):
+        return cls.__qualname__
+    public = [part for part in cls.__module__.split(".") if not part.startswith("_")]
+    return ".".join([*public, cls.__qualname__])
+
+
+def set_error(span: Span, exc: BaseException) -> None:
+    """Status ERROR with the message, ``error.type``, and the exception event (before the span ends)."""
+    span.set_attribute(semconv.ERROR_TYPE, error_type(exc))
+    span.record_exception(exc, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """Drop None values: OTel attributes cannot hold them."""
+    return {k: v for k, v in attributes.items() if v is not None}
+
+
+class ModelSpan:
+    """One started GenAI span and the promise to end it exactly once."""
+
+    __slots__ = ("_lock", "_token", "ended", "span")
+
+    def __init__(self, tracer: Tracer, name: str, attributes: Mapping[str, Any], *, kind: SpanKind) -> None:
+        self.span: Span = tracer.start_span(name, kind=kind, attributes=clean(attributes))
+        self.ended = False
+        self._lock = threading.Lock()
+        self._token: object | None = None
+
+    def activate(self) -> None:
+        """Make the span current until :meth:`deactivate` (so spans the SDK call makes nest under it)."""
+        self._token = otel_context.attach(otel_trace.set_span_in_context(self.span))
+
+    def deactivate(self) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            try:
+                otel_context.detach(token)  # type: ignore[arg-type]
+            except Exception as exc:  # a context switched under us (generators, threads): keep going
+                stats.fault("context.detach", exc)
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self.ended:
+                return False
+            self.ended = True
+            return True
+
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
+        """Set the result attributes and end the span (no-op when already ended)."""
+        if not self._claim():
+            return
+        try:
+            if attributes:
+                self.span.set_attributes(clean(attributes))
+        except Exception as exc:
+            stats.fault("span.finish", exc)
+        self.span.end()
+
+    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
+        """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""
+        if not self._claim():
+            return
+        try:
+            if attributes:
+                self.span.set_attributes(clean(attributes))
+            set_error(self.span, exc)
+        except Exception as fault:
+            stats.fault("span.fail", fault)
+        self.span.end()

@@ -1,0 +1,154 @@
+"""One sync and one async stream proxy with chunk hooks, shared by every provider.
+
+The proxies yield exactly the SDK's own chunk objects, forward every other attribute to the SDK stream
+(``wrapt.ObjectProxy``: ``isinstance`` and ``.response`` keep working), feed each chunk to a provider's
+:class:`Accumulator`, and end the span exactly once: at the end of the stream, on an error (status set before
+the end), on ``close()`` / ``with`` exit, on an early ``break`` followed by either, or when the stream is
+garbage-collected unfinished.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import wrapt
+
+from spanfold import stats
+from spanfold.instrumentation.spans import ModelSpan
+
+
+class Accumulator(Protocol):
+    """A provider's stream accumulator: fed every chunk, asked once for the span's result attributes."""
+
+    def add(self, chunk: Any) -> None: ...
+
+    def attributes(self) -> Mapping[str, Any]: ...
+
+
+class StreamState:
+    """The span of one stream, its accumulator, and the exactly-once finish."""
+
+    __slots__ = ("accumulator", "broken", "kind", "span")
+
+    def __init__(self, span: ModelSpan, accumulator: Accumulator, kind: str) -> None:
+        self.span = span
+        self.accumulator = accumulator
+        self.broken = (
+            False  # after one accumulator fault, stop feeding it (one fault per stream, not per chunk)
+        )
+        self.kind = kind
+
+    def on_chunk(self, chunk: Any) -> None:
+        if self.broken:
+            return
+        try:
+            self.accumulator.add(chunk)
+        except Exception as exc:
+            self.broken = True
+            stats.fault(f"{self.kind}.stream_chunk", exc)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        if self.span.ended:
+            return
+        try:
+            attrs = self.accumulator.attributes()
+        except Exception as exc:
+            stats.fault(f"{self.kind}.stream_result", exc)
+            attrs = {}
+        if error is not None and isinstance(error, Exception):
+            self.span.fail(error, attrs)
+        else:
+            self.span.finish(attrs)
+
+
+class SyncStreamProxy(wrapt.ObjectProxy[Any]):
+    """A sync SDK stream that reports its chunks and its end."""
+
+    def __init__(self, wrapped: Any, state: StreamState) -> None:
+        super().__init__(wrapped)
+        self._self_state = state
+
+    def __iter__(self) -> SyncStreamProxy:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            chunk = self.__wrapped__.__next__()
+        except StopIteration:
+            self._self_state.finish()
+            raise
+        except BaseException as exc:
+            self._self_state.finish(exc)
+            raise
+        self._self_state.on_chunk(chunk)
+        return chunk
+
+    def __enter__(self) -> SyncStreamProxy:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return self.__wrapped__.__exit__(exc_type, exc, tb)
+        finally:
+            self._self_state.finish()
+
+    def close(self) -> Any:
+        try:
+            return self.__wrapped__.close()
+        finally:
+            self._self_state.finish()
+
+    def __del__(self) -> None:
+        state = getattr(self, "_self_state", None)
+        if state is not None and not state.span.ended:
+            state.finish()
+
+
+class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
+    """An async SDK stream that reports its chunks and its end."""
+
+    def __init__(self, wrapped: Any, state: StreamState) -> None:
+        super().__init__(wrapped)
+        self._self_state = state
+
+    def __aiter__(self) -> AsyncStreamProxy:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            chunk = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._self_state.finish()
+            raise
+        except BaseException as exc:
+            self._self_state.finish(exc)
+            raise
+        self._self_state.on_chunk(chunk)
+        return chunk
+
+    async def __aenter__(self) -> AsyncStreamProxy:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(exc_type, exc, tb)
+        finally:
+            self._self_state.finish()
+
+    async def close(self) -> Any:
+        try:
+            result = self.__wrapped__.close()
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        finally:
+            self._self_state.finish()
+
+    def __del__(self) -> None:
+        state = getattr(self, "_self_state", None)
+        if state is not None and not state.span.ended:
+            state.finish()

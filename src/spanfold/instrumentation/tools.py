@@ -1,0 +1,256 @@
+"""``@spanfold.tool`` (an ``execute_tool`` span per call) and ``spanfold.agent`` (an ``invoke_agent`` span).
+
+Both use the global tracer provider, so they work with ``spanfold.init()`` and with any other OTel setup.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Tracer
+
+from spanfold import semconv, stats
+from spanfold.instrumentation.messages import dumps
+from spanfold.instrumentation.spans import SETTINGS, set_error
+from spanfold.version import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The keyword a caller may add to a tool call to record the model's tool-call id (``tool_call_id="call_1"``).
+#: It is passed on to the function only when the function declares it.
+CALL_ID_KEYWORD = "tool_call_id"
+
+_tracer: Tracer | None = None
+
+
+def _get_tracer() -> Tracer:
+    global _tracer
+    if _tracer is None:
+        _tracer = otel_trace.get_tracer("spanfold", __version__)
+    return _tracer
+
+
+def _result_text(value: Any) -> str:
+    return value if isinstance(value, str) else dumps(value)
+
+
+class _ToolSpec:
+    """What a decorated function needs per call: its name, description and how to read its arguments."""
+
+    __slots__ = ("accepts_call_id", "description", "name", "signature")
+
+    def __init__(self, fn: Callable[..., Any], name: str | None, description: str | None) -> None:
+        self.name = name or getattr(fn, "__name__", "tool")
+        doc = description if description is not None else inspect.getdoc(fn)
+        self.description = doc.strip().splitlines()[0] if doc else None
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
+        params = self.signature.parameters if self.signature else {}
+        self.accepts_call_id = CALL_ID_KEYWORD in params or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+        )
+
+    def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, dict[str, Any]]:
+        """Start the span; return it and the kwargs to call the function with."""
+        call_id = kwargs.get(CALL_ID_KEYWORD)
+        if call_id is not None and not self.accepts_call_id:
+            kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
+        try:
+            attrs: dict[str, Any] = {
+                semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+                semconv.TOOL_NAME: self.name,
+                semconv.TOOL_TYPE: "function",
+            }
+            if self.description:
+                attrs[semconv.TOOL_DESCRIPTION] = self.description
+            if call_id is not None:
+                attrs[semconv.TOOL_CALL_ID] = str(call_id)
+            if SETTINGS.capture_content:
+                attrs[semconv.TOOL_CALL_ARGUMENTS] = dumps(self.arguments(args, kwargs))
+            span = _get_tracer().start_span(
+                semconv.span_name(semconv.OP_EXECUTE_TOOL, self.name),
+                kind=SpanKind.INTERNAL,
+                attributes=attrs,
+            )
+        except Exception as exc:
+            stats.fault("tool.start", exc)
+            return None, kwargs
+        return span, kwargs
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.signature is None:
+            return {"args": list(args), **kwargs}
+        try:
+            bound = self.signature.bind_partial(*args, **kwargs)
+        except TypeError:
+            return {"args": list(args), **kwargs}
+        out = dict(bound.arguments)
+        for name in ("self", "cls"):
+            if name in out and next(iter(self.signature.parameters), None) == name:
+                del out[name]
+        return out
+
+
+def _end_ok(span: Span | None, result: Any) -> None:
+    if span is None:
+        return
+    try:
+        if SETTINGS.capture_content:
+            span.set_attribute(semconv.TOOL_CALL_RESULT, _result_text(result))
+    except Exception as exc:
+        stats.fault("tool.result", exc)
+    span.end()
+
+
+def _end_error(span: Span | None, exc: BaseException) -> None:
+    if span is None:
+        return
+    try:
+        set_error(span, exc)
+    except Exception as fault:
+        stats.fault("tool.error", fault)
+    span.end()
+
+
+def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
+    spec = _ToolSpec(fn, name, description)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            span, kwargs = spec.start(args, kwargs)
+            if span is None:
+                return await fn(*args, **kwargs)
+            with otel_trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    _end_error(span, exc)
+                    raise
+            _end_ok(span, result)
+            return result
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        span, kwargs = spec.start(args, kwargs)
+        if span is None:
+            return fn(*args, **kwargs)
+        with otel_trace.use_span(
+            span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+        ):
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                _end_error(span, exc)
+                raise
+        _end_ok(span, result)
+        return result
+
+    return run  # type: ignore[return-value]
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], F]: ...
+
+
+def tool(fn: F | None = None, /, *, name: str | None = None, description: str | None = None) -> Any:
+    """Trace every call of a tool function as an ``execute_tool {name}`` span.
+
+    Use bare (``@spanfold.tool``) or with options (``@spanfold.tool(name="search")``), on sync or async
+    functions. Pass ``tool_call_id=`` in a call to record the model's tool-call id (it reaches the function
+    only when the function declares that parameter); without it the fold pairs the call by name and arguments.
+    """
+    if fn is not None:
+        return _wrap_tool(fn, name, description)
+    return lambda f: _wrap_tool(f, name, description)
+
+
+class agent:
+    """One ``invoke_agent {name}`` span around a run: a context manager (sync and async) and a decorator.
+
+    Everything traced inside (model calls, tools) becomes one trace, folded into one flat trace file line.
+    """
+
+    def __init__(self, name: str, *, conversation_id: str | None = None) -> None:
+        self.name = name
+        self.conversation_id = conversation_id
+        # Per thread and per asyncio task, so one agent object may be entered concurrently.
+        self._open: ContextVar[tuple[tuple[Span, object], ...]] = ContextVar("spanfold_agent", default=())
+
+    def __enter__(self) -> agent:
+        try:
+            attrs = {
+                semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+                semconv.AGENT_NAME: self.name,
+            }
+            if self.conversation_id is not None:
+                attrs[semconv.CONVERSATION_ID] = self.conversation_id
+            span = _get_tracer().start_span(
+                semconv.span_name(semconv.OP_INVOKE_AGENT, self.name),
+                kind=SpanKind.INTERNAL,
+                attributes=attrs,
+            )
+            token = otel_context.attach(otel_trace.set_span_in_context(span))
+            self._open.set((*self._open.get(), (span, token)))
+        except Exception as exc:
+            stats.fault("agent.start", exc)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        stack = self._open.get()
+        if not stack:
+            return
+        span, token = stack[-1]
+        self._open.set(stack[:-1])
+        try:
+            otel_context.detach(token)  # type: ignore[arg-type]
+            if exc is not None:
+                set_error(span, exc)
+        except Exception as fault:
+            stats.fault("agent.end", fault)
+        span.end()
+
+    async def __aenter__(self) -> agent:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def __call__(self, fn: F) -> F:
+        """Use as a decorator: each call of ``fn`` is one agent run (a fresh span per call)."""
+        name, conversation_id = self.name, self.conversation_id
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                async with agent(name, conversation_id=conversation_id):
+                    return await fn(*args, **kwargs)
+
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with agent(name, conversation_id=conversation_id):
+                return fn(*args, **kwargs)
+
+        return run  # type: ignore[return-value]

@@ -1,0 +1,156 @@
+"""Wire a TracerProvider, the instrumentors and the folding processor from the config.
+
+The one place that knows both halves: ``instrumentation`` (span producers) and ``exporter`` (the fold).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+
+from spanfold import config as config_module
+from spanfold import stats
+from spanfold.config import Config
+from spanfold.exporter.processor import FoldingSpanProcessor
+from spanfold.exporter.writers import JsonFileWriter, JsonlWriter, MemoryWriter, Writer
+from spanfold.instrumentation import registry
+from spanfold.instrumentation.spans import SETTINGS
+from spanfold.trace.model import Trace
+
+logger = logging.getLogger("spanfold")
+
+#: Wait used by ``flush(timeout=None)``: "until everything is on disk", bounded so a wedged disk can't hang exit.
+FLUSH_FOREVER_S = 3600.0
+
+
+@dataclass
+class Handle:
+    """What ``spanfold.init()`` set up. ``enabled`` is False when ``SPANFOLD_DISABLED`` made init a no-op."""
+
+    config: Config
+    enabled: bool
+    provider: TracerProvider | None = None
+    processor: FoldingSpanProcessor | None = None
+    instrumented: list[str] = field(default_factory=list)
+    owns_provider: bool = False
+
+    @property
+    def output(self) -> str:
+        return self.config.output
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until every finished trace is written; False if ``timeout`` seconds passed first."""
+        if self.processor is None:
+            return True
+        seconds = FLUSH_FOREVER_S if timeout is None else max(timeout, 0.0)
+        return bool(self.processor.force_flush(int(seconds * 1000)))
+
+    def shutdown(self) -> None:
+        """Flush, stop the worker, restore the patched libraries."""
+        registry.uninstrument_all()
+        if self.processor is not None:
+            self.processor.shutdown()
+
+
+_lock = threading.RLock()
+_handle: Handle | None = None
+_atexit_registered = False
+
+
+def current() -> Handle | None:
+    """The active handle, if ``init()`` ran (and ``shutdown()`` did not)."""
+    return _handle
+
+
+def _provider() -> tuple[TracerProvider, bool]:
+    """The SDK TracerProvider the user already set, else a new global one (second item: we made it)."""
+    existing = otel_trace.get_tracer_provider()
+    if isinstance(existing, TracerProvider):
+        return existing, False
+    provider = TracerProvider()
+    otel_trace.set_tracer_provider(provider)
+    if otel_trace.get_tracer_provider() is not provider:  # someone else won a race to set it
+        current_provider = otel_trace.get_tracer_provider()
+        if isinstance(current_provider, TracerProvider):
+            return current_provider, False
+        raise RuntimeError("a non-SDK TracerProvider is already installed; spanfold cannot attach to it")
+    return provider, True
+
+
+def _writers(cfg: Config, to_files: bool) -> list[Writer]:
+    if not to_files:
+        return []
+    writers: list[Writer] = [JsonlWriter(cfg.output, cfg.format)]
+    if cfg.file_per_trace:
+        writers.append(JsonFileWriter(cfg.output, cfg.format))
+    return writers
+
+
+def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
+    """``init()``'s body: idempotent; returns the active handle when there is one."""
+    global _handle, _atexit_registered
+    with _lock:
+        if _handle is not None:
+            return _handle
+        cfg = config_module.load(overrides)
+        if cfg.disabled:
+            return Handle(config=cfg, enabled=False)
+        SETTINGS.capture_content = cfg.capture_content
+        provider, owns = _provider()
+        processor = FoldingSpanProcessor(_writers(cfg, to_files), cfg)
+        provider.add_span_processor(processor)
+        handle = Handle(config=cfg, enabled=True, provider=provider, processor=processor, owns_provider=owns)
+        handle.instrumented = registry.instrument_all(provider, SETTINGS)
+        _handle = handle
+        if not _atexit_registered:
+            atexit.register(_at_exit)
+            _atexit_registered = True
+        return handle
+
+
+def stop() -> None:
+    """``shutdown()``'s body."""
+    global _handle
+    with _lock:
+        handle, _handle = _handle, None
+    if handle is not None:
+        handle.shutdown()
+
+
+def _at_exit() -> None:
+    handle = _handle
+    if handle is not None:
+        try:
+            handle.flush(timeout=10.0)
+        except Exception as exc:  # never make the user's exit noisy
+            stats.fault("atexit.flush", exc)
+
+
+@contextmanager
+def capture_traces() -> Iterator[list[Trace]]:
+    """Collect, in memory, every trace completed while the block runs (pytest fixture, users' tests).
+
+    Starts spanfold (in memory only, no files) when ``init()`` has not run, and stops it again at the end.
+    The list fills as traces complete; call ``spanfold.flush()`` to force pending ones out.
+    """
+    started_here = _handle is None
+    handle = start({}, to_files=False)
+    if handle.processor is None:
+        raise RuntimeError("spanfold is disabled (SPANFOLD_DISABLED): no traces can be captured")
+    writer = MemoryWriter()
+    handle.processor.add_writer(writer)
+    try:
+        yield writer.traces
+    finally:
+        handle.flush(timeout=30.0)
+        handle.processor.remove_writer(writer)
+        if started_here:
+            stop()
