@@ -15,7 +15,7 @@ from __future__ import annotations
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-from spanfold import stats as _stats
+from spanfold import counters as _counters
 from spanfold.instrumentation.tools import agent, tool
 from spanfold.version import __version__
 
@@ -75,7 +75,7 @@ def stats() -> dict[str, Any]:
     """Counters: spans received, traces written, drops, and internal faults by kind."""
     from spanfold import setup
 
-    out = _stats.snapshot()
+    out = _counters.snapshot()
     handle = setup.current()
     if handle is not None and handle.processor is not None:
         out.update(handle.processor.stats())

@@ -17,7 +17,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from spanfold import config as config_module
-from spanfold import stats
+from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
 from spanfold.exporter.writers import JsonFileWriter, JsonlWriter, MemoryWriter, Writer
@@ -131,7 +131,7 @@ def _at_exit() -> None:
         try:
             handle.flush(timeout=10.0)
         except Exception as exc:  # never make the user's exit noisy
-            stats.fault("atexit.flush", exc)
+            counters.fault("atexit.flush", exc)
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from typing import Any
 import wrapt
 from opentelemetry.trace import SpanKind, Tracer
 
-from spanfold import semconv, stats
+from spanfold import counters, semconv
 from spanfold.instrumentation.spans import ModelSpan, Settings
 from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy
 
@@ -59,7 +59,7 @@ def _begin(
         attrs.update(api.server(instance))
         return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT)
     except Exception as exc:
-        stats.fault(f"{api.kind}.request", exc)
+        counters.fault(f"{api.kind}.request", exc)
         return None
 
 
@@ -79,7 +79,7 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any
         call.finish()
         return result
     except Exception as exc:
-        stats.fault(f"{api.kind}.response", exc)
+        counters.fault(f"{api.kind}.response", exc)
         call.finish()
         return result
 

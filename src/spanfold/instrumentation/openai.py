@@ -15,7 +15,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
-from spanfold import semconv, stats
+from spanfold import counters, semconv
 from spanfold.instrumentation import openai_chat
 from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, sync_wrapper
 from spanfold.instrumentation.spans import SETTINGS, Settings
@@ -78,7 +78,7 @@ def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
         if isinstance(raw, (SyncStreamProxy, AsyncStreamProxy)):
             raw._self_state.finish()
     except Exception as exc:
-        stats.fault("openai.stream_helper", exc)
+        counters.fault("openai.stream_helper", exc)
     return wrapped(*args, **kwargs)
 
 

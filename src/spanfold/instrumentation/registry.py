@@ -7,7 +7,7 @@ import importlib.util
 import logging
 from typing import Any
 
-from spanfold import stats
+from spanfold import counters
 from spanfold.instrumentation.spans import Settings
 
 logger = logging.getLogger("spanfold")
@@ -38,7 +38,7 @@ def instrument_all(tracer_provider: Any, settings: Settings) -> list[str]:
             if instrumentor.is_instrumented_by_opentelemetry:
                 done.append(name)
         except Exception as exc:
-            stats.fault(f"instrument.{name}", exc)
+            counters.fault(f"instrument.{name}", exc)
     return done
 
 
@@ -50,4 +50,4 @@ def uninstrument_all() -> None:
             if instrumentor.is_instrumented_by_opentelemetry:
                 instrumentor.uninstrument()
         except Exception as exc:
-            stats.fault(f"uninstrument.{name}", exc)
+            counters.fault(f"uninstrument.{name}", exc)

@@ -2,7 +2,7 @@
 
 A :class:`ModelSpan` finishes exactly once, whichever of success, error, stream end, ``close()`` or garbage
 collection comes first. Every method here is fault-proof: a fault inside spanfold is counted and logged once
-(:mod:`spanfold.stats`), never raised into the user's call.
+(:mod:`spanfold.counters`), never raised into the user's call.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from spanfold import semconv, stats
+from spanfold import counters, semconv
 from spanfold.config import capture_content_default
 
 
@@ -74,7 +74,7 @@ class ModelSpan:
             try:
                 otel_context.detach(token)  # type: ignore[arg-type]
             except Exception as exc:  # a context switched under us (generators, threads): keep going
-                stats.fault("context.detach", exc)
+                counters.fault("context.detach", exc)
 
     def _claim(self) -> bool:
         with self._lock:
@@ -91,7 +91,7 @@ class ModelSpan:
             if attributes:
                 self.span.set_attributes(clean(attributes))
         except Exception as exc:
-            stats.fault("span.finish", exc)
+            counters.fault("span.finish", exc)
         self.span.end()
 
     def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
@@ -103,5 +103,5 @@ class ModelSpan:
                 self.span.set_attributes(clean(attributes))
             set_error(self.span, exc)
         except Exception as fault:
-            stats.fault("span.fail", fault)
+            counters.fault("span.fail", fault)
         self.span.end()

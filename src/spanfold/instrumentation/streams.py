@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import wrapt
 
-from spanfold import stats
+from spanfold import counters
 from spanfold.instrumentation.spans import ModelSpan
 
 
@@ -47,7 +47,7 @@ class StreamState:
             self.accumulator.add(chunk)
         except Exception as exc:
             self.broken = True
-            stats.fault(f"{self.kind}.stream_chunk", exc)
+            counters.fault(f"{self.kind}.stream_chunk", exc)
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.span.ended:
@@ -55,7 +55,7 @@ class StreamState:
         try:
             attrs = self.accumulator.attributes()
         except Exception as exc:
-            stats.fault(f"{self.kind}.stream_result", exc)
+            counters.fault(f"{self.kind}.stream_result", exc)
             attrs = {}
         if error is not None and isinstance(error, Exception):
             self.span.fail(error, attrs)

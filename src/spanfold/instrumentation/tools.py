@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
-from spanfold import semconv, stats
+from spanfold import counters, semconv
 from spanfold.instrumentation.messages import dumps
 from spanfold.instrumentation.spans import SETTINGS, set_error
 from spanfold.version import __version__
@@ -82,7 +82,7 @@ class _ToolSpec:
                 attributes=attrs,
             )
         except Exception as exc:
-            stats.fault("tool.start", exc)
+            counters.fault("tool.start", exc)
             return None, kwargs
         return span, kwargs
 
@@ -107,7 +107,7 @@ def _end_ok(span: Span | None, result: Any) -> None:
         if SETTINGS.capture_content:
             span.set_attribute(semconv.TOOL_CALL_RESULT, _result_text(result))
     except Exception as exc:
-        stats.fault("tool.result", exc)
+        counters.fault("tool.result", exc)
     span.end()
 
 
@@ -117,7 +117,7 @@ def _end_error(span: Span | None, exc: BaseException) -> None:
     try:
         set_error(span, exc)
     except Exception as fault:
-        stats.fault("tool.error", fault)
+        counters.fault("tool.error", fault)
     span.end()
 
 
@@ -209,7 +209,7 @@ class agent:
             token = otel_context.attach(otel_trace.set_span_in_context(span))
             self._open.set((*self._open.get(), (span, token)))
         except Exception as exc:
-            stats.fault("agent.start", exc)
+            counters.fault("agent.start", exc)
         return self
 
     def __exit__(
@@ -225,7 +225,7 @@ class agent:
             if exc is not None:
                 set_error(span, exc)
         except Exception as fault:
-            stats.fault("agent.end", fault)
+            counters.fault("agent.end", fault)
         span.end()
 
     async def __aenter__(self) -> agent:

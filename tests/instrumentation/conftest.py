@@ -1,0 +1,100 @@
+"""Span-level fixtures: the real SDK, a transport that replays recorded responses, an in-memory exporter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from spanfold.instrumentation.openai import OpenAIInstrumentor
+from spanfold.instrumentation.spans import Settings
+
+
+class Replay:
+    """Answers each request with the next recorded response; remembers the request bodies."""
+
+    def __init__(self, interactions: list[dict[str, Any]]) -> None:
+        self.interactions = list(interactions)
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(json.loads(request.content))
+        recorded = self.interactions[len(self.requests) - 1]["response"]
+        return httpx2.Response(
+            recorded["status"], headers={"content-type": recorded["content_type"]}, content=recorded["body"].encode()
+        )
+
+
+class Spans:
+    """The finished spans of a test, and the switches it may flip."""
+
+    def __init__(self, exporter: InMemorySpanExporter, settings: Settings, provider: TracerProvider) -> None:
+        self.exporter = exporter
+        self.settings = settings
+        self.provider = provider
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def one(self) -> ReadableSpan:
+        spans = self.finished()
+        assert len(spans) == 1, [s.name for s in spans]
+        return spans[0]
+
+    def attrs(self, span: ReadableSpan | None = None) -> dict[str, Any]:
+        """Attributes with the JSON ones parsed."""
+        raw = dict((span or self.one()).attributes or {})
+        for key in (
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.definitions",
+            "gen_ai.system_instructions",
+        ):
+            if key in raw:
+                raw[key] = json.loads(str(raw[key]))
+        return raw
+
+
+@pytest.fixture
+def spans() -> Iterator[Spans]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    settings = Settings(capture_content=True)
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider, settings=settings)
+    try:
+        yield Spans(exporter, settings, provider)
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.fixture
+def replay_client(load_recording: Callable[[str], list[dict[str, Any]]]) -> Callable[..., Any]:
+    """``replay_client("file.json", async_=False)`` -> (openai client, Replay)."""
+    import openai
+
+    def make(name: str, async_: bool = False) -> tuple[Any, Replay]:
+        replay = Replay(load_recording(name))
+        transport = httpx2.MockTransport(replay)
+        if async_:
+            return openai.AsyncOpenAI(
+                api_key="sk-test",
+                base_url="http://recorded.test/v1",
+                max_retries=0,
+                http_client=httpx2.AsyncClient(transport=transport),
+            ), replay
+        return openai.OpenAI(
+            api_key="sk-test",
+            base_url="http://recorded.test/v1",
+            max_retries=0,
+            http_client=httpx2.Client(transport=transport),
+        ), replay
+
+    return make
