@@ -32,3 +32,34 @@ def _reset_stats() -> Iterator[None]:
 
     counters.reset()
     yield
+
+
+@pytest.fixture(scope="session")
+def _global_provider() -> Any:
+    """The process-wide SDK TracerProvider (OTel allows one per process; spanfold.init() reuses it)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    return provider
+
+
+@pytest.fixture(scope="session")
+def _global_exporter(_global_provider: Any) -> Any:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    _global_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter
+
+
+@pytest.fixture
+def global_spans(_global_exporter: Any) -> Iterator[Any]:
+    """Spans finished on the global provider during this test (tool and agent spans use it)."""
+    _global_exporter.clear()
+    yield _global_exporter
+    _global_exporter.clear()
