@@ -1,0 +1,280 @@
+"""One benchmark process: set up ONE configuration, run ONE workload, print its per-call median as JSON.
+
+Run by ``bench/overhead.py`` (fresh process per configuration and round); usable alone:
+
+    python bench/workload.py --config spanfold --workload stream --history 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+
+MODEL = "gpt-4o-mini"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "convert_temperature",
+            "description": "Convert a temperature",
+            "parameters": {
+                "type": "object",
+                "properties": {"celsius": {"type": "number"}, "to": {"type": "string"}},
+                "required": ["celsius", "to"],
+            },
+        },
+    },
+]
+
+
+def history(n: int) -> list[dict[str, Any]]:
+    """A realistic agent history of ``n`` messages: system, user, tool-call rounds, answers."""
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful weather assistant. Use the tools when needed."},
+        {"role": "user", "content": "What is the weather in Paris and Tokyo, in fahrenheit?"},
+    ]
+    i = 0
+    while len(msgs) < n:
+        i += 1
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": json.dumps({"city": f"City {i}"})},
+                    }
+                ],
+            }
+        )
+        msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": f"City {i}: 21 C, clear skies, light wind"})
+        msgs.append({"role": "assistant", "content": f"City {i} is 21 degrees celsius and clear."})
+        msgs.append({"role": "user", "content": f"And what about the next city after city {i}?"})
+    return msgs[:n]
+
+
+COMPLETION = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 1,
+    "model": MODEL,
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "Paris is 70F and sunny; Tokyo is 64F with light rain."},
+        }
+    ],
+    "usage": {"prompt_tokens": 412, "completion_tokens": 19, "total_tokens": 431},
+}
+
+
+def stream_body() -> bytes:
+    """53 chat.completion.chunk events: two parallel tool calls with arguments split in fragments."""
+    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": MODEL}
+    events: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}
+    ]
+    for index, city in enumerate(("Paris", "Tokyo")):
+        events.append(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": index,
+                                    "id": f"call_{index}",
+                                    "type": "function",
+                                    "function": {"name": "get_weather", "arguments": ""},
+                                }
+                            ]
+                        },
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
+        args = json.dumps({"city": city, "unit": "fahrenheit", "detail": "hourly forecast"})
+        step = max(1, len(args) // 24)
+        pieces = [args[i : i + step] for i in range(0, len(args), step)][:24]
+        pieces[-1] += args[24 * step :]
+        for piece in pieces:
+            events.append(
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, "finish_reason": None}
+                    ],
+                }
+            )
+    events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    events.append({**base, "choices": [], "usage": {"prompt_tokens": 412, "completion_tokens": 48, "total_tokens": 460}})
+    assert len(events) == 53, len(events)
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+
+
+STREAM_BODY = stream_body()
+COMPLETION_BODY = json.dumps(COMPLETION).encode()
+
+
+def handler(request: httpx2.Request) -> httpx2.Response:
+    if b'"stream":true' in request.content:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=STREAM_BODY)
+    return httpx2.Response(200, headers={"content-type": "application/json"}, content=COMPLETION_BODY)
+
+
+# --- configurations ------------------------------------------------------------------------------------
+
+
+class _Discard:
+    """A span exporter that drops everything (the peers' cost is in the instrumentation, not the backend)."""
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _peer_provider() -> Any:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(_Discard()))  # type: ignore[arg-type]
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def setup_baseline() -> None:
+    pass
+
+
+def setup_spanfold() -> None:
+    import spanfold
+
+    spanfold.init(output=tempfile.mkdtemp(prefix="spanfold-bench-"), capture_content=True)
+
+
+def setup_otel_v2() -> None:
+    # Content on span attributes (the latest-experimental mode), as spanfold records it; in its default mode
+    # the official instrumentation sends content as log events, which without a LoggerProvider cost nothing.
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=_peer_provider())
+
+
+def setup_openllmetry() -> None:
+    os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=_peer_provider())
+
+
+def setup_openinference() -> None:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=_peer_provider())
+
+
+CONFIGS: dict[str, Callable[[], None]] = {
+    "baseline": setup_baseline,
+    "spanfold": setup_spanfold,
+    "otel-v2": setup_otel_v2,
+    "openllmetry": setup_openllmetry,
+    "openinference": setup_openinference,
+}
+
+
+# --- workloads -----------------------------------------------------------------------------------------
+
+
+def run(workload: str, n_history: int, calls: int, batch: int) -> list[float]:
+    """Per-call microseconds, one value per batch of ``batch`` calls."""
+    import openai
+
+    msgs = history(n_history)
+    if workload == "async":
+        client_a = openai.AsyncOpenAI(
+            api_key="sk-bench", base_url="http://bench.test/v1", max_retries=0,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        )
+
+        async def go() -> list[float]:
+            out = []
+            for _ in range(calls // batch):
+                t0 = time.perf_counter_ns()
+                for _ in range(batch):
+                    await client_a.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
+                out.append((time.perf_counter_ns() - t0) / batch / 1000)
+            return out
+
+        return asyncio.run(go())
+
+    client = openai.OpenAI(
+        api_key="sk-bench", base_url="http://bench.test/v1", max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    out = []
+    stream = workload == "stream"
+    for _ in range(calls // batch):
+        t0 = time.perf_counter_ns()
+        for _ in range(batch):
+            if stream:
+                for _chunk in client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS, stream=True):
+                    pass
+            else:
+                client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
+        out.append((time.perf_counter_ns() - t0) / batch / 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", choices=sorted(CONFIGS), required=True)
+    parser.add_argument("--workload", choices=("sync", "stream", "async"), default="sync")
+    parser.add_argument("--history", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=600)
+    parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=100)
+    args = parser.parse_args()
+    CONFIGS[args.config]()
+    run(args.workload, args.history, args.warmup, args.warmup)
+    per_batch = run(args.workload, args.history, args.calls, args.batch)
+    json.dump({"config": args.config, "workload": args.workload, "history": args.history,
+               "us_per_call": statistics.median(per_batch)}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
