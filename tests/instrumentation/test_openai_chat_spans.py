@@ -347,3 +347,17 @@ def test_uninstrument_restores_sdk(spans: Any) -> None:
         assert not isinstance(Completions.__dict__["create"], wrapt.ObjectProxy)
     finally:
         OpenAIInstrumentor().instrument(tracer_provider=spans.provider, settings=spans.settings)
+
+
+def test_history_cache_sees_replaced_values(spans: Any, replay_client: Any) -> None:
+    """Converted messages are cached by identity; a value replaced in a re-sent dict is seen."""
+    client, replay = replay_client("test_chat_tool_calls.json")
+    body = replay.interactions[0]["request"]["body"]
+    history = [dict(msg) for msg in body["messages"]]
+    client.chat.completions.create(model=body["model"], messages=history)
+    history[1]["content"] = "replaced"
+    client.chat.completions.create(model=body["model"], messages=history)
+    first, second = (spans.attrs(s)["gen_ai.input.messages"] for s in spans.finished())
+    assert first[1]["parts"][0]["response"] == "The weather in San Francisco is 70 degrees and sunny."
+    assert second[1]["parts"][0]["response"] == "replaced"
+    assert first[0] == second[0]

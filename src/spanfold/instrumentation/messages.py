@@ -7,19 +7,36 @@ capture off, parts keep their structure (type, tool-call id and name) and lose e
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from spanfold import semconv
+
+try:  # the SDKs' response objects are pydantic models
+    from pydantic import BaseModel as _PydanticModel
+except ImportError:  # pragma: no cover - no SDK installed
+
+    class _PydanticModel:  # type: ignore[no-redef]
+        __pydantic_extra__: dict[str, Any] | None
 
 Part = dict[str, Any]
 SemconvMessage = dict[str, Any]
 
 
 def get(obj: Any, key: str, default: Any = None) -> Any:
-    """``obj[key]`` for mappings, ``obj.key`` for SDK objects (pydantic models), else ``default``."""
+    """``obj[key]`` for mappings, the field or extra ``key`` of SDK (pydantic) objects, else ``obj.key``.
+
+    Hot path: a missing attribute on a pydantic model costs microseconds (its ``__getattr__`` raises), so
+    pydantic objects are read from their ``__dict__`` (fields) and ``__pydantic_extra__`` (extras).
+    """
     if isinstance(obj, dict):
         return obj.get(key, default)
+    if isinstance(obj, _PydanticModel):
+        fields = obj.__dict__
+        if key in fields:
+            return fields[key]
+        extra = obj.__pydantic_extra__
+        return extra.get(key, default) if extra else default
     return getattr(obj, key, default)
 
 
@@ -94,6 +111,41 @@ def message(role: Any, parts: list[Part], **extra: Any) -> SemconvMessage:
         if value is not None:
             out[key] = value
     return out
+
+
+class FragmentCache:
+    """JSON fragments of messages already converted, by object identity: per-call work follows what is new.
+
+    An agent re-sends its whole history on every call, mostly the very same message objects. A message is
+    re-converted when it is a different object, or (for dicts) when any of its top-level values changed
+    (by identity or equality). In-place mutation of a nested value of a dict already sent is not detected.
+    Bounded: cleared when ``limit`` entries are held (entries hold the message alive, so ids stay unique).
+    """
+
+    __slots__ = ("_entries", "limit")
+
+    def __init__(self, limit: int = 8192) -> None:
+        self._entries: dict[int, tuple[Any, Any, str]] = {}
+        self.limit = limit
+
+    def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
+        entries = self._entries
+        out = []
+        for item in items:
+            signature = tuple(item.values()) if isinstance(item, dict) else None
+            entry = entries.get(id(item))
+            if entry is not None and entry[0] is item and entry[1] == signature:
+                out.append(entry[2])
+                continue
+            fragment = dumps(convert(item))
+            if len(entries) >= self.limit:
+                entries.clear()
+            entries[id(item)] = (item, signature, fragment)
+            out.append(fragment)
+        return "[" + ",".join(out) + "]"
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 def as_list(value: Any) -> list[Any]:

@@ -95,22 +95,31 @@ def input_message(msg: Any, capture: bool) -> m.SemconvMessage:
     return m.message(role, parts, name=m.get(msg, "name") if capture else None)
 
 
-def tool_definitions(tools: Any) -> list[dict[str, Any]]:
-    out = []
-    for tool in m.as_list(tools):
-        fn = m.get(tool, "function")
-        if fn is None:
-            out.append({"type": m.get(tool, "type")})
-            continue
-        out.append(
-            {
-                "type": "function",
-                "name": m.get(fn, "name"),
-                "description": m.get(fn, "description"),
-                "parameters": m.get(fn, "parameters"),
-            }
-        )
-    return out
+def _convert_with_content(msg: Any) -> m.SemconvMessage:
+    return input_message(msg, True)
+
+
+def _convert_without_content(msg: Any) -> m.SemconvMessage:
+    return input_message(msg, False)
+
+
+#: Converted history messages, one cache per content-capture mode.
+_INPUT_CACHE = {True: m.FragmentCache(), False: m.FragmentCache()}
+
+
+def tool_definition(tool: Any) -> dict[str, Any]:
+    fn = m.get(tool, "function")
+    if fn is None:
+        return {"type": m.get(tool, "type")}
+    return {
+        "type": "function",
+        "name": m.get(fn, "name"),
+        "description": m.get(fn, "description"),
+        "parameters": m.get(fn, "parameters"),
+    }
+
+
+_TOOLS_CACHE = m.FragmentCache(limit=1024)
 
 
 def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | None, dict[str, Any]]:
@@ -139,12 +148,13 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     if isinstance(messages, Iterator):
         messages = kwargs["messages"] = list(messages)
     if _given(messages):
-        attrs[semconv.INPUT_MESSAGES] = m.dumps([input_message(msg, capture) for msg in m.as_list(messages)])
+        convert = _convert_with_content if capture else _convert_without_content
+        attrs[semconv.INPUT_MESSAGES] = _INPUT_CACHE[capture].json_list(m.as_list(messages), convert)
     tools = kwargs.get("tools")
     if capture and _given(tools):
         if isinstance(tools, Iterator):
             tools = kwargs["tools"] = list(tools)
-        attrs[semconv.TOOL_DEFINITIONS] = m.dumps(tool_definitions(tools))
+        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS_CACHE.json_list(m.as_list(tools), tool_definition)
     return (model if isinstance(model, str) else None), attrs
 
 
@@ -262,7 +272,7 @@ class ChatStreamAccumulator:
                     choice.text.append(delta.content)
                 if delta.refusal:
                     choice.refusal.append(delta.refusal)
-                reasoning = getattr(delta, "reasoning_content", None)
+                reasoning = m.get(delta, "reasoning_content")  # not a declared field: some servers send it
                 if isinstance(reasoning, str) and reasoning:
                     choice.reasoning.append(reasoning)
                 if delta.tool_calls:
