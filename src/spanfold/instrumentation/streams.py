@@ -30,24 +30,16 @@ class Accumulator(Protocol):
 class StreamState:
     """The span of one stream, its accumulator, and the exactly-once finish."""
 
-    __slots__ = ("accumulator", "broken", "kind", "span")
+    __slots__ = ("accumulator", "kind", "span")
 
     def __init__(self, span: ModelSpan, accumulator: Accumulator, kind: str) -> None:
         self.span = span
         self.accumulator = accumulator
-        self.broken = (
-            False  # after one accumulator fault, stop feeding it (one fault per stream, not per chunk)
-        )
         self.kind = kind
 
-    def on_chunk(self, chunk: Any) -> None:
-        if self.broken:
-            return
-        try:
-            self.accumulator.add(chunk)
-        except Exception as exc:
-            self.broken = True
-            counters.fault(f"{self.kind}.stream_chunk", exc)
+    def chunk_fault(self, exc: Exception) -> None:
+        """The accumulator failed on a chunk; the proxy stops feeding it (one fault per stream, not per chunk)."""
+        counters.fault(f"{self.kind}.stream_chunk", exc)
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.span.ended:
@@ -69,6 +61,7 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
+        self._self_add = state.accumulator.add  # hot path: one call per chunk
 
     def __iter__(self) -> SyncStreamProxy:
         return self
@@ -82,7 +75,13 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
         except BaseException as exc:
             self._self_state.finish(exc)
             raise
-        self._self_state.on_chunk(chunk)
+        add = self._self_add
+        if add is not None:
+            try:
+                add(chunk)
+            except Exception as exc:
+                self._self_add = None
+                self._self_state.chunk_fault(exc)
         return chunk
 
     def __enter__(self) -> SyncStreamProxy:
@@ -113,6 +112,7 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
+        self._self_add = state.accumulator.add
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
@@ -126,7 +126,13 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
         except BaseException as exc:
             self._self_state.finish(exc)
             raise
-        self._self_state.on_chunk(chunk)
+        add = self._self_add
+        if add is not None:
+            try:
+                add(chunk)
+            except Exception as exc:
+                self._self_add = None
+                self._self_state.chunk_fault(exc)
         return chunk
 
     async def __aenter__(self) -> AsyncStreamProxy:
