@@ -10,7 +10,7 @@ garbage-collected unfinished.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import wrapt
@@ -61,7 +61,7 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_add = state.accumulator.add  # hot path: one call per chunk
+        self._self_add: Callable[[Any], None] | None = state.accumulator.add  # hot path: one call per chunk
 
     def __iter__(self) -> SyncStreamProxy:
         return self
@@ -112,7 +112,7 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_add = state.accumulator.add
+        self._self_add: Callable[[Any], None] | None = state.accumulator.add
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
