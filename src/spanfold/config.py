@@ -93,6 +93,13 @@ OPTIONS: Mapping[str, Option] = {
     "file_per_trace": Option(
         ("SPANFOLD_FILE_PER_TRACE",), _bool, False, "also write each trace to its own <trace_id>.json"
     ),
+    "otlp": Option(
+        ("SPANFOLD_OTLP",),
+        _str,
+        None,
+        "also export the raw spans over OTLP/HTTP to this endpoint (default: when spanfold installs the provider "
+        "and OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)",
+    ),
     "max_queue_size": Option(
         ("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"
     ),
@@ -124,6 +131,7 @@ class Config:
     capture_content: bool
     disabled: bool
     file_per_trace: bool
+    otlp: str | None
     max_queue_size: int
     max_traces_in_flight: int
     max_spans_per_trace: int

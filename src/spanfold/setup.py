@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ class Handle:
     processor: FoldingSpanProcessor | None = None
     instrumented: list[str] = field(default_factory=list)
     owns_provider: bool = False
+    otlp: bool = False  # raw spans also exported over OTLP/HTTP
 
     @property
     def output(self) -> str:
@@ -85,6 +87,35 @@ def _provider() -> tuple[TracerProvider, bool]:
     return provider, True
 
 
+_OTLP_ENV = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _otlp_endpoint(cfg: Config, owns_provider: bool) -> str | None:
+    """Where raw spans go over OTLP/HTTP: ``otlp=`` / ``SPANFOLD_OTLP``, else the standard OTEL_* variables —
+    those only when spanfold installed the provider (a provider the user set up has the exporters they chose).
+    ``""`` means "from the OTEL_* variables"."""
+    if cfg.otlp is not None:
+        return cfg.otlp if cfg.otlp.lower() not in ("0", "false", "off", "none") else None
+    if owns_provider and any(os.environ.get(var) for var in _OTLP_ENV):
+        return ""
+    return None
+
+
+def _add_otlp(provider: TracerProvider, endpoint: str) -> bool:
+    """A standard BatchSpanProcessor + OTLPSpanExporter (extra ``spanfold[otlp]``); False when not installed."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        logger.warning("spanfold: OTLP export asked for but not installed: pip install 'spanfold[otlp]'")
+        counters.incr("otlp_unavailable")
+        return False
+    if endpoint and not endpoint.rstrip("/").endswith("/v1/traces"):
+        endpoint = endpoint.rstrip("/") + "/v1/traces"
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint or None)))
+    return True
+
+
 def _writers(cfg: Config, to_files: bool) -> list[Writer]:
     if not to_files:
         return []
@@ -108,6 +139,9 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         processor = FoldingSpanProcessor(_writers(cfg, to_files), cfg)
         provider.add_span_processor(processor)
         handle = Handle(config=cfg, enabled=True, provider=provider, processor=processor, owns_provider=owns)
+        endpoint = _otlp_endpoint(cfg, owns)
+        if endpoint is not None:
+            handle.otlp = _add_otlp(provider, endpoint)
         handle.instrumented = registry.instrument_all(provider, SETTINGS)
         _handle = handle
         if not _atexit_registered:

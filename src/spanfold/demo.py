@@ -1,0 +1,111 @@
+"""``spanfold demo``: a tool-using agent run against the embedded mock LLM server, traced and shown.
+
+No API key, no network: the real ``openai`` SDK talks real HTTP to a mock server on 127.0.0.1 that plays a
+deterministic weather agent (two parallel ``get_weather`` calls, a ``convert_temperature`` call, an answer).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+import spanfold
+from spanfold.testing import MockLLMServer, scenarios
+
+QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fahrenheit, please."
+SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
+MODEL = "gpt-4o-mini"
+
+
+@spanfold.tool
+def get_weather(city: str) -> str:
+    """Current weather in a city."""
+    return scenarios.get_weather(city)
+
+
+@spanfold.tool
+def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
+    """Convert a temperature from celsius."""
+    return scenarios.convert_temperature(celsius, to)
+
+
+TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather, "convert_temperature": convert_temperature}
+
+
+def run_tool_call(name: str, arguments: str, call_id: str) -> str:
+    """Run one tool the model asked for; a bad call becomes an error message for the model."""
+    try:
+        return TOOLS[name](**json.loads(arguments or "{}"), tool_call_id=call_id)
+    except Exception as exc:  # the model sees the error, as agents do
+        return f"error: {type(exc).__name__}: {exc}"
+
+
+def openai_chat_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The usual Chat Completions tool loop: call, run the requested tools, send results back, repeat."""
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(max_steps):
+        if stream:
+            with client.chat.completions.stream(model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI) as s:
+                completion = s.get_final_completion()
+        else:
+            completion = client.chat.completions.create(model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI)
+        message = completion.choices[0].message
+        messages.append(message)
+        if not message.tool_calls:
+            return str(message.content or "")
+        for call in message.tool_calls:
+            result = run_tool_call(call.function.name, call.function.arguments, call.id)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return ""
+
+
+def _print_trace(events: list[dict[str, Any]]) -> None:
+    for event in events:
+        role = event.get("role", "?")
+        content = event.get("content")
+        text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""
+        if role == "tool":
+            click.echo(f"  {click.style('tool', fg='magenta')} [{event.get('tool_call_id')}] {text}")
+            continue
+        if text:
+            click.echo(f"  {click.style(role, fg='cyan', bold=True)}: {text}")
+        for call in event.get("tool_calls") or []:
+            fn = call.get("function", {})
+            args = json.dumps(fn.get("arguments"), ensure_ascii=False)
+            click.echo(f"  {click.style(role, fg='cyan', bold=True)} -> {click.style(fn.get('name'), fg='yellow')}({args}) [{call.get('id')}]")
+
+
+def run(output: str | None = None, *, stream: bool = False, echo: bool = True) -> Path:
+    """Run the demo agent; return the trace file it appended to."""
+    import openai
+
+    directory = Path(output) if output else Path(tempfile.mkdtemp(prefix="spanfold-demo-"))
+    handle = spanfold.init(output=str(directory))
+    with MockLLMServer(scenarios.weather_agent) as server:
+        client = openai.OpenAI(api_key="demo-key", base_url=server.base_url, max_retries=0)
+        with spanfold.agent("weather-bot"):
+            answer = openai_chat_agent(client, stream=stream)
+    spanfold.flush()
+    path = Path(handle.output) / "traces.jsonl"
+    if echo:
+        click.echo(f"{click.style('agent answered', bold=True)}: {answer}\n")
+        last = path.read_text(encoding="utf-8").splitlines()[-1]
+        events = json.loads(last)
+        click.echo(click.style(f"trace ({len(events)} events), Invariant format:", bold=True))
+        _print_trace(events)
+        click.echo(f"\nwritten to {path} (metadata: {path.with_name('traces.meta.jsonl')})")
+    return path
+
+
+@click.command("demo")
+@click.option("--output", "-o", type=click.Path(file_okay=False), default=None, help="Trace directory (default: a temp dir).")
+@click.option("--stream", is_flag=True, help="Stream the model's replies.")
+def command(output: str | None, stream: bool) -> None:
+    """Run a tool-using agent against the embedded mock LLM server and show its flat trace."""
+    run(output, stream=stream)
+    spanfold.shutdown()
