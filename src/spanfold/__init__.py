@@ -1,13 +1,13 @@
 """spanfold: OpenTelemetry tracing for AI agents, folded into flat, readable traces.
 
-    import spanfold
-    spanfold.init()                      # patch the installed LLM clients; traces go to ./traces/*.jsonl
+import spanfold
+spanfold.init()                      # patch the installed LLM clients; traces go to ./traces/*.jsonl
 
-    @spanfold.tool                       # optional: an execute_tool span per call
-    def get_weather(city: str) -> str: ...
+@spanfold.tool                       # optional: an execute_tool span per call
+def get_weather(city: str) -> str: ...
 
-    with spanfold.agent("weather-bot"):  # optional: one trace for the whole run
-        ...
+with spanfold.agent("weather-bot"):  # optional: one trace for the whole run
+    ...
 """
 
 from __future__ import annotations

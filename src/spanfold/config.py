@@ -100,9 +100,7 @@ OPTIONS: Mapping[str, Option] = {
         "also export the raw spans over OTLP/HTTP to this endpoint (default: when spanfold installs the provider "
         "and OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)",
     ),
-    "max_queue_size": Option(
-        ("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"
-    ),
+    "max_queue_size": Option(("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"),
     "max_traces_in_flight": Option(
         ("SPANFOLD_MAX_TRACES_IN_FLIGHT",), _positive_int, 2_000, "traces buffered before the oldest is cut"
     ),

@@ -1,4 +1,4 @@
-"""Counters (``spanfold.stats()``) for what spanfold did and what went wrong inside it, and the log-once rule for faults.
+"""Counters (``spanfold.stats()``) for what spanfold did and what went wrong inside it; the log-once rule.
 
 A fault inside spanfold never reaches the user's program: it is caught, counted here under a kind
 (``"openai.output"``, ``"writer.io"``, ...) and logged once per kind.

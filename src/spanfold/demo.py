@@ -50,10 +50,14 @@ def openai_chat_agent(client: Any, question: str = QUESTION, *, stream: bool = F
     messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
     for _ in range(max_steps):
         if stream:
-            with client.chat.completions.stream(model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI) as s:
+            with client.chat.completions.stream(
+                model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI
+            ) as s:
                 completion = s.get_final_completion()
         else:
-            completion = client.chat.completions.create(model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI)
+            completion = client.chat.completions.create(
+                model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI
+            )
         message = completion.choices[0].message
         messages.append(message)
         if not message.tool_calls:
@@ -77,7 +81,8 @@ def _print_trace(events: list[dict[str, Any]]) -> None:
         for call in event.get("tool_calls") or []:
             fn = call.get("function", {})
             args = json.dumps(fn.get("arguments"), ensure_ascii=False)
-            click.echo(f"  {click.style(role, fg='cyan', bold=True)} -> {click.style(fn.get('name'), fg='yellow')}({args}) [{call.get('id')}]")
+            name = click.style(fn.get("name"), fg="yellow")
+            click.echo(f"  {click.style(role, fg='cyan', bold=True)} -> {name}({args}) [{call.get('id')}]")
 
 
 def run(output: str | None = None, *, stream: bool = False, echo: bool = True) -> Path:
@@ -103,7 +108,9 @@ def run(output: str | None = None, *, stream: bool = False, echo: bool = True) -
 
 
 @click.command("demo")
-@click.option("--output", "-o", type=click.Path(file_okay=False), default=None, help="Trace directory (default: a temp dir).")
+@click.option(
+    "--output", "-o", type=click.Path(file_okay=False), default=None, help="Trace directory (default: a temp dir)."
+)
 @click.option("--stream", is_flag=True, help="Stream the model's replies.")
 def command(output: str | None, stream: bool) -> None:
     """Run a tool-using agent against the embedded mock LLM server and show its flat trace."""

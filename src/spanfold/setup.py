@@ -157,6 +157,7 @@ def stop() -> None:
         handle, _handle = _handle, None
     if handle is not None:
         handle.shutdown()
+        SETTINGS.capture_content = config_module.capture_content_default()  # init()'s choice ends with it
 
 
 def _at_exit() -> None:

@@ -64,7 +64,9 @@ def invariant_of(history: list[Any]) -> list[dict[str, Any]]:
     for msg in history:
         role = field(msg, "role")
         if role == "tool":
-            events.append({"role": "tool", "content": field(msg, "content"), "tool_call_id": field(msg, "tool_call_id")})
+            events.append(
+                {"role": "tool", "content": field(msg, "content"), "tool_call_id": field(msg, "tool_call_id")}
+            )
             continue
         event: dict[str, Any] = {"role": role, "content": field(msg, "content") or None}
         calls = field(msg, "tool_calls") or []

@@ -144,7 +144,7 @@ async def test_multi_step_async(traced: Any, server: MockLLMServer) -> None:
             results = await asyncio.gather(
                 *(tools[c["name"]](**json.loads(c["args"]), tool_call_id=c["id"]) for c in calls.values())
             )
-            for c, result in zip(calls.values(), results):
+            for c, result in zip(calls.values(), results, strict=True):
                 messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
     events = traced.one()
     assert events == invariant_of(messages)
@@ -186,7 +186,7 @@ def test_stream_broken_off(traced: Any, server: MockLLMServer) -> None:
     server.script(Reply.broken(after_events=3, reply=Reply.text("This answer will never be finished, sorry.")))
     client = client_for(server)
     received = []
-    with pytest.raises(Exception) as info, spanfold.agent("bot"):  # noqa: PT011 - whatever the SDK raises
+    with pytest.raises(Exception) as info, spanfold.agent("bot"):
         for chunk in client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "Talk."}], stream=True
         ):
@@ -241,7 +241,11 @@ async def test_concurrent_agents_asyncio(traced: Any, server: MockLLMServer) -> 
         messages: list[Any] = [{"role": "user", "content": f"Async question {i}"}]
         async with spanfold.agent(f"bot-{i}"):
             while True:
-                msg = (await client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)).choices[0].message
+                msg = (
+                    (await client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS))
+                    .choices[0]
+                    .message
+                )
                 messages.append(msg)
                 if not msg.tool_calls:
                     return messages

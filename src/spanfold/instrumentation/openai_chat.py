@@ -46,9 +46,7 @@ def _content_parts(content: Any, capture: bool) -> list[m.Part]:
             parts.append(m.media_part(str(m.get(m.get(item, "image_url"), "url", "")), "image", capture))
         elif kind == "input_audio":
             audio = m.get(item, "input_audio")
-            parts.append(
-                m.blob_part(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", capture)
-            )
+            parts.append(m.blob_part(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", capture))
         elif kind == "refusal":
             parts.append(m.text_part(m.get(item, "refusal"), capture))
         elif kind == "file":
@@ -64,14 +62,10 @@ def _tool_call_parts(tool_calls: Any, capture: bool) -> list[m.Part]:
     for call in m.as_list(tool_calls):
         fn = m.get(call, "function")
         if fn is not None:
-            parts.append(
-                m.tool_call_part(m.get(call, "id"), m.get(fn, "name"), m.get(fn, "arguments"), capture)
-            )
+            parts.append(m.tool_call_part(m.get(call, "id"), m.get(fn, "name"), m.get(fn, "arguments"), capture))
         else:  # custom tools
             custom = m.get(call, "custom")
-            parts.append(
-                m.tool_call_part(m.get(call, "id"), m.get(custom, "name"), m.get(custom, "input"), capture)
-            )
+            parts.append(m.tool_call_part(m.get(call, "id"), m.get(custom, "name"), m.get(custom, "input"), capture))
     return parts
 
 
@@ -216,9 +210,7 @@ def _usage_attributes(usage: Any) -> dict[str, Any]:
     return {
         semconv.USAGE_INPUT_TOKENS: m.get(usage, "prompt_tokens"),
         semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "completion_tokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(details, "cached_tokens")
-        if details is not None
-        else None,
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(details, "cached_tokens") if details is not None else None,
     }
 
 

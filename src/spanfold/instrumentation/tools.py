@@ -131,9 +131,7 @@ def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
             span, kwargs = spec.start(args, kwargs)
             if span is None:
                 return await fn(*args, **kwargs)
-            with otel_trace.use_span(
-                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-            ):
+            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
@@ -149,9 +147,7 @@ def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
         span, kwargs = spec.start(args, kwargs)
         if span is None:
             return fn(*args, **kwargs)
-        with otel_trace.use_span(
-            span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-        ):
+        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:

@@ -44,9 +44,7 @@ def agentv_document(trace: Trace) -> dict[str, Any]:
             kind = "model_step" if msg.role == "assistant" else "message"
             events.append({"type": kind, "timestamp": ts, "text": msg.text(), "metadata": {"role": msg.role}})
         for tc in msg.tool_calls:
-            events.append(
-                {"type": "tool_call", "timestamp": ts, "id": tc.id, "name": tc.name, "input": tc.arguments}
-            )
+            events.append({"type": "tool_call", "timestamp": ts, "id": tc.id, "name": tc.name, "input": tc.arguments})
     for ev in events:
         if ev["timestamp"] is None:
             ev["timestamp"] = trace.meta.start

@@ -159,9 +159,7 @@ class TraceSummary:
         n_outputs = sum(1 for e in events if e.role == "tool")
         # Each tool call and each tool output is an AgentV event of its own; a message with tool calls and
         # no text is only its calls.
-        n_messages = sum(
-            1 for e in events if e.role not in ("tool", "error") and (e.content or not e.tool_calls)
-        )
+        n_messages = sum(1 for e in events if e.role not in ("tool", "error") and (e.content or not e.tool_calls))
         errors = sum(1 for e in events if e.error is not None or e.role == "error")
         return cls(
             event_count=n_messages + n_calls + n_outputs + sum(1 for e in events if e.role == "error"),

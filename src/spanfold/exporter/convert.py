@@ -1,0 +1,198 @@
+"""Semconv messages and parts -> Invariant events (:class:`~spanfold.trace.model.Message`), and their fingerprints.
+
+* ``text`` parts -> the content string (several joined); with media, a content list of
+  ``{"type": "text", "text"}`` / ``{"type": "image", "image_url"}`` chunks (a ``blob`` becomes a ``data:`` URL, a
+  ``uri`` its URI);
+* ``tool_call`` parts -> :class:`ToolCall`; each ``tool_call_response`` part -> a tool-output event of its own;
+* ``reasoning`` parts -> the event's ``metadata["reasoning"]``, never its content;
+* with content capture off the parts carry no content: events keep roles, tool names and ids, content None.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeAlias
+
+from spanfold import semconv
+from spanfold.trace.model import Content, Message, ToolCall, parse_arguments
+
+Part: TypeAlias = dict[str, Any]
+#: What identifies a message in a history: role + content + tool-call ids (tool outputs: role + call id only).
+Fingerprint: TypeAlias = tuple[Any, ...]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def response_text(value: Any) -> str | None:
+    """A tool result as event content: a string as it is, anything else compact JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return dumps(value)
+
+
+def args_key(arguments: Any) -> str | None:
+    """Tool-call arguments as a canonical string (to pair a tool run with the call it answers)."""
+    if arguments is None or isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _arguments(raw: Any) -> dict[str, Any] | str | None:
+    if raw is None or isinstance(raw, (dict, str)):
+        return parse_arguments(raw)
+    return dumps(raw)
+
+
+class _Body:
+    """Accumulates the non-tool-output parts of one message."""
+
+    __slots__ = ("chunks", "has_media", "reasoning", "texts", "tool_calls")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.chunks: list[dict[str, Any]] = []
+        self.has_media = False
+        self.reasoning: list[str] = []
+        self.tool_calls: list[ToolCall] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.texts or self.chunks or self.reasoning or self.tool_calls)
+
+    def media(self, chunk: dict[str, Any]) -> None:
+        self.chunks.append(chunk)
+        self.has_media = True
+
+    def content(self) -> Content:
+        if self.has_media:
+            return self.chunks
+        text = "".join(self.texts)
+        return text or None
+
+    def message(self, role: str) -> Message:
+        msg = Message(role=role, content=self.content(), tool_calls=self.tool_calls)
+        if self.reasoning:
+            msg.metadata["reasoning"] = "".join(self.reasoning)
+        return msg
+
+
+def _text(body: _Body, part: Part) -> None:
+    text = part.get("content")
+    if text is not None:
+        text = text if isinstance(text, str) else dumps(text)
+        body.texts.append(text)
+        body.chunks.append({"type": "text", "text": text})
+
+
+def _reasoning(body: _Body, part: Part) -> None:
+    text = part.get("content")
+    if text is not None:
+        body.reasoning.append(text if isinstance(text, str) else dumps(text))
+
+
+def _tool_call(body: _Body, part: Part) -> None:
+    call_id = part.get("id")
+    name = part.get("name")
+    body.tool_calls.append(
+        ToolCall(
+            id=str(call_id) if call_id is not None else None,
+            name=str(name) if name is not None else "",
+            arguments=_arguments(part.get("arguments")),
+        )
+    )
+
+
+def _media_chunk(modality: Any, url: str) -> dict[str, Any]:
+    if modality in (None, "image"):
+        return {"type": "image", "image_url": url}
+    return {"type": str(modality), "url": url}
+
+
+def _blob(body: _Body, part: Part) -> None:
+    data = part.get("content")
+    if data is None:  # content capture off, or a placeholder for media the producer left out
+        return
+    mime = part.get("mime_type") or "application/octet-stream"
+    modality = part.get("modality") or (str(mime).split("/")[0] if "/" in str(mime) else None)
+    body.media(_media_chunk(modality, f"data:{mime};base64,{data}"))
+
+
+def _uri(body: _Body, part: Part) -> None:
+    uri = part.get("uri")
+    if uri is not None:
+        body.media(_media_chunk(part.get("modality"), str(uri)))
+
+
+def _file(body: _Body, part: Part) -> None:
+    if part.get("file_id") is not None:
+        body.media({"type": "file", "file_id": part.get("file_id")})
+
+
+def _other(body: _Body, part: Part) -> None:
+    """Unknown parts are kept as they come, when they carry anything beyond their type."""
+    if any(key not in ("type", "modality") for key in part):
+        body.media(part)
+
+
+#: Part type -> how it lands in the event.
+PART_HANDLERS: dict[str, Callable[[_Body, Part], None]] = {
+    semconv.PART_TEXT: _text,
+    semconv.PART_REASONING: _reasoning,
+    semconv.PART_TOOL_CALL: _tool_call,
+    semconv.PART_BLOB: _blob,
+    semconv.PART_URI: _uri,
+    semconv.PART_FILE: _file,
+}
+
+
+def tool_output(call_id: Any, response: Any, call_names: Mapping[str, str]) -> Message:
+    cid = str(call_id) if call_id is not None else None
+    return Message(
+        role="tool",
+        content=response_text(response),
+        tool_call_id=cid,
+        name=call_names.get(cid) if cid is not None else None,
+    )
+
+
+def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> list[Message]:
+    """The events one semconv message stands for: each tool-call response an event of its own, the other parts
+    one event of the message's role around them, in order."""
+    role = msg.get("role") or "user"
+    out: list[Message] = []
+    body = _Body()
+    for part in msg.get("parts") or ():
+        kind = part.get("type")
+        if kind == semconv.PART_TOOL_CALL_RESPONSE:
+            if body:
+                out.append(body.message(role))
+                body = _Body()
+            out.append(tool_output(part.get("id"), part.get("response"), call_names))
+            continue
+        PART_HANDLERS.get(kind, _other)(body, part)
+    if body or not out:
+        if role == "tool" and not body.tool_calls:  # a tool message with a plain text body
+            call_id = msg.get("tool_call_id") or msg.get("id")
+            out.append(tool_output(call_id, body.content(), call_names))
+        else:
+            out.append(body.message(role))
+    return out
+
+
+def system_event(parts: Iterable[Part]) -> Message:
+    """``gen_ai.system_instructions`` as one ``system`` event."""
+    body = _Body()
+    for part in parts:
+        PART_HANDLERS.get(part.get("type"), _other)(body, part)  # type: ignore[arg-type]
+    return Message(role="system", content=body.content())
+
+
+def fingerprint(msg: Message) -> Fingerprint:
+    """Role + content + tool-call ids; a tool output by role + call id only (its text may be re-encoded)."""
+    if msg.role == "tool":
+        return ("tool", msg.tool_call_id)
+    content = msg.content if not isinstance(msg.content, list) else dumps(msg.content)
+    calls = tuple((tc.id, tc.name) for tc in msg.tool_calls)
+    return (msg.role, content, calls)

@@ -1,0 +1,314 @@
+"""Any producer's span -> a step the fold understands.
+
+Two small tables:
+
+* :data:`REWRITERS`: a foreign producer's span rewritten into the contract's span name and attributes
+  (:mod:`spanfold.semconv`). The anthropic SDK's native spans are the first; OpenLLMetry (``gen_ai.prompt.N.*``) and
+  OpenInference (``llm.input_messages.N.*``) adapters slot in the same way (:func:`register_rewriter`).
+* :data:`OPERATIONS`: ``gen_ai.operation.name`` (or the span name's first word) -> the builder of the step:
+  :class:`ModelStep`, :class:`ToolStep` or :class:`AgentSpan` (grouping only).
+
+Each content attribute is parsed once (``json.loads``). A bad attribute (invalid JSON, wrong type) is a counted
+fault (``fold.json`` / ``fold.type``); the span still makes the best step it can. Never imports
+:mod:`spanfold.instrumentation`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+from spanfold import counters, semconv
+from spanfold.exporter import dialect_anthropic_native as anthropic_native
+from spanfold.exporter.records import SpanRecord
+from spanfold.trace.model import Usage, parse_arguments
+
+Json: TypeAlias = Any
+SemconvMessage: TypeAlias = dict[str, Any]
+
+#: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).
+PREVIOUS_RESPONSE_ATTRIBUTES: Final = ("openai.request.previous_response_id", "anthropic.request.previous_message_id")
+EXCEPTION_EVENT: Final = "exception"
+
+
+@dataclass(slots=True)
+class ModelStep:
+    """One model call: what it was sent, what it answered, and what it cost."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    inputs: list[SemconvMessage] = field(default_factory=list)
+    outputs: list[SemconvMessage] = field(default_factory=list)
+    system_instructions: list[dict[str, Any]] | None = None
+    request_model: str | None = None
+    response_model: str | None = None
+    response_id: str | None = None
+    usage: Usage | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    conversation_id: str | None = None
+    previous_response_id: str | None = None
+    provider: str | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.response_model or self.request_model
+
+
+@dataclass(slots=True)
+class ToolStep:
+    """One tool execution. ``result`` is the result text (JSON for structured results)."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    name: str | None
+    call_id: str | None = None
+    arguments: dict[str, Any] | str | None = None
+    result: str | None = None
+    error: dict[str, Any] | None = None
+    conversation_id: str | None = None
+
+
+@dataclass(slots=True)
+class AgentSpan:
+    """An agent run: groups the steps below it into one conversation thread."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    name: str | None
+    conversation_id: str | None = None
+    error: dict[str, Any] | None = None
+
+
+Step: TypeAlias = "ModelStep | ToolStep | AgentSpan"
+Rewriter: TypeAlias = Callable[[SpanRecord], "tuple[str, Mapping[str, Any]] | None"]
+Builder: TypeAlias = Callable[[SpanRecord, str, Mapping[str, Any]], Step]
+
+
+# --- attribute readers (faults counted, never raised) ----------------------------------------------------
+
+
+def _bad(kind: str, key: str) -> None:
+    counters.fault(f"fold.{kind}", detail=f"span attribute {key}")
+
+
+def parse_json(attrs: Mapping[str, Any], key: str, expect: type) -> Any:
+    """The attribute as JSON of type ``expect`` (parsed once; structured values taken as they are), else None."""
+    raw = attrs.get(key)
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            _bad("json", key)
+            return None
+    else:
+        value = list(raw) if isinstance(raw, tuple) else raw
+    if not isinstance(value, expect):
+        _bad("type", key)
+        return None
+    return value
+
+
+def _str(attrs: Mapping[str, Any], key: str) -> str | None:
+    value = attrs.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    _bad("type", key)
+    return None
+
+
+def _int(attrs: Mapping[str, Any], key: str) -> int | None:
+    value = attrs.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    _bad("type", key)
+    return None
+
+
+def _parts(value: Any, key: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        _bad("type", key)
+        return []
+    parts = [p for p in value if isinstance(p, dict)]
+    if len(parts) != len(value):
+        _bad("type", key)
+    return parts
+
+
+def messages(attrs: Mapping[str, Any], key: str) -> list[SemconvMessage]:
+    """A ``gen_ai.*.messages`` attribute as a list of ``{"role": str, "parts": [dict], ...}`` (bad items dropped)."""
+    value = parse_json(attrs, key, list)
+    if not value:
+        return []
+    out: list[SemconvMessage] = []
+    for msg in value:
+        if not isinstance(msg, dict) or not isinstance(msg.get("role", "user"), str):
+            _bad("type", key)
+            continue
+        parts = msg.get("parts")
+        if parts is None:
+            out.append({**msg, "parts": []})
+        elif isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
+            out.append(msg)
+        else:
+            out.append({**msg, "parts": _parts(parts, key)})
+    return out
+
+
+def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``{"type", "message"}`` of a failed span (status ERROR), from ``error.type`` and the exception event."""
+    if record.status_code != "ERROR":
+        return None
+    exc: Mapping[str, Any] = next((e.attributes for e in record.events if e.name == EXCEPTION_EVENT), {})
+    kind = attrs.get(semconv.ERROR_TYPE) or exc.get("exception.type") or "error"
+    message = exc.get("exception.message") or record.status_description
+    return {"type": str(kind), "message": str(message) if message is not None else None}
+
+
+def _target(name: str) -> str | None:
+    """The span name's target (``chat gpt-4o`` -> ``gpt-4o``)."""
+    _, _, target = name.partition(" ")
+    return target or None
+
+
+# --- builders ----------------------------------------------------------------------------------------------
+
+
+def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> ModelStep:
+    usage = None
+    tokens_in, tokens_out = _int(attrs, semconv.USAGE_INPUT_TOKENS), _int(attrs, semconv.USAGE_OUTPUT_TOKENS)
+    if tokens_in is not None or tokens_out is not None:
+        usage = Usage(tokens_in or 0, tokens_out or 0)
+    reasons = attrs.get(semconv.RESPONSE_FINISH_REASONS)
+    system = parse_json(attrs, semconv.SYSTEM_INSTRUCTIONS, list)
+    previous = next((v for k in PREVIOUS_RESPONSE_ATTRIBUTES if (v := _str(attrs, k)) is not None), None)
+    return ModelStep(
+        span_id=record.span_id,
+        parent_id=record.parent_id,
+        start_ns=record.start_ns,
+        end_ns=record.end_ns,
+        inputs=messages(attrs, semconv.INPUT_MESSAGES),
+        outputs=messages(attrs, semconv.OUTPUT_MESSAGES),
+        system_instructions=_parts(system, semconv.SYSTEM_INSTRUCTIONS) if system is not None else None,
+        request_model=_str(attrs, semconv.REQUEST_MODEL),
+        response_model=_str(attrs, semconv.RESPONSE_MODEL),
+        response_id=_str(attrs, semconv.RESPONSE_ID),
+        usage=usage,
+        finish_reasons=[str(r) for r in reasons] if isinstance(reasons, (list, tuple)) else [],
+        error=error_of(record, attrs),
+        conversation_id=_str(attrs, semconv.CONVERSATION_ID),
+        previous_response_id=previous,
+        provider=_str(attrs, semconv.PROVIDER_NAME) or _str(attrs, semconv.SYSTEM_LEGACY),
+    )
+
+
+def _result_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(list(value) if isinstance(value, tuple) else value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> ToolStep:
+    raw_args = attrs.get(semconv.TOOL_CALL_ARGUMENTS)
+    if raw_args is not None and not isinstance(raw_args, str):
+        raw_args = _result_text(raw_args)
+    return ToolStep(
+        span_id=record.span_id,
+        parent_id=record.parent_id,
+        start_ns=record.start_ns,
+        end_ns=record.end_ns,
+        name=_str(attrs, semconv.TOOL_NAME) or _target(name),
+        call_id=_str(attrs, semconv.TOOL_CALL_ID),
+        arguments=parse_arguments(raw_args),
+        result=_result_text(attrs.get(semconv.TOOL_CALL_RESULT)),
+        error=error_of(record, attrs),
+        conversation_id=_str(attrs, semconv.CONVERSATION_ID),
+    )
+
+
+def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> AgentSpan:
+    return AgentSpan(
+        span_id=record.span_id,
+        parent_id=record.parent_id,
+        start_ns=record.start_ns,
+        end_ns=record.end_ns,
+        name=_str(attrs, semconv.AGENT_NAME) or _target(name),
+        conversation_id=_str(attrs, semconv.CONVERSATION_ID),
+        error=error_of(record, attrs),
+    )
+
+
+#: ``gen_ai.operation.name`` -> step builder (the span name's first word is read when the attribute is missing).
+OPERATIONS: dict[str, Builder] = {
+    semconv.OP_CHAT: model_step,
+    "text_completion": model_step,
+    "generate_content": model_step,
+    semconv.OP_EXECUTE_TOOL: tool_step,
+    semconv.OP_INVOKE_AGENT: agent_span,
+}
+
+
+# --- foreign producers -------------------------------------------------------------------------------------
+
+
+def _anthropic_native(record: SpanRecord) -> tuple[str, Mapping[str, Any]] | None:
+    if not anthropic_native.is_native(record.scope_name, record.name):
+        return None
+    return anthropic_native.normalize(record.name, record.attributes)
+
+
+#: Rewriters tried in order; the first that recognises a span rewrites it.
+REWRITERS: list[Rewriter] = [_anthropic_native]
+
+
+def register_rewriter(rewriter: Rewriter) -> None:
+    """Add a producer's adapter (tried after the ones already registered)."""
+    if rewriter not in REWRITERS:
+        REWRITERS.append(rewriter)
+
+
+def operation(name: str, attrs: Mapping[str, Any]) -> str | None:
+    op = attrs.get(semconv.OPERATION_NAME)
+    if isinstance(op, str) and op in OPERATIONS:
+        return op
+    first = name.partition(" ")[0]
+    return first if first in OPERATIONS else None
+
+
+def to_step(record: SpanRecord) -> Step | None:
+    """The step a span stands for, or None for spans the fold does not read (HTTP, DB, user spans ...)."""
+    name, attrs = record.name, record.attributes
+    for rewrite in REWRITERS:
+        rewritten = rewrite(record)
+        if rewritten is not None:
+            name, attrs = rewritten
+            break
+    op = operation(name, attrs)
+    if op is None:
+        return None
+    return OPERATIONS[op](record, name, attrs)
+
+
+def safe_step(record: SpanRecord) -> Step | None:
+    """:func:`to_step`, with any fault in a span counted (``fold.span``) and the span left out."""
+    try:
+        return to_step(record)
+    except Exception as exc:
+        counters.fault("fold.span", exc)
+        return None

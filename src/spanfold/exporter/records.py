@@ -1,0 +1,81 @@
+"""A neutral span record: what the fold reads, whoever produced the span.
+
+Everything after the span processor works on :class:`SpanRecord`, so the same fold serves the in-process
+``FoldingSpanProcessor``, OTLP-JSON files and an OTLP receiver. Converting an SDK ``ReadableSpan`` is cheap: the
+attribute mappings are shared, not copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+StatusName = Literal["UNSET", "OK", "ERROR"]
+
+_EMPTY: Mapping[str, Any] = {}
+_STATUS: dict[StatusCode, StatusName] = {StatusCode.UNSET: "UNSET", StatusCode.OK: "OK", StatusCode.ERROR: "ERROR"}
+
+
+@dataclass(slots=True, frozen=True)
+class SpanEvent:
+    """A span event (``exception`` is the one the fold reads)."""
+
+    name: str
+    timestamp: int
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SpanRecord:
+    """One finished span. Times are nanoseconds since the epoch; ids are the OTel integers."""
+
+    trace_id: int
+    span_id: int
+    parent_id: int | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    parent_is_remote: bool = False
+    kind: str = "INTERNAL"
+    status_code: StatusName = "UNSET"
+    status_description: str | None = None
+    events: tuple[SpanEvent, ...] = ()
+    scope_name: str | None = None
+    resource: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_local_root(self) -> bool:
+        """No parent, or a parent in another process: the root of this process's part of the trace."""
+        return self.parent_id is None or self.parent_is_remote
+
+
+def from_readable(span: ReadableSpan) -> SpanRecord:
+    """A :class:`SpanRecord` of an ended SDK span (attributes shared, not copied)."""
+    ctx = span.context
+    parent = span.parent
+    status = span.status
+    events = span.events
+    scope = span.instrumentation_scope
+    resource = span.resource
+    start = span.start_time or 0
+    return SpanRecord(
+        trace_id=ctx.trace_id if ctx is not None else 0,
+        span_id=ctx.span_id if ctx is not None else 0,
+        parent_id=parent.span_id if parent is not None else None,
+        parent_is_remote=bool(parent is not None and parent.is_remote),
+        name=span.name,
+        kind=span.kind.name,
+        start_ns=start,
+        end_ns=span.end_time or start,
+        attributes=span.attributes or _EMPTY,
+        status_code=_STATUS.get(status.status_code, "UNSET"),
+        status_description=status.description,
+        events=tuple(SpanEvent(e.name, e.timestamp, e.attributes or _EMPTY) for e in events) if events else (),
+        scope_name=scope.name if scope is not None else None,
+        resource=resource.attributes if resource is not None else _EMPTY,
+    )

@@ -1,0 +1,196 @@
+"""Zero-code stitching (DESIGN folding rule 5): un-parented model calls of one run joined into one conversation.
+
+An agent that never opens an ``invoke_agent`` span makes one OTel trace per model call (and per ``@tool`` call). A
+new call joins an open conversation when its input history extends that conversation's history (the inputs and
+first-choice outputs of one of its calls), when it continues one of its responses (``previous_response_id``), or
+shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id (or on a call with
+its name and arguments). Lookups are hashes: a rolling hash over the message fingerprints, so finding the
+conversation a call extends costs O(its inputs), never a comparison with every open conversation.
+
+Pure bookkeeping: no threads, no I/O (the processor closes conversations and writes them).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+
+from spanfold.exporter.convert import Fingerprint, args_key, fingerprint, message_events, system_event
+from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.exporter.records import SpanRecord
+from spanfold.trace.model import TraceStatus
+
+_STATUS_RANK: dict[TraceStatus, int] = {"complete": 0, "incomplete": 1, "truncated": 2}
+
+
+@dataclass(slots=True, eq=False)
+class Conversation:
+    """Member traces of one stitched run, in the order they completed."""
+
+    serial: int
+    trace_ids: list[int] = field(default_factory=list)
+    records: list[SpanRecord] = field(default_factory=list)
+    steps: dict[int, Step | None] = field(default_factory=dict)
+    status: TraceStatus = "complete"
+    keys: list[Hashable] = field(default_factory=list)
+    touched: float = 0.0
+
+    def add(self, trace_id: int, records: list[SpanRecord], steps: dict[int, Step | None], status: TraceStatus) -> None:
+        self.trace_ids.append(trace_id)
+        self.records.extend(records)
+        self.steps.update(steps)
+        if _STATUS_RANK[status] > _STATUS_RANK[self.status]:
+            self.status = status
+
+
+def stitch_root(records: Iterable[SpanRecord], steps: dict[int, Step | None]) -> ModelStep | ToolStep | None:
+    """The root step of a trace that may be stitched: one un-parented root that is a model call or a tool run, and no
+    agent span anywhere (such a trace is its own conversation)."""
+    root: SpanRecord | None = None
+    for r in records:
+        if r.parent_id is None:
+            if root is not None:
+                return None
+            root = r
+    if root is None or any(isinstance(s, AgentSpan) for s in steps.values()):
+        return None
+    step = steps.get(root.span_id)
+    return step if isinstance(step, (ModelStep, ToolStep)) else None
+
+
+def _chain(seed: int, fps: Iterable[Fingerprint]) -> list[int]:
+    """Rolling hashes of every prefix of ``fps``."""
+    out = []
+    h = seed
+    for fp in fps:
+        h = hash((h, fp))
+        out.append(h)
+    return out
+
+
+def _fingerprints(messages: Iterable[dict[str, object]]) -> list[Fingerprint]:
+    return [fingerprint(e) for m in messages for e in message_events(m, {})]
+
+
+class Stitcher:
+    """Open conversations and the hash index that finds the one a new trace belongs to."""
+
+    def __init__(self) -> None:
+        self.open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
+        self._index: dict[Hashable, Conversation] = {}
+        self._serial = 0
+
+    def __len__(self) -> int:
+        return len(self.open)
+
+    def _new(self) -> Conversation:
+        self._serial += 1
+        conv = Conversation(self._serial)
+        self.open[conv.serial] = conv
+        return conv
+
+    def _register(self, conv: Conversation, key: Hashable) -> None:
+        self._index[key] = conv
+        conv.keys.append(key)
+
+    def _lookup(self, key: Hashable) -> Conversation | None:
+        conv = self._index.get(key)
+        return conv if conv is not None and conv.serial in self.open else None
+
+    # --- model calls -------------------------------------------------------------------------------------
+
+    def _seed(self, step: ModelStep) -> int:
+        return hash(fingerprint(system_event(step.system_instructions)) if step.system_instructions else None)
+
+    def _find_model(self, step: ModelStep, prefixes: list[int]) -> Conversation | None:
+        if step.previous_response_id is not None:
+            conv = self._lookup(("response", step.previous_response_id))
+            if conv is not None:
+                return conv
+        if step.conversation_id is not None:
+            conv = self._lookup(("conversation", step.conversation_id))
+            if conv is not None:
+                return conv
+        for h in reversed(prefixes):  # the longest history it extends
+            conv = self._lookup(("history", h))
+            if conv is not None:
+                return conv
+        return None
+
+    def _register_model(self, conv: Conversation, step: ModelStep, seed: int, inputs: list[Fingerprint]) -> None:
+        outs = step.outputs
+        if len(outs) > 1 and all(m.get("role", "assistant") == "assistant" for m in outs):
+            outs = outs[:1]
+        out_events = [e for m in outs for e in message_events(m, {})]
+        history = _chain(seed, [*inputs, *(fingerprint(e) for e in out_events)])
+        if out_events or step.error is not None:  # a retry of a failed call re-sends the same inputs
+            self._register(conv, ("history", history[-1] if history else seed))
+        if step.response_id is not None:
+            self._register(conv, ("response", step.response_id))
+        if step.conversation_id is not None:
+            self._register(conv, ("conversation", step.conversation_id))
+        for e in out_events:
+            for tc in e.tool_calls:
+                if tc.id is not None:
+                    self._register(conv, ("call", tc.id))
+                self._register(conv, ("signature", tc.name, args_key(tc.arguments)))
+                self._register(conv, ("tool", tc.name))
+
+    # --- tool runs ---------------------------------------------------------------------------------------
+
+    def _find_tool(self, step: ToolStep) -> Conversation | None:
+        if step.call_id is not None:
+            return self._lookup(("call", step.call_id))
+        name = step.name or ""
+        return self._lookup(("signature", name, args_key(step.arguments))) or self._lookup(("tool", name))
+
+    # --- public ------------------------------------------------------------------------------------------
+
+    def add(
+        self,
+        root: ModelStep | ToolStep,
+        trace_id: int,
+        records: list[SpanRecord],
+        steps: dict[int, Step | None],
+        status: TraceStatus,
+        now: float,
+    ) -> Conversation:
+        """Join the trace to the conversation it continues, or open a new one; returns it."""
+        if isinstance(root, ModelStep):
+            seed = self._seed(root)
+            inputs = _fingerprints(root.inputs)
+            conv = self._find_model(root, _chain(seed, inputs)) or self._new()
+            self._register_model(conv, root, seed, inputs)
+        else:
+            conv = self._find_tool(root) or self._new()
+            if root.call_id is not None:
+                self._index.pop(("call", root.call_id), None)
+        conv.add(trace_id, records, steps, status)
+        conv.touched = now
+        self.open.move_to_end(conv.serial)
+        return conv
+
+    def idle(self, before: float) -> list[Conversation]:
+        """Close and return the conversations last active before ``before``."""
+        out = []
+        while self.open:
+            conv = next(iter(self.open.values()))
+            if conv.touched >= before:
+                break
+            out.append(self.close(conv))
+        return out
+
+    def oldest_touch(self) -> float | None:
+        return next(iter(self.open.values())).touched if self.open else None
+
+    def close(self, conv: Conversation) -> Conversation:
+        self.open.pop(conv.serial, None)
+        for key in conv.keys:
+            if self._index.get(key) is conv:
+                del self._index[key]
+        conv.keys.clear()
+        return conv
+
+    def close_all(self) -> list[Conversation]:
+        return [self.close(c) for c in list(self.open.values())]

@@ -1,0 +1,294 @@
+"""Writers: where folded traces go.
+
+* :class:`JsonlWriter`: one line per trace in ``traces.jsonl`` (Invariant) or ``traces.agentv.jsonl`` (AgentV), and
+  for Invariant the N-th line of ``traces.meta.jsonl`` describes the N-th trace. Each line is one ``os.write`` on an
+  ``O_APPEND`` descriptor, both lines under an ``flock`` of the events file, so processes appending to one directory
+  never interleave or misalign; a failed write is rolled back to the line boundary.
+* :class:`JsonFileWriter`: one pretty ``<trace_id>.json`` per trace, written to a temporary file and renamed.
+* :class:`MemoryWriter`: a list of :class:`~spanfold.trace.model.Trace` (tests, capture).
+
+An ``OSError`` (disk full, permission denied, directory deleted) is a counted fault (``writer.io``), logged once; the
+trace waits in a bounded retry buffer and is written, in order, once the path works again (the directory is
+re-created). Files are created 0600, directories 0700.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import threading
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any, Final, Protocol, runtime_checkable
+
+from spanfold import counters
+from spanfold.trace import formats
+from spanfold.trace.model import Trace
+
+EVENTS_FILES: Final = {"invariant": "traces.jsonl", "agentv": "traces.agentv.jsonl"}
+META_FILE: Final = "traces.meta.jsonl"
+#: Retry buffer bounds: traces kept while the path is broken (the oldest go first, counted).
+MAX_RETRY_TRACES: Final = 1000
+MAX_RETRY_BYTES: Final = 64 * 1024 * 1024
+
+_FILE_MODE: Final = 0o600
+_DIR_MODE: Final = 0o700
+_APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@runtime_checkable
+class Writer(Protocol):
+    """Receives each folded trace on the processor's worker thread."""
+
+    def write(self, trace: Trace) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _check_format(fmt: str) -> str:
+    if fmt not in EVENTS_FILES:
+        raise ValueError(f"unknown trace format {fmt!r}; expected one of {', '.join(EVENTS_FILES)}")
+    return fmt
+
+
+def _open_append(path: Path) -> int:
+    return os.open(path, _APPEND_FLAGS, _FILE_MODE)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _ensure_dir(directory: Path) -> None:
+    os.makedirs(directory, mode=_DIR_MODE, exist_ok=True)
+
+
+class _RetryBuffer:
+    """Pending writes (in order), bounded by count and bytes; what falls out is counted."""
+
+    def __init__(self, max_items: int, max_bytes: int) -> None:
+        self.items: deque[tuple[Any, int]] = deque()
+        self.bytes = 0
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+
+    def append(self, item: Any, size: int) -> None:
+        self.items.append((item, size))
+        self.bytes += size
+        while len(self.items) > 1 and (len(self.items) > self.max_items or self.bytes > self.max_bytes):
+            _, dropped = self.items.popleft()
+            self.bytes -= dropped
+            counters.incr("writer.dropped_traces")
+
+    def drain(self, write: Any) -> bool:
+        """Write pending items in order until one fails (a counted fault); True when all were written."""
+        while self.items:
+            item, size = self.items[0]
+            try:
+                write(item)
+            except OSError as exc:
+                counters.fault("writer.io", exc, detail=str(exc))
+                return False
+            self.items.popleft()
+            self.bytes -= size
+        return True
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.bytes = 0
+
+
+class _RetryingWriter:
+    """Shared machinery: encode under no lock, write in order under the lock, keep what failed for later."""
+
+    def __init__(self, max_retry_traces: int, max_retry_bytes: int) -> None:
+        self._lock = threading.Lock()
+        self._pending = _RetryBuffer(max_retry_traces, max_retry_bytes)
+        if hasattr(os, "register_at_fork"):
+            weak = weakref.WeakMethod(self._at_fork_reinit)
+
+            def after_in_child() -> None:
+                reinit = weak()
+                if reinit is not None:
+                    reinit()
+
+            os.register_at_fork(after_in_child=after_in_child)
+
+    def _at_fork_reinit(self) -> None:
+        """A forked child drops what its parent still had to write (the parent writes it)."""
+        self._lock = threading.Lock()
+        self._pending.clear()
+
+    @property
+    def pending(self) -> int:
+        """Traces waiting in the retry buffer."""
+        return len(self._pending.items)
+
+    def _encode(self, trace: Trace) -> tuple[Any, int]:
+        raise NotImplementedError
+
+    def _write_item(self, item: Any) -> None:
+        raise NotImplementedError
+
+    def write(self, trace: Trace) -> None:
+        try:
+            item, size = self._encode(trace)
+        except Exception as exc:
+            counters.fault("writer.encode", exc)
+            return
+        with self._lock:
+            self._pending.append(item, size)
+            self._pending.drain(self._write_item)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._pending.drain(self._write_item)
+
+    def close(self) -> None:
+        self.flush()
+
+
+class JsonlWriter(_RetryingWriter):
+    """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``)."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        format: str = "invariant",
+        *,
+        max_retry_traces: int = MAX_RETRY_TRACES,
+        max_retry_bytes: int = MAX_RETRY_BYTES,
+    ) -> None:
+        super().__init__(max_retry_traces, max_retry_bytes)
+        self.format = _check_format(format)
+        self.directory = Path(directory)
+        self.events_path = self.directory / EVENTS_FILES[format]
+        self.meta_path: Path | None = self.directory / META_FILE if format == "invariant" else None
+        try:
+            _ensure_dir(self.directory)
+        except OSError as exc:
+            counters.fault("writer.io", exc, detail=str(exc))
+
+    def _encode(self, trace: Trace) -> tuple[Any, int]:
+        events = (formats.encode_line(trace, self.format) + "\n").encode("utf-8")
+        meta = (formats.meta_line(trace) + "\n").encode("utf-8") if self.meta_path is not None else b""
+        return (events, meta), len(events) + len(meta)
+
+    def _write_item(self, item: Any) -> None:
+        events, meta = item
+        _ensure_dir(self.directory)
+        fd = _open_append(self.events_path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
+            if self.meta_path is None:
+                _append_lines([(fd, events)])
+                return
+            meta_fd = _open_append(self.meta_path)
+            try:
+                _append_lines([(fd, events), (meta_fd, meta)])
+            finally:
+                os.close(meta_fd)
+        finally:
+            os.close(fd)
+
+
+def _append_lines(writes: list[tuple[int, bytes]]) -> None:
+    """Append each line to its file; on any failure cut every file back to where it was (whole lines only)."""
+    sizes = [os.fstat(fd).st_size for fd, _ in writes]
+    try:
+        for fd, data in writes:
+            _write_all(fd, data)
+    except OSError:
+        for (fd, _), size in zip(writes, sizes, strict=True):
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+        raise
+
+
+def file_name(trace_id: str) -> str:
+    """``<trace_id>.json`` from the trace id alone (anything but ``[A-Za-z0-9_.-]`` replaced)."""
+    safe = _UNSAFE_NAME.sub("_", trace_id).lstrip(".") or "trace"
+    return f"{safe[:128]}.json"
+
+
+def document(trace: Trace, fmt: str) -> dict[str, Any]:
+    """A whole-trace JSON document: the events of format ``fmt`` plus the metadata and summary."""
+    if fmt == "agentv":
+        return formats.agentv_document(trace)
+    return {"trace": trace.to_invariant(), "metadata": trace.meta.to_dict(), "summary": trace.summary().to_dict()}
+
+
+class JsonFileWriter(_RetryingWriter):
+    """One pretty ``<directory>/<trace_id>.json`` per trace (temporary file + ``os.replace``, never half-written).
+    A trace id written before (late spans, a second local root) gets ``<trace_id>-1.json``, ..."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        format: str = "invariant",
+        *,
+        max_retry_traces: int = MAX_RETRY_TRACES,
+        max_retry_bytes: int = MAX_RETRY_BYTES,
+    ) -> None:
+        super().__init__(max_retry_traces, max_retry_bytes)
+        self.format = _check_format(format)
+        self.directory = Path(directory)
+
+    def _encode(self, trace: Trace) -> tuple[Any, int]:
+        body = json.dumps(document(trace, self.format), ensure_ascii=False, indent=2, default=str) + "\n"
+        data = body.encode("utf-8")
+        return (file_name(trace.meta.trace_id), data), len(data)
+
+    def _target(self, name: str) -> Path:
+        path = self.directory / name
+        stem = name[: -len(".json")]
+        n = 0
+        while path.exists():
+            n += 1
+            path = self.directory / f"{stem}-{n}.json"
+        return path
+
+    def _write_item(self, item: Any) -> None:
+        name, data = item
+        _ensure_dir(self.directory)
+        target = self._target(name)
+        tmp = self.directory / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+        try:
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+class MemoryWriter:
+    """Keeps every trace in :attr:`traces` (thread-safe appends)."""
+
+    def __init__(self) -> None:
+        self.traces: list[Trace] = []
+        self._lock = threading.Lock()
+
+    def write(self, trace: Trace) -> None:
+        with self._lock:
+            self.traces.append(trace)
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
