@@ -28,6 +28,7 @@ class Result(Enum):
     STREAM = "stream"  # a sync stream of chunks
     ASYNC_STREAM = "async_stream"
     RAW = "raw"  # a raw-response wrapper (``with_raw_response``); ``.parse()`` gives one of the above
+    ASYNC_RAW = "async_raw"  # the same with an ``async def parse()`` (anthropic's ``AsyncAPIResponse``)
     OPAQUE = "opaque"  # something spanfold must not touch (``with_streaming_response``)
 
 
@@ -46,6 +47,12 @@ class ModelApi:
 
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def base_url_server(instance: Any) -> dict[str, Any]:
+    """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic)."""
+    url = instance._client.base_url
+    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
 
 
 def _begin(
@@ -76,6 +83,8 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any
             return AsyncStreamProxy(result, StreamState(call, api.accumulator(capture), api.kind))
         if kind is Result.RAW:
             return RawResponseProxy(result, api, call, capture)
+        if kind is Result.ASYNC_RAW:
+            return AsyncRawResponseProxy(result, api, call, capture)
         call.finish()
         return result
     except Exception as exc:
@@ -97,7 +106,7 @@ class RawResponseProxy(wrapt.ObjectProxy[Any]):
         self._self_call = call
         self._self_capture = capture
         self._self_parsed: Any = None
-        if not getattr(wrapped, "_stream", False):
+        if not _streams(wrapped):
             self._self_parsed = _complete(api, call, wrapped.parse(), capture)
 
     def parse(self, *args: Any, **kwargs: Any) -> Any:
@@ -114,10 +123,52 @@ class RawResponseProxy(wrapt.ObjectProxy[Any]):
             call.finish()
 
 
+def _streams(raw: Any) -> bool:
+    """Whether a raw response holds a stream (openai: ``_stream``; anthropic: ``_is_sse_stream``)."""
+    return bool(getattr(raw, "_stream", False) or getattr(raw, "_is_sse_stream", False))
+
+
+class AsyncRawResponseProxy(wrapt.ObjectProxy[Any]):
+    """:class:`RawResponseProxy` for raw responses whose ``parse()`` is a coroutine.
+
+    The async wrapper awaits :meth:`_self_prime` before returning it, which parses a non-streaming body at once (the
+    SDK caches the parse); a stream is proxied when the user awaits ``.parse()``, or ended when this is collected.
+    """
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
+        super().__init__(wrapped)
+        self._self_api = api
+        self._self_call = call
+        self._self_capture = capture
+        self._self_parsed: Any = None
+
+    async def _self_prime(self) -> None:
+        if _streams(self.__wrapped__):
+            return
+        try:
+            parsed = await self.__wrapped__.parse()
+        except Exception as exc:  # the user's own .parse() raises it again
+            counters.fault(f"{self._self_api.kind}.raw_parse", exc)
+            self._self_call.finish()
+            return
+        self._self_parsed = _complete(self._self_api, self._self_call, parsed, self._self_capture)
+
+    async def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self.__wrapped__.parse(*args, **kwargs)
+        if args or kwargs:
+            return result
+        if self._self_parsed is None:
+            self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_capture)
+        return self._self_parsed
+
+    def __del__(self) -> None:
+        call = getattr(self, "_self_call", None)
+        if call is not None and not call.ended and self._self_parsed is None:
+            call.finish()
+
+
 def sync_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = _begin(api, tracer, settings, instance, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
@@ -149,6 +200,9 @@ def async_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
             call.fail(exc)
             raise
         call.deactivate()
-        return _complete(api, call, result, settings.capture_content)
+        out = _complete(api, call, result, settings.capture_content)
+        if isinstance(out, AsyncRawResponseProxy):
+            await out._self_prime()
+        return out
 
     return wrapper

@@ -7,7 +7,7 @@ capture off, parts keep their structure (type, tool-call id and name) and lose e
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from spanfold import semconv
@@ -18,6 +18,7 @@ except ImportError:  # pragma: no cover - no SDK installed
 
     class _PydanticModel:  # type: ignore[no-redef]
         __pydantic_extra__: dict[str, Any] | None
+
 
 Part = dict[str, Any]
 SemconvMessage = dict[str, Any]
@@ -125,7 +126,7 @@ class FragmentCache:
     __slots__ = ("_entries", "limit")
 
     def __init__(self, limit: int = 8192) -> None:
-        self._entries: dict[int, tuple[Any, Any, str]] = {}
+        self._entries: dict[int, tuple[Any, Any, Any]] = {}
         self.limit = limit
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
@@ -144,8 +145,56 @@ class FragmentCache:
             out.append(fragment)
         return "[" + ",".join(out) + "]"
 
+    def cached(self, item: Any, build: Callable[[Any], Any]) -> Any:
+        """``build(item)``, remembered by identity like :meth:`json_list` (any value, e.g. several JSON fragments).
+
+        For providers whose history items do not map one-to-one onto messages (an Anthropic user message holding
+        tool results, Responses API items that merge into one assistant message). Share one cache per ``build``.
+        """
+        entries = self._entries
+        signature = tuple(item.values()) if isinstance(item, dict) else None
+        entry = entries.get(id(item))
+        if entry is not None and entry[0] is item and entry[1] == signature:
+            return entry[2]
+        value = build(item)
+        if len(entries) >= self.limit:
+            entries.clear()
+        entries[id(item)] = (item, signature, value)
+        return value
+
+    def json_flat_list(self, items: list[Any], convert: Callable[[Any], list[Any]]) -> str:
+        """Like :meth:`json_list` where ``convert`` maps one item onto any number of messages (zero included)."""
+        fragments: list[str] = []
+        for item in items:
+            fragments.extend(self.cached(item, lambda x: [dumps(msg) for msg in convert(x)]))
+        return "[" + ",".join(fragments) + "]"
+
     def clear(self) -> None:
         self._entries.clear()
+
+
+def given(value: Any) -> bool:
+    """True for a value the caller passed (the SDKs mark absent ones with ``omit`` / ``NOT_GIVEN``)."""
+    return value is not None and type(value).__name__ not in ("Omit", "NotGiven")
+
+
+def numbers(kwargs: dict[str, Any], table: dict[str, str]) -> dict[str, Any]:
+    """Request keyword -> attribute, for the numeric keywords of ``table`` the caller passed."""
+    out: dict[str, Any] = {}
+    for key, attr in table.items():
+        value = kwargs.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[attr] = value
+    return out
+
+
+def materialize(kwargs: dict[str, Any], *keys: str) -> None:
+    """Replace one-shot iterators the caller passed under ``keys`` by lists, in place, before spanfold reads them,
+    so that recording them does not exhaust what the SDK is about to send."""
+    for key in keys:
+        value = kwargs.get(key)
+        if isinstance(value, Iterator):
+            kwargs[key] = list(value)
 
 
 def as_list(value: Any) -> list[Any]:

@@ -2,7 +2,8 @@
 
 Supported: ``openai`` 3.x (the httpx2-based SDK). Chat Completions: ``create`` (sync/async, streaming or
 not, through ``with_raw_response`` too), ``parse``, and the ``stream()`` helper (it calls ``create``;
-closing the helper ends the span at once).
+closing the helper ends the span at once). Responses API (:mod:`spanfold.instrumentation.openai_responses`): the
+same for ``responses.create`` / ``responses.parse`` / ``responses.stream()``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import counters, semconv
-from spanfold.instrumentation import openai_chat
+from spanfold.instrumentation import openai_chat, openai_responses
 from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, sync_wrapper
 from spanfold.instrumentation.spans import SETTINGS, Settings
 from spanfold.instrumentation.streams import AsyncStreamProxy, SyncStreamProxy
@@ -24,6 +25,8 @@ from spanfold.version import __version__
 
 _CHAT_MODULE = "openai.resources.chat.completions.completions"
 _STREAM_HELPER_MODULE = "openai.lib.streaming.chat._completions"
+_RESPONSES_MODULE = "openai.resources.responses.responses"
+_RESPONSES_HELPER_MODULE = "openai.lib.streaming.responses._responses"
 
 
 def classify(result: Any) -> Result:
@@ -57,18 +60,35 @@ CHAT = ModelApi(
     server=server_attributes,
 )
 
+RESPONSES = ModelApi(
+    kind="openai.responses",
+    provider=semconv.PROVIDER_OPENAI,
+    operation=semconv.OP_CHAT,
+    request=openai_responses.request_attributes,
+    response=openai_responses.response_attributes,
+    accumulator=openai_responses.ResponseStreamAccumulator,
+    classify=classify,
+    server=server_attributes,
+)
+
 #: (module, "Class.method", api, is_async)
 METHODS: tuple[tuple[str, str, ModelApi, bool], ...] = (
     (_CHAT_MODULE, "Completions.create", CHAT, False),
     (_CHAT_MODULE, "Completions.parse", CHAT, False),
     (_CHAT_MODULE, "AsyncCompletions.create", CHAT, True),
     (_CHAT_MODULE, "AsyncCompletions.parse", CHAT, True),
+    (_RESPONSES_MODULE, "Responses.create", RESPONSES, False),
+    (_RESPONSES_MODULE, "Responses.parse", RESPONSES, False),
+    (_RESPONSES_MODULE, "AsyncResponses.create", RESPONSES, True),
+    (_RESPONSES_MODULE, "AsyncResponses.parse", RESPONSES, True),
 )
 
 #: The ``stream()`` helpers close the HTTP response, not the raw stream: end our span there too.
 HELPER_CLOSES = (
     (_STREAM_HELPER_MODULE, "ChatCompletionStream.close"),
     (_STREAM_HELPER_MODULE, "AsyncChatCompletionStream.close"),
+    (_RESPONSES_HELPER_MODULE, "ResponseStream.close"),
+    (_RESPONSES_HELPER_MODULE, "AsyncResponseStream.close"),
 )
 
 

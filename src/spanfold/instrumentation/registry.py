@@ -15,6 +15,7 @@ logger = logging.getLogger("spanfold")
 #: name -> (the client library's import name, "module:Instrumentor")
 INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "openai": ("openai", "spanfold.instrumentation.openai:OpenAIInstrumentor"),
+    "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
 }
 
 

@@ -1,0 +1,248 @@
+"""Anthropic instrumentation: which ``anthropic`` SDK methods are wrapped, and how the SDK's own spans are handled.
+
+Supported: ``anthropic`` >= 2.0, < 3 (the httpx2-based SDK; tested with 2.12). Wrapped: ``messages.create`` (sync
+and async, streaming or not, through ``with_raw_response`` too), ``messages.parse``, the ``messages.stream()``
+helper, and the same methods of ``beta.messages`` (the same code path: the beta tool runner and message threads
+call ``beta.messages.create``). The mapping of the shapes is in :mod:`spanfold.instrumentation.anthropic_messages`.
+
+The SDK's own spans, and why spanfold suppresses its call span under ours
+-------------------------------------------------------------------------
+anthropic 2.x traces itself: every API call gets a CLIENT span ``anthropic.messages.create`` (scope
+``com.anthropic.sdk.python``) from the global tracer provider, or the one its ``open_telemetry`` client option names,
+unless that option or ``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off. Content is recorded only in its ``content``
+mode (``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``). Its tool runner adds ``anthropic.messages.tool_runner``
+(``invoke_agent``) and ``anthropic.custom_tool_use {name}`` (``execute_tool``) spans. With both spanfold's wrapper and
+the SDK's span, one API call would be two model steps. The three ways out, and the choice:
+
+* *Enrich the SDK's span* (no span of ours): only exists when the user's client has tracing on and on a provider
+  spanfold may never see (the client's own ``tracer_provider``); its name is ``anthropic.messages.create``, not
+  ``chat {model}``; and ours would have to be written from inside the SDK's private call machinery.
+* *Turn its content mode on*: a per-client option resolved at construction, so spanfold would have to rewrite
+  users' clients; and even then a raw ``stream=True`` read without the helper gets no output content, images and
+  documents are reduced to their type, ``tool_result`` blocks stay inside user messages, content is cut at 750 kB,
+  and the finish reason is not in the semconv attribute.
+* **Suppress it under ours (chosen).** spanfold's ``chat {model}`` span is complete in every mode (raw streams,
+  helper, raw responses, async), identical in shape to the OpenAI spans, governed by spanfold's one content switch,
+  and independent of the client's options. While spanfold's wrapper has its span current, the SDK's
+  ``start_api_call_span`` is answered with a non-recording span that carries *our* span context: the SDK runs its
+  usual traced path (nothing recorded), and when its ``propagation`` is on, the ``traceparent`` it sends names our
+  span, just as it would have named its own. A call spanfold did not wrap (a fault before our span started, other
+  endpoints such as ``count_tokens``) keeps its native span. The tool runner's spans are kept; with content capture
+  on spanfold adds ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` to its tool spans (the SDK records
+  them only in content mode, and then as ``anthropic.tool_result.content``).
+
+Users who never call ``spanfold.init()`` still fold: ``spanfold.exporter.dialect_anthropic_native`` reads the SDK's
+native spans (content mode on or off).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Collection, Mapping
+from contextvars import ContextVar
+from typing import Any, Final
+
+import wrapt
+from opentelemetry import trace as otel_trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import Span, Tracer, get_tracer
+
+from spanfold import counters, semconv
+from spanfold.instrumentation import anthropic_messages
+from spanfold.instrumentation import messages as m
+from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, base_url_server, sync_wrapper
+from spanfold.instrumentation.spans import SETTINGS, Settings
+from spanfold.version import __version__
+
+_MESSAGES = "anthropic.resources.messages.messages"
+_BETA_MESSAGES = "anthropic.resources.beta.messages.messages"
+#: The span name the SDK gives the call span of every Messages create/parse/stream request.
+NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
+#: The SDK's header that marks ``with_raw_response`` ("raw") and ``with_streaming_response`` ("stream") calls.
+_RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
+
+
+def classify(result: Any) -> Result:
+    import anthropic
+    from anthropic._response import APIResponse, AsyncAPIResponse
+
+    if isinstance(result, anthropic.Stream):
+        return Result.STREAM
+    if isinstance(result, anthropic.AsyncStream):
+        return Result.ASYNC_STREAM
+    if isinstance(result, (APIResponse, AsyncAPIResponse)):
+        headers = getattr(getattr(result, "_options", None), "headers", None)
+        if isinstance(headers, Mapping) and headers.get(_RAW_RESPONSE_HEADER) == "stream":
+            return Result.OPAQUE  # with_streaming_response: the user reads the body; spanfold must not
+        return Result.ASYNC_RAW if isinstance(result, AsyncAPIResponse) else Result.RAW
+    if isinstance(result, anthropic.BaseModel):
+        return Result.RESPONSE
+    return Result.OPAQUE
+
+
+MESSAGES = ModelApi(
+    kind="anthropic.messages",
+    provider=semconv.PROVIDER_ANTHROPIC,
+    operation=semconv.OP_CHAT,
+    request=anthropic_messages.request_attributes,
+    response=anthropic_messages.response_attributes,
+    accumulator=anthropic_messages.MessageStreamAccumulator,
+    classify=classify,
+    server=base_url_server,
+)
+
+#: (module, "Class.method", is_async): methods that make the request themselves.
+METHODS: tuple[tuple[str, str, bool], ...] = tuple(
+    (module, f"{prefix}Messages.{method}", prefix == "Async")
+    for module in (_MESSAGES, _BETA_MESSAGES)
+    for prefix in ("", "Async")
+    for method in ("create", "parse")
+)
+
+#: (module, "Class.method", is_async): ``stream()`` helpers. They return a manager holding the request (a callable, or
+#: an un-awaited coroutine for async) that it makes on ``__enter__``; the span starts there, and the helper's
+#: ``close()`` closes our stream proxy, which ends the span at once.
+STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
+    (module, f"{prefix}Messages.stream", prefix == "Async")
+    for module in (_MESSAGES, _BETA_MESSAGES)
+    for prefix in ("", "Async")
+)
+
+# --- one model step per API call -----------------------------------------------------------------------
+
+#: The span that was current when spanfold's wrapper was entered; while a different one is current, it is ours.
+_CALLER: ContextVar[Span | None] = ContextVar("spanfold_anthropic_caller", default=None)
+
+
+def _marked_sync(inner: Wrapper) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        token = _CALLER.set(otel_trace.get_current_span())
+        try:
+            return inner(wrapped, instance, args, kwargs)
+        finally:
+            _CALLER.reset(token)
+
+    return wrapper
+
+
+def _marked_async(inner: Wrapper) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        token = _CALLER.set(otel_trace.get_current_span())
+        try:
+            return await inner(wrapped, instance, args, kwargs)
+        finally:
+            _CALLER.reset(token)
+
+    return wrapper
+
+
+def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``anthropic._base_client.start_api_call_span``: under spanfold's model span, a non-recording stand-in with our
+    span context (so the SDK propagates ours), instead of a second model span."""
+    try:
+        caller = _CALLER.get()
+        if caller is not None:
+            current = otel_trace.get_current_span()
+            options = args[2] if len(args) > 2 else kwargs.get("options")
+            if current is not caller and getattr(options, "span_name", None) == NATIVE_CALL_SPAN:
+                return otel_trace.NonRecordingSpan(current.get_span_context())
+    except Exception as exc:
+        counters.fault("anthropic.native_span", exc)
+    return wrapped(*args, **kwargs)
+
+
+def _tool_span_enricher(settings: Settings) -> Wrapper:
+    """``anthropic.lib._tracing._tools.end_tool_use_span(client, span, input, run)``: the tool runner's tool span gets
+    the standard arguments and result attributes when spanfold captures content."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            if settings.capture_content and len(args) >= 4 and args[1].is_recording():
+                span, arguments, run = args[1], args[2], args[3]
+                span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, m.dumps(arguments))
+                result = run.result
+                if result is not None:
+                    content = run.content or m.get(result, "content")
+                    response = anthropic_messages.tool_result_response(content, True)
+                    span.set_attribute(
+                        semconv.TOOL_CALL_RESULT, response if isinstance(response, str) else m.dumps(response)
+                    )
+        except Exception as exc:
+            counters.fault("anthropic.tool_span", exc)
+        return wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+#: (module, function, wrapper factory): hooks into the SDK's own tracing; absent in SDKs without it.
+NATIVE_HOOKS: tuple[tuple[str, str, Callable[[Settings], Wrapper]], ...] = (
+    ("anthropic._base_client", "start_api_call_span", lambda settings: _native_call_span),
+    ("anthropic.lib._tracing._tools", "end_tool_use_span", _tool_span_enricher),
+)
+
+# --- stream helpers ------------------------------------------------------------------------------------
+
+
+def _stream_helper(start: Wrapper, is_async: bool) -> Wrapper:
+    """Wrap ``stream()``: the manager's deferred request goes through ``start`` (our span) when it is entered."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")  # the SDK keeps what it is given
+        except Exception as exc:
+            counters.fault("anthropic.stream_helper", exc)
+        manager = wrapped(*args, **kwargs)
+        try:
+            name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
+            if name is None:
+                return manager
+            request = getattr(manager, name)
+            if is_async:
+
+                async def send(**_: Any) -> Any:
+                    return await request
+
+                setattr(manager, name, start(send, instance, (), kwargs))  # a coroutine the manager awaits
+            else:
+                setattr(manager, name, lambda: start(lambda **_: request(), instance, (), kwargs))
+        except Exception as exc:
+            counters.fault("anthropic.stream_helper", exc)
+        return manager
+
+    return wrapper
+
+
+class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """``AnthropicInstrumentor().instrument(tracer_provider=..., settings=...)``; ``uninstrument()`` restores it."""
+
+    _hooked: list[tuple[str, str]] = []
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("anthropic >= 2.0, < 3",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer: Tracer = get_tracer(__name__, __version__, kwargs.get("tracer_provider"))
+        settings: Settings = kwargs.get("settings") or SETTINGS
+        sync_start = _marked_sync(sync_wrapper(MESSAGES, tracer, settings))
+        async_start = _marked_async(async_wrapper(MESSAGES, tracer, settings))
+        for module, name, is_async in METHODS:
+            wrapt.wrap_function_wrapper(module, name, async_start if is_async else sync_start)
+        for module, name, is_async in STREAM_HELPERS:
+            wrapt.wrap_function_wrapper(module, name, _stream_helper(async_start if is_async else sync_start, is_async))
+        hooked = []
+        for module, name, factory in NATIVE_HOOKS:
+            try:
+                wrapt.wrap_function_wrapper(module, name, factory(settings))
+                hooked.append((module, name))
+            except (ImportError, AttributeError) as exc:  # an SDK without its own tracing: nothing to hook
+                counters.fault(f"anthropic.hook.{name}", exc)
+        AnthropicInstrumentor._hooked = hooked
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for module, name in [(mod, name) for mod, name, _ in METHODS + STREAM_HELPERS]:
+            owner, attr = name.split(".")
+            unwrap(getattr(importlib.import_module(module), owner), attr)
+        for module, name in AnthropicInstrumentor._hooked:
+            unwrap(importlib.import_module(module), name)
+        AnthropicInstrumentor._hooked = []

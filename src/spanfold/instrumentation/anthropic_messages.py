@@ -1,0 +1,345 @@
+"""Anthropic Messages shapes -> GenAI semconv span attributes (request, response, stream events).
+
+Mapping (latest experimental GenAI conventions, Anthropic refinements):
+
+* top-level ``system=`` (a string or text blocks) -> ``gen_ai.system_instructions`` (a list of parts);
+* ``tool_use`` / ``server_tool_use`` / ``mcp_tool_use`` blocks -> ``tool_call`` parts;
+* each ``tool_result`` block of a user message -> its own ``{"role": "tool", "parts": [tool_call_response]}``
+  message, in block order; the user message's other blocks stay a ``user`` message. The result blocks of server
+  tools (``web_search_tool_result``, ``mcp_tool_result``, ...) in assistant content split the assistant message the
+  same way, so a built-in tool call folds as a call followed by its result;
+* ``thinking`` / ``redacted_thinking`` -> ``reasoning`` parts; images -> ``blob`` (base64), ``uri`` (url) or ``file``
+  (file id) parts; documents likewise, a plain-text document as a ``text`` part;
+* ``gen_ai.usage.input_tokens`` = input + cache read + cache creation tokens, with the two cache counts beside it;
+* ``stop_reason`` -> the output message's ``finish_reason`` (semconv enum), raw in ``gen_ai.response.finish_reasons``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from spanfold import semconv
+from spanfold.instrumentation import messages as m
+
+#: ``gen_ai.request.top_k`` (GenAI semconv; not yet in :mod:`spanfold.semconv`).
+REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+#: The Anthropic request id (the ``request-id`` response header), as the SDK's own spans name it.
+ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
+#: A message-threads (beta) turn that continues a thread: the id of the message it follows. Its history is on the
+#: server, not in the request (the beta tool runner threads by default), like ``openai.request.previous_response_id``.
+REQUEST_PREVIOUS_MESSAGE_ID: Final = "anthropic.request.previous_message_id"
+
+#: Anthropic ``stop_reason`` -> the semconv output-message ``finish_reason``; others are kept as they come.
+FINISH_REASONS: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_call",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+REQUEST_PARAMS: Final = {
+    "max_tokens": semconv.REQUEST_MAX_TOKENS,
+    "temperature": semconv.REQUEST_TEMPERATURE,
+    "top_p": semconv.REQUEST_TOP_P,
+    "top_k": REQUEST_TOP_K,
+}
+
+_TOOL_CALL_BLOCKS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+#: Modality of a content block's source, by block type.
+_MODALITY: Final = {"image": "image", "document": "document"}
+
+# --- content blocks ------------------------------------------------------------------------------------
+
+
+def _source_part(block: Any, capture: bool) -> m.Part:
+    """An ``image`` / ``document`` block by its ``source``: base64 -> blob, url -> uri, file -> file, text -> text."""
+    kind = m.get(block, "type")
+    modality = _MODALITY.get(kind, str(kind))
+    source = m.get(block, "source")
+    source_type = m.get(source, "type")
+    if source_type == "base64":
+        return m.blob_part(m.get(source, "data"), m.get(source, "media_type"), modality, capture)
+    if source_type == "url":
+        part: m.Part = {"type": semconv.PART_URI, "modality": modality}
+        if capture:
+            part["uri"] = m.get(source, "url")
+        return part
+    if source_type == "file":
+        return {"type": semconv.PART_FILE, "modality": modality, "file_id": m.get(source, "file_id")}
+    if source_type == "text":
+        return m.text_part(m.get(source, "data"), capture)
+    if source_type == "content":  # a document made of content blocks: its text
+        texts = [m.get(b, "text") for b in m.as_list(m.get(source, "content")) if m.get(b, "type") == "text"]
+        return m.text_part("".join(str(t) for t in texts), capture)
+    return {"type": str(kind)}
+
+
+def tool_result_response(content: Any, capture: bool) -> Any:
+    """A ``tool_result``'s content as a ``tool_call_response`` response: its text, or parts when it has media."""
+    if content is None or isinstance(content, str):
+        return content
+    blocks = m.as_list(content)
+    if all(m.get(b, "type") == "text" for b in blocks):
+        return "".join(str(m.get(b, "text") or "") for b in blocks)
+    return [part for b in blocks for part in block_parts(b, capture)]
+
+
+def _server_result_response(block: Any) -> Any:
+    """A server tool's result block (``web_search_tool_result``, ...): its ``content`` as it comes (JSON)."""
+    content = m.get(block, "content")
+    dump = getattr(content, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    if isinstance(content, list):
+        return [c.model_dump(mode="json", exclude_none=True) if hasattr(c, "model_dump") else c for c in content]
+    return content
+
+
+def block_parts(block: Any, capture: bool) -> list[m.Part]:
+    """The parts of one content block (none for blocks without content, such as an empty text)."""
+    if isinstance(block, str):
+        return [m.text_part(block, capture)]
+    kind = m.get(block, "type")
+    if kind == "text":
+        return [m.text_part(m.get(block, "text"), capture)]
+    if kind in _TOOL_CALL_BLOCKS:
+        return [m.tool_call_part(m.get(block, "id"), m.get(block, "name"), m.get(block, "input"), capture)]
+    if kind == "thinking":
+        return [m.reasoning_part(m.get(block, "thinking"), capture)]
+    if kind == "redacted_thinking":  # encrypted: nothing readable to keep
+        return [{"type": semconv.PART_REASONING}]
+    if kind in _MODALITY:
+        return [_source_part(block, capture)]
+    if kind == "tool_result":
+        return [
+            m.tool_response_part(
+                m.get(block, "tool_use_id"), tool_result_response(m.get(block, "content"), capture), capture
+            )
+        ]
+    if isinstance(kind, str) and kind.endswith("_tool_result"):
+        return [m.tool_response_part(m.get(block, "tool_use_id"), _server_result_response(block), capture)]
+    return [{"type": str(kind)}]
+
+
+def content_messages(role: Any, content: Any, capture: bool, **extra: Any) -> list[m.SemconvMessage]:
+    """One Anthropic message's content as semconv messages: each tool result in a ``tool`` message of its own, the
+    other blocks in ``role`` messages around them, in block order."""
+    if content is None or isinstance(content, str):
+        return [m.message(role, [m.text_part(content, capture)] if content is not None else [], **extra)]
+    out: list[m.SemconvMessage] = []
+    parts: list[m.Part] = []
+    for block in m.as_list(content):
+        for part in block_parts(block, capture):
+            if part["type"] == semconv.PART_TOOL_CALL_RESPONSE:
+                if parts:
+                    out.append(m.message(role, parts, **extra))
+                    parts = []
+                out.append(m.message("tool", [part], **extra))
+            else:
+                parts.append(part)
+    if parts or not out:
+        out.append(m.message(role, parts, **extra))
+    return out
+
+
+def input_messages(msg: Any, capture: bool) -> list[m.SemconvMessage]:
+    return content_messages(m.get(msg, "role"), m.get(msg, "content"), capture)
+
+
+def _with_content(msg: Any) -> list[m.SemconvMessage]:
+    return input_messages(msg, True)
+
+
+def _without_content(msg: Any) -> list[m.SemconvMessage]:
+    return input_messages(msg, False)
+
+
+_INPUT_CACHE = {True: m.FragmentCache(), False: m.FragmentCache()}
+_TOOLS_CACHE = m.FragmentCache(limit=1024)
+
+
+def system_parts(system: Any, capture: bool) -> list[m.Part]:
+    if isinstance(system, str):
+        return [m.text_part(system, capture)]
+    return [part for block in m.as_list(system) for part in block_parts(block, capture)]
+
+
+def tool_definition(tool: Any) -> dict[str, Any]:
+    kind = m.get(tool, "type")
+    schema = m.get(tool, "input_schema")
+    if schema is None and kind not in (None, "custom"):  # a server tool (web_search_20250305, bash_..., ...)
+        return {"type": kind, "name": m.get(tool, "name")}
+    return {
+        "type": "function",
+        "name": m.get(tool, "name"),
+        "description": m.get(tool, "description"),
+        "parameters": schema,
+    }
+
+
+def _output_type(kwargs: Mapping[str, Any]) -> str | None:
+    fmt = m.get(kwargs.get("output_config"), "format") if m.given(kwargs.get("output_config")) else None
+    if m.given(kwargs.get("output_format")) or m.get(fmt, "type") == "json_schema":
+        return "json"
+    return None
+
+
+def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | None, dict[str, Any]]:
+    """The span name target (the model) and the request attributes of ``create`` / ``parse`` / ``stream``."""
+    m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")
+    model = kwargs.get("model")
+    model = model if isinstance(model, str) else None
+    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model, semconv.OUTPUT_TYPE: _output_type(kwargs)}
+    attrs.update(m.numbers(kwargs, REQUEST_PARAMS))
+    stops = kwargs.get("stop_sequences")
+    if m.given(stops):
+        attrs[semconv.REQUEST_STOP_SEQUENCES] = m.as_list(stops)
+    thread = kwargs.get("thread")
+    if m.given(thread) and m.get(thread, "type") == "continue":
+        attrs[REQUEST_PREVIOUS_MESSAGE_ID] = m.get(thread, "previous_message_id")
+    system = kwargs.get("system")
+    if m.given(system):
+        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(system_parts(system, capture))
+    messages = kwargs.get("messages")
+    if m.given(messages):
+        convert = _with_content if capture else _without_content
+        attrs[semconv.INPUT_MESSAGES] = _INPUT_CACHE[capture].json_flat_list(m.as_list(messages), convert)
+    tools = kwargs.get("tools")
+    if capture and m.given(tools):
+        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS_CACHE.json_list(m.as_list(tools), tool_definition)
+    return model, attrs
+
+
+# --- output --------------------------------------------------------------------------------------------
+
+
+def usage_attributes(usage: Any) -> dict[str, Any]:
+    """Usage per the Anthropic refinement: input tokens include the cache reads and writes."""
+    if usage is None:
+        return {}
+    cache_read = m.get(usage, "cache_read_input_tokens")
+    cache_creation = m.get(usage, "cache_creation_input_tokens")
+    input_tokens = m.get(usage, "input_tokens")
+    if isinstance(input_tokens, int):
+        input_tokens += (cache_read or 0) + (cache_creation or 0)
+    return {
+        semconv.USAGE_INPUT_TOKENS: input_tokens,
+        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read,
+        semconv.USAGE_CACHE_CREATION_INPUT_TOKENS: cache_creation,
+    }
+
+
+def result_attributes(
+    message_id: Any, model: Any, content: list[Any], stop_reason: Any, usage: Any, capture: bool
+) -> dict[str, Any]:
+    reason = FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason else ""
+    outputs = content_messages("assistant", content, capture, finish_reason=reason)
+    attrs: dict[str, Any] = {
+        semconv.RESPONSE_ID: message_id,
+        semconv.RESPONSE_MODEL: model,
+        semconv.RESPONSE_FINISH_REASONS: [stop_reason] if stop_reason else None,
+        semconv.OUTPUT_MESSAGES: m.dumps(outputs),
+    }
+    attrs.update(usage_attributes(usage))
+    return attrs
+
+
+def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
+    """Attributes of a complete ``Message`` / ``BetaMessage`` / ``ParsedMessage``."""
+    attrs = result_attributes(
+        m.get(response, "id"),
+        m.get(response, "model"),
+        m.as_list(m.get(response, "content")),
+        m.get(response, "stop_reason"),
+        m.get(response, "usage"),
+        capture,
+    )
+    request_id = getattr(response, "_request_id", None)  # set by the SDK from the response headers
+    if isinstance(request_id, str):
+        attrs[ANTHROPIC_REQUEST_ID] = request_id
+    return attrs
+
+
+class _Block:
+    """One content block of a stream: its ``content_block_start`` block and the deltas that followed."""
+
+    __slots__ = ("fragments", "start")
+
+    def __init__(self, start: Any) -> None:
+        self.start = start
+        self.fragments: list[str] = []
+
+    def block(self) -> Any:
+        kind = m.get(self.start, "type")
+        if not self.fragments:
+            return self.start
+        joined = "".join(self.fragments)
+        if kind == "text":
+            return {"type": "text", "text": (m.get(self.start, "text") or "") + joined}
+        if kind == "thinking":
+            return {"type": "thinking", "thinking": (m.get(self.start, "thinking") or "") + joined}
+        if kind in _TOOL_CALL_BLOCKS:  # the start block's ``input`` is ``{}``; the fragments make the real one
+            arguments = joined if joined.strip() else m.get(self.start, "input")
+            return {"type": kind, "id": m.get(self.start, "id"), "name": m.get(self.start, "name"), "input": arguments}
+        return self.start
+
+
+class MessageStreamAccumulator:
+    """Accumulates raw Messages stream events: per-index blocks (text, ``input_json_delta`` fragments assembled
+    into the arguments, thinking), ``message_start`` (id, model, input usage) and ``message_delta`` (stop reason,
+    output usage)."""
+
+    __slots__ = ("blocks", "capture", "id", "model", "stop_reason", "usage")
+
+    def __init__(self, capture: bool) -> None:
+        self.capture = capture
+        self.id: Any = None
+        self.model: Any = None
+        self.stop_reason: Any = None
+        self.usage: dict[str, Any] = {}
+        self.blocks: dict[int, _Block] = {}
+
+    def _usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = m.get(usage, key)
+            if value is not None:
+                self.usage[key] = value
+
+    def add(self, event: Any) -> None:
+        kind = event.type
+        if kind == "content_block_delta":
+            block = self.blocks.get(event.index)
+            if block is None:
+                return
+            delta = event.delta
+            delta_type = delta.type
+            if delta_type == "text_delta":
+                block.fragments.append(delta.text)
+            elif delta_type == "input_json_delta":
+                block.fragments.append(delta.partial_json)
+            elif delta_type == "thinking_delta":
+                block.fragments.append(delta.thinking)
+        elif kind == "content_block_start":
+            self.blocks[event.index] = _Block(event.content_block)
+        elif kind == "message_start":
+            message = event.message
+            self.id = message.id
+            self.model = message.model
+            self._usage(message.usage)
+            for index, block in enumerate(message.content or ()):
+                self.blocks[index] = _Block(block)
+        elif kind == "message_delta":
+            reason = m.get(event.delta, "stop_reason")
+            if reason:
+                self.stop_reason = reason
+            self._usage(m.get(event, "usage"))
+
+    def attributes(self) -> dict[str, Any]:
+        content = [self.blocks[i].block() for i in sorted(self.blocks)]
+        return result_attributes(self.id, self.model, content, self.stop_reason, self.usage or None, self.capture)
