@@ -1,0 +1,239 @@
+"""``spanfold check TRACES... --spec SPEC.yaml``: run a spec's checks over JSONL traces.
+
+Exit status: 0 when every check passed, 1 when any failed, 2 on bad input (a missing file, a line that is
+not JSON or not a trace, an invalid spec), reported one line each as ``FILE:LINE: problem``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from spanfold.checks.errors import SpecError, TraceFormatError
+from spanfold.checks.result import CheckResult
+from spanfold.checks.spec import Spec, load_spec
+from spanfold.checks.view import TraceView, view_of
+
+#: Exit statuses.
+OK, FAILED, BAD_INPUT = 0, 1, 2
+#: Widest trace / check column and reason in the table (``--verbose`` prints reasons whole).
+COLUMN, REASON = 48, 100
+
+
+@dataclass(slots=True)
+class LoadedTrace:
+    file: str
+    line: int
+    view: TraceView
+
+    @property
+    def label(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(slots=True)
+class Inputs:
+    traces: list[LoadedTrace] = field(default_factory=list)
+    errors: list[tuple[str, int | None, str]] = field(default_factory=list)  # file, line, problem
+
+    def error(self, file: str, line: int | None, problem: str) -> None:
+        self.errors.append((file, line, problem))
+
+
+def _files(paths: Sequence[Path], inputs: Inputs) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"))
+            if not found:
+                inputs.error(str(path), None, "no *.jsonl files in this directory")
+            yield from found
+        elif path.exists():
+            yield path
+        else:
+            inputs.error(str(path), None, "no such file")
+
+
+def _is_metadata(data: object) -> bool:
+    """A sibling metadata record (``{"metadata": ..., "summary": ...}``), not a trace: skipped."""
+    return isinstance(data, dict) and "trace" not in data and "metadata" in data
+
+
+def _read(paths: Sequence[Path]) -> Inputs:
+    inputs = Inputs()
+    for path in _files(paths, inputs):
+        name = str(path)
+        try:
+            with path.open(encoding="utf-8") as handle:
+                for number, text in enumerate(handle, start=1):
+                    if not text.strip():
+                        continue
+                    try:
+                        data = json.loads(text)
+                    except json.JSONDecodeError as exc:
+                        inputs.error(name, number, f"not valid JSON: {exc.msg} (column {exc.colno})")
+                        continue
+                    if _is_metadata(data):
+                        continue
+                    try:
+                        inputs.traces.append(LoadedTrace(name, number, view_of(data)))
+                    except TraceFormatError as exc:
+                        inputs.error(name, number, f"not a trace: {exc}")
+        except (OSError, UnicodeDecodeError) as exc:
+            inputs.error(name, None, f"cannot read: {exc}")
+    return inputs
+
+
+def _pick(inputs: Inputs, picks: Sequence[int]) -> None:
+    """Keep only the traces ``--trace`` names (from 1 across the inputs; negative from the end)."""
+    if not picks:
+        return
+    chosen: list[LoadedTrace] = []
+    for n in picks:
+        index = n - 1 if n > 0 else len(inputs.traces) + n
+        if n == 0 or not 0 <= index < len(inputs.traces):
+            inputs.error("--trace", None, f"no trace {n} (the inputs hold {len(inputs.traces)})")
+        elif inputs.traces[index] not in chosen:
+            chosen.append(inputs.traces[index])
+    inputs.traces = chosen
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _clip_left(text: str, width: int) -> str:
+    """Long paths keep their end (file name and line)."""
+    return text if len(text) <= width else "..." + text[len(text) - width + 3 :]
+
+
+def _table(rows: list[tuple[LoadedTrace, CheckResult]], verbose: bool) -> list[str]:
+    if not rows:
+        return []
+    w_trace = min(COLUMN, max(len("TRACE"), *(len(t.label) for t, _ in rows)))
+    w_check = min(COLUMN, max(len("CHECK"), *(len(r.name) for _, r in rows)))
+    fmt = f"{{:<{w_trace}}}  {{:<{w_check}}}  {{:>5}}  {{:<6}}  {{}}"
+    out = [fmt.format("TRACE", "CHECK", "SCORE", "RESULT", "REASON").rstrip()]
+    for trace, result in rows:
+        reason = result.first_reason if verbose else _clip(result.first_reason, REASON)
+        line = fmt.format(
+            _clip_left(trace.label, w_trace), _clip(result.name, w_check), f"{result.score:.2f}", result.status, reason
+        )
+        out.append(line.rstrip())
+        if verbose:
+            out.extend(f"{'':{w_trace}}  {'':{w_check}}  {'':5}  {'':6}  {r}" for r in result.reasons[1:])
+    return out
+
+
+def _junit(rows: list[tuple[LoadedTrace, CheckResult]], inputs: Inputs) -> ET.Element:
+    root = ET.Element("testsuites", name="spanfold check")
+    suites: dict[str, ET.Element] = {}
+
+    def suite(file: str) -> ET.Element:
+        if file not in suites:
+            suites[file] = ET.SubElement(root, "testsuite", name=file)
+        return suites[file]
+
+    for trace, result in rows:
+        case = ET.SubElement(suite(trace.file), "testcase", classname=trace.label, name=result.name, time="0")
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="score", value=f"{result.score:.4f}")
+        ET.SubElement(props, "property", name="threshold", value=f"{result.threshold:.4f}")
+        if not result.passed:
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=result.first_reason or "check failed",
+                type=f"score {result.score:.2f} < threshold {result.threshold:.2f}",
+            )
+            failure.text = "\n".join(result.reasons)
+    for file, line, problem in inputs.errors:
+        where = file if line is None else f"{file}:{line}"
+        case = ET.SubElement(suite(file), "testcase", classname=where, name="input", time="0")
+        ET.SubElement(case, "error", message=problem, type="bad input").text = f"{where}: {problem}"
+    for element in [root, *suites.values()]:
+        cases = element.iter("testcase")
+        counts = {"tests": 0, "failures": 0, "errors": 0}
+        for case in cases:
+            counts["tests"] += 1
+            counts["failures"] += case.find("failure") is not None
+            counts["errors"] += case.find("error") is not None
+        for key, value in counts.items():
+            element.set(key, str(value))
+    return root
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@click.command("check")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--spec",
+    "spec_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="YAML (or JSON) spec: checks:, evaluators:, expected_messages:, or compact output.",
+)
+@click.option(
+    "--trace",
+    "picks",
+    type=int,
+    multiple=True,
+    metavar="N",
+    help="Check only trace N (from 1 across the inputs; -1 is the last). Repeatable.",
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every reason, whole.")
+def check(traces: tuple[Path, ...], spec_file: Path, picks: tuple[int, ...], junit: Path | None, verbose: bool) -> None:
+    """Run the checks of SPEC on every trace in TRACES (JSONL files, one trace per line, or directories of them).
+
+    Exit status 0 when all pass, 1 when any check fails, 2 on bad input.
+    """
+    ctx = click.get_current_context()
+    try:
+        spec: Spec = load_spec(spec_file)
+    except SpecError as exc:
+        click.echo(str(exc), err=True)
+        ctx.exit(BAD_INPUT)
+    inputs = _read(traces)
+    _pick(inputs, picks)
+    if not inputs.traces and not inputs.errors:
+        inputs.error(", ".join(str(t) for t in traces), None, "no traces to check")
+    rows = [(trace, result) for trace in inputs.traces for result in spec.run(trace.view)]
+    for line in _table(rows, verbose):
+        click.echo(line)
+    for file, number, problem in inputs.errors:
+        click.echo(f"{file}:{number}: {problem}" if number is not None else f"{file}: {problem}", err=True)
+    failed = sum(1 for _, r in rows if not r.passed)
+    summary = f"{len(rows) - failed} passed, {failed} failed ({len(spec.checks)} checks x {len(inputs.traces)} traces)"
+    if inputs.errors:
+        summary += f", {len(inputs.errors)} input error" + ("s" if len(inputs.errors) > 1 else "")
+    click.echo(summary)
+    if junit is not None:
+        root = _junit(rows, inputs)
+        ET.indent(root)
+        try:
+            write_atomic(junit, ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n")
+        except OSError as exc:
+            click.echo(f"{junit}: cannot write: {exc}", err=True)
+            ctx.exit(BAD_INPUT)
+    ctx.exit(BAD_INPUT if inputs.errors else FAILED if failed else OK)
