@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "recordings"
-if not RECORDINGS.is_dir():  # a checkout laid out differently: the copy shipped with the tests
-    RECORDINGS = Path(__file__).resolve().parent / "recordings"
+#: Real OpenAI and Anthropic API responses (from OpenLLMetry's public test recordings, Apache-2.0; see its README),
+#: copied from the workspace's shared/recordings so a clean checkout of the repository has them.
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
 
 
 def _load_recording(name: str) -> list[dict[str, Any]]:
@@ -22,7 +22,7 @@ def _load_recording(name: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def load_recording() -> Callable[[str], list[dict[str, Any]]]:
-    """The interactions of a recording in ../shared/recordings (request, response: status, content_type, body)."""
+    """The interactions of a recording in tests/recordings (request, response: status, content_type, body)."""
     return _load_recording
 
 

@@ -11,9 +11,7 @@ import pytest
 
 from spanfold.testing import MockLLMServer
 
-RECORDINGS = Path(__file__).resolve().parents[3] / "shared" / "recordings"
-if not RECORDINGS.is_dir():  # a checkout laid out differently: the copy shipped with the tests
-    RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
+RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"  # real provider responses (tests/recordings)
 
 
 @pytest.fixture
