@@ -1,5 +1,45 @@
-"""The ``spanfold`` command line."""
+"""The ``spanfold`` command line: one table of subcommands, each loaded only when it runs.
+
+Exit statuses, for every command: 0 ok, 1 a check failed, 2 bad input (named as ``FILE:LINE: problem``,
+never a traceback). A command lives in its own module; adding one is a line in :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from spanfold.version import __version__
+
+#: name -> ("module:attribute" of a click command, one-line help shown by ``spanfold --help``).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("spanfold.demo:command", "Run a tool-using agent against the embedded mock LLM server; show its trace."),
+    "check": ("spanfold.checks.command:check", "Run a spec's trajectory and message checks over JSONL traces."),
+}
 
 
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use, so ``spanfold --help`` and each command start fast."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="spanfold")
 def main() -> None:
-    raise SystemExit("spanfold CLI: not built yet")
+    """spanfold: OpenTelemetry tracing for AI agents, folded into flat, readable traces."""
