@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from spanfold.testing import MockLLMServer, scenarios
 QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fahrenheit, please."
 SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
 MODEL = "gpt-4o-mini"
+ANTHROPIC_MODEL = "claude-sonnet-5"
 
 
 @spanfold.tool
@@ -48,16 +50,13 @@ def run_tool_call(name: str, arguments: str, call_id: str) -> str:
 def openai_chat_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
     """The usual Chat Completions tool loop: call, run the requested tools, send results back, repeat."""
     messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    request = {"model": MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
     for _ in range(max_steps):
         if stream:
-            with client.chat.completions.stream(
-                model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI
-            ) as s:
+            with client.chat.completions.stream(**request) as s:
                 completion = s.get_final_completion()
         else:
-            completion = client.chat.completions.create(
-                model=MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI
-            )
+            completion = client.chat.completions.create(**request)
         message = completion.choices[0].message
         messages.append(message)
         if not message.tool_calls:
@@ -66,6 +65,90 @@ def openai_chat_agent(client: Any, question: str = QUESTION, *, stream: bool = F
             result = run_tool_call(call.function.name, call.function.arguments, call.id)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return ""
+
+
+def anthropic_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The same loop on Anthropic Messages: ``tool_use`` blocks in, ``tool_result`` blocks back in a user turn."""
+    history: list[Any] = [{"role": "user", "content": question}]
+    request = {
+        "model": ANTHROPIC_MODEL,
+        "max_tokens": 1024,
+        "system": SYSTEM,
+        "messages": history,
+        "tools": scenarios.WEATHER_TOOLS_ANTHROPIC,
+    }
+    for _ in range(max_steps):
+        if stream:
+            with client.messages.stream(**request) as s:
+                message = s.get_final_message()
+        else:
+            message = client.messages.create(**request)
+        history.append({"role": "assistant", "content": message.content})
+        uses = [block for block in message.content if block.type == "tool_use"]
+        if not uses:
+            return "".join(block.text for block in message.content if block.type == "text")
+        results = [
+            {"type": "tool_result", "tool_use_id": u.id, "content": run_tool_call(u.name, json.dumps(u.input), u.id)}
+            for u in uses
+        ]
+        history.append({"role": "user", "content": results})
+    return ""
+
+
+def openai_responses_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The same loop on the Responses API, chained by ``previous_response_id`` (only new items are sent)."""
+    items: list[Any] = [{"role": "user", "content": question}]
+    previous: str | None = None
+    for _ in range(max_steps):
+        request: dict[str, Any] = {"model": MODEL, "instructions": SYSTEM, "input": items}
+        request["tools"] = scenarios.WEATHER_TOOLS_RESPONSES
+        if previous is not None:
+            request["previous_response_id"] = previous
+        if stream:
+            with client.responses.stream(**request) as s:
+                response = s.get_final_response()
+        else:
+            response = client.responses.create(**request)
+        previous = response.id
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return str(response.output_text)
+        items = [
+            {
+                "type": "function_call_output",
+                "call_id": c.call_id,
+                "output": run_tool_call(c.name, c.arguments, c.call_id),
+            }
+            for c in calls
+        ]
+    return ""
+
+
+@dataclass(frozen=True)
+class Provider:
+    """How the demo talks to one API of the mock server."""
+
+    agent: Callable[..., str]
+    client: Callable[[MockLLMServer], Any]
+
+
+def _openai_client(server: MockLLMServer) -> Any:
+    import openai
+
+    return openai.OpenAI(api_key="demo-key", base_url=server.base_url, max_retries=0)
+
+
+def _anthropic_client(server: MockLLMServer) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(api_key="demo-key", base_url=server.anthropic_base_url, max_retries=0)
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider(openai_chat_agent, _openai_client),
+    "anthropic": Provider(anthropic_agent, _anthropic_client),
+    "openai-responses": Provider(openai_responses_agent, _openai_client),
+}
 
 
 def _print_trace(events: list[dict[str, Any]]) -> None:
@@ -85,16 +168,13 @@ def _print_trace(events: list[dict[str, Any]]) -> None:
             click.echo(f"  {click.style(role, fg='cyan', bold=True)} -> {name}({args}) [{call.get('id')}]")
 
 
-def run(output: str | None = None, *, stream: bool = False, echo: bool = True) -> Path:
-    """Run the demo agent; return the trace file it appended to."""
-    import openai
-
+def run(output: str | None = None, *, provider: str = "openai", stream: bool = False, echo: bool = True) -> Path:
+    """Run the demo agent on ``provider`` (a key of :data:`PROVIDERS`); return the trace file it appended to."""
+    chosen = PROVIDERS[provider]
     directory = Path(output) if output else Path(tempfile.mkdtemp(prefix="spanfold-demo-"))
     handle = spanfold.init(output=str(directory))
-    with MockLLMServer(scenarios.weather_agent) as server:
-        client = openai.OpenAI(api_key="demo-key", base_url=server.base_url, max_retries=0)
-        with spanfold.agent("weather-bot"):
-            answer = openai_chat_agent(client, stream=stream)
+    with MockLLMServer(scenarios.weather_agent) as server, spanfold.agent("weather-bot"):
+        answer = chosen.agent(chosen.client(server), stream=stream)
     spanfold.flush()
     path = Path(handle.output) / "traces.jsonl"
     if echo:
@@ -111,8 +191,17 @@ def run(output: str | None = None, *, stream: bool = False, echo: bool = True) -
 @click.option(
     "--output", "-o", type=click.Path(file_okay=False), default=None, help="Trace directory (default: a temp dir)."
 )
+@click.option(
+    "--provider",
+    type=click.Choice(list(PROVIDERS)),
+    default="openai",
+    show_default=True,
+    help="API the agent uses: Chat Completions, Anthropic Messages, or the Responses API.",
+)
 @click.option("--stream", is_flag=True, help="Stream the model's replies.")
-def command(output: str | None, stream: bool) -> None:
+def command(output: str | None, provider: str, stream: bool) -> None:
     """Run a tool-using agent against the embedded mock LLM server and show its flat trace."""
-    run(output, stream=stream)
-    spanfold.shutdown()
+    try:
+        run(output, provider=provider, stream=stream)
+    finally:
+        spanfold.shutdown()
