@@ -1,0 +1,231 @@
+"""The per-trace core every span path shares: buffer :class:`SpanRecord` s by trace id, decide when a trace is done,
+fold it (or stitch it into a conversation) and hand the flat trace to the writers.
+
+One :class:`Assembler` serves the in-process ``FoldingSpanProcessor``, the ``FoldingSpanExporter``, the OTLP receiver
+and ``spanfold fold``. It is single-threaded bookkeeping: the caller owns the thread (a :class:`FoldWorker
+<spanfold.exporter.processor.FoldWorker>`, or the CLI's loop) and the clock (``now`` is ``time.monotonic()``).
+
+When is a trace done? (:class:`Policy`)
+
+* ``quiet=None``: its root has ended and every span seen starting (:meth:`Assembler.started`) has ended: the SDK
+  processor, which sees spans start.
+* ``quiet=S``: its root has arrived and no span of it came for ``S`` seconds (checked by :meth:`Assembler.expire`):
+  the exporter (``S=0``: everything that ended before the root was exported before it) and the receiver (``--wait``).
+
+Which span is the root is the policy's ``root`` rule: the local root in one process (no parent, or a remote one), the
+trace's own root (no parent at all) for a receiver that gathers the parts of a trace from many processes.
+
+Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, counted ``traces_incomplete``),
+``max_spans_per_trace`` (``traces_truncated``, ``dropped_spans``) and ``trace_timeout`` for traces whose root never
+comes. Un-parented calls are stitched (:mod:`spanfold.exporter.stitch`) and closed after ``stitch_idle`` seconds.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spanfold import counters
+from spanfold.config import Config
+from spanfold.exporter.dialects import Step, safe_step
+from spanfold.exporter.fold import fold
+from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.stitch import Conversation, Stitcher, stitch_root
+from spanfold.exporter.writers import Writer
+from spanfold.trace.model import Trace, TraceStatus
+
+
+def trace_hex(trace_id: int) -> str:
+    return format(trace_id, "032x")
+
+
+def local_root(record: SpanRecord) -> bool:
+    """The root of one process's part of a trace: no parent, or a parent in another process."""
+    return record.is_local_root
+
+
+def trace_root(record: SpanRecord) -> bool:
+    """The root of the whole trace: no parent at all."""
+    return record.parent_id is None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """When a trace is done (see the module docstring) and whether un-parented calls are stitched."""
+
+    quiet: float | None = None
+    root: Callable[[SpanRecord], bool] = local_root
+    stitch: bool = True
+
+
+@dataclass(slots=True, eq=False)
+class _Buffer:
+    """The spans of one trace seen so far."""
+
+    trace_id: int
+    records: list[SpanRecord] = field(default_factory=list)
+    open: set[int] = field(default_factory=set)  # started, not yet ended
+    root_seen: bool = False
+    truncated: bool = False
+    touched: float = 0.0
+
+
+class Assembler:
+    """Spans in, flat traces out to the writers."""
+
+    def __init__(self, writers: Iterable[Writer], config: Config, policy: Policy | None = None) -> None:
+        self.config = config
+        self.policy = policy if policy is not None else Policy()
+        self.writers: tuple[Writer, ...] = tuple(writers)
+        self.spans = 0  # records buffered, all traces together
+        self._traces: OrderedDict[int, _Buffer] = OrderedDict()  # least recently active first
+        self._rooted: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root arrived (quiet policy)
+        self._stitcher = Stitcher()
+
+    # --- input -------------------------------------------------------------------------------------------
+
+    def _buffer(self, trace_id: int, now: float) -> _Buffer:
+        buf = self._traces.get(trace_id)
+        if buf is None:
+            buf = self._traces[trace_id] = _Buffer(trace_id)
+            while len(self._traces) > self.config.max_traces_in_flight:
+                self._finish(next(iter(self._traces.values())), incomplete=True)
+        else:
+            self._traces.move_to_end(trace_id)
+            if buf.root_seen and trace_id in self._rooted:
+                self._rooted.move_to_end(trace_id)
+        buf.touched = now
+        return buf
+
+    def started(self, trace_id: int, span_id: int, now: float) -> None:
+        """A span of the trace started (the SDK processor's ``on_start``): the trace waits for it to end."""
+        self._buffer(trace_id, now).open.add(span_id)
+
+    def add(self, record: SpanRecord, now: float) -> None:
+        """An ended span."""
+        buf = self._buffer(record.trace_id, now)
+        buf.open.discard(record.span_id)
+        if self.policy.root(record):
+            if not buf.root_seen:
+                buf.root_seen = True
+                if self.policy.quiet is not None:
+                    self._rooted[buf.trace_id] = buf
+        elif len(buf.records) >= self.config.max_spans_per_trace:
+            if not buf.truncated:
+                buf.truncated = True
+                counters.incr("traces_truncated")
+            counters.incr("dropped_spans")
+            return
+        buf.records.append(record)
+        self.spans += 1
+        if self.policy.quiet is None and buf.root_seen and not buf.open:
+            self._finish(buf, incomplete=False)
+
+    # --- time --------------------------------------------------------------------------------------------
+
+    def expire(self, now: float) -> None:
+        """Fold the traces that are done by now (quiet policy), cut those past ``trace_timeout``, close idle
+        conversations."""
+        quiet = self.policy.quiet
+        if quiet is not None:
+            settled = now - quiet
+            while self._rooted:
+                buf = next(iter(self._rooted.values()))
+                if buf.touched > settled:
+                    break
+                self._finish(buf, incomplete=bool(buf.open))
+        limit = now - self.config.trace_timeout
+        while self._traces:
+            buf = next(iter(self._traces.values()))
+            if buf.touched > limit:
+                break
+            self._finish(buf, incomplete=True)
+        for conv in self._stitcher.idle(now - self.config.stitch_idle):
+            self._write_conversation(conv)
+
+    def next_deadline(self) -> float | None:
+        """The earliest ``now`` at which :meth:`expire` has something to do (None: nothing is waiting)."""
+        deadlines = []
+        if self._traces:
+            deadlines.append(next(iter(self._traces.values())).touched + self.config.trace_timeout)
+        if self._rooted and self.policy.quiet is not None:
+            deadlines.append(next(iter(self._rooted.values())).touched + self.policy.quiet)
+        conv = self._stitcher.oldest_touch()
+        if conv is not None:
+            deadlines.append(conv + self.config.stitch_idle)
+        return min(deadlines) if deadlines else None
+
+    def flush(self, now: float, *, final: bool) -> None:
+        """Fold every trace whose root arrived (``final``: every trace), close every conversation, flush the
+        writers (``final``: close them)."""
+        for buf in list(self._traces.values()):
+            if final or buf.root_seen:
+                self._finish(buf, incomplete=not buf.root_seen or bool(buf.open))
+        for conv in self._stitcher.close_all():
+            self._write_conversation(conv)
+        for writer in self.writers:
+            self._call(writer, "flush")
+        if final:
+            for writer in self.writers:
+                self._call(writer, "close")
+
+    def stats(self) -> dict[str, int]:
+        return {"traces_in_flight": len(self._traces), "conversations_open": len(self._stitcher)}
+
+    # --- fold and write ----------------------------------------------------------------------------------
+
+    def _finish(self, buf: _Buffer, *, incomplete: bool) -> None:
+        """Fold a trace (or hand it to the stitcher) and forget its buffer."""
+        self._traces.pop(buf.trace_id, None)
+        self._rooted.pop(buf.trace_id, None)
+        self.spans -= len(buf.records)
+        status: TraceStatus = "truncated" if buf.truncated else ("incomplete" if incomplete else "complete")
+        try:
+            steps: dict[int, Step | None] = {r.span_id: safe_step(r) for r in buf.records}
+            if not any(s is not None for s in steps.values()):
+                counters.incr("traces_skipped")  # no GenAI span: nothing to write
+                return
+            if incomplete:
+                counters.incr("traces_incomplete")
+            root = stitch_root(buf.records, steps) if self.policy.stitch else None
+            if root is not None:
+                self._stitch(root, buf, steps, status)
+                return
+            trace = fold(buf.records, trace_id=trace_hex(buf.trace_id), steps=steps)
+            trace.meta.status = status
+        except Exception as exc:
+            counters.fault("processor.fold", exc)
+            return
+        self._write(trace)
+
+    def _stitch(self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus) -> None:
+        conv = self._stitcher.add(root, buf.trace_id, buf.records, steps, status, buf.touched)
+        while len(self._stitcher) > self.config.max_traces_in_flight:
+            oldest = next(iter(self._stitcher.open.values()))
+            if oldest is conv:
+                break
+            self._write_conversation(self._stitcher.close(oldest))
+
+    def _write_conversation(self, conv: Conversation) -> None:
+        try:
+            trace = fold(conv.records, trace_id=trace_hex(conv.trace_ids[0]), steps=conv.steps)
+            trace.meta.status = conv.status
+            trace.meta.extra["otel_trace_ids"] = [trace_hex(t) for t in conv.trace_ids]
+        except Exception as exc:
+            counters.fault("processor.fold", exc)
+            return
+        self._write(trace)
+
+    def _write(self, trace: Trace) -> None:
+        for writer in self.writers:
+            self._call(writer, "write", trace)
+        counters.incr("traces_written")
+
+    @staticmethod
+    def _call(writer: Writer, method: str, *args: Any) -> None:
+        try:
+            getattr(writer, method)(*args)
+        except Exception as exc:
+            counters.fault(f"writer.{method}", exc, detail=type(writer).__name__)
