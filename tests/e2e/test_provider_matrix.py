@@ -1,0 +1,202 @@
+"""The scenarios every API must fold alike: the same weather agent (``spanfold.demo``'s loops) on Chat Completions,
+Anthropic Messages and the Responses API, run concurrently, without an agent wrapper, and with a broken stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+import spanfold
+from spanfold import demo
+from spanfold.testing import MockLLMServer, Reply
+
+PROVIDERS = list(demo.PROVIDERS)
+PREFIX = {"openai": "call_mock_", "openai-responses": "call_mock_", "anthropic": "toolu_mock_"}
+
+
+def shape(events: list[dict[str, Any]]) -> list[str]:
+    """Each event as ``role`` or ``role->tool,tool``: the trajectory with the ids left out."""
+    out = []
+    for event in events:
+        calls = [c["function"]["name"] for c in event.get("tool_calls") or []]
+        out.append(f"{event['role']}->{','.join(calls)}" if calls else event["role"])
+    return out
+
+
+WEATHER_SHAPE = [
+    "system",
+    "user",
+    "assistant->get_weather,get_weather",
+    "tool",
+    "tool",
+    "assistant->convert_temperature",
+    "tool",
+    "assistant",
+]
+
+
+def question(n: int) -> str:
+    return f"Run {n}: what's the weather in Paris and Tokyo?"
+
+
+def user_text(events: list[dict[str, Any]]) -> str:
+    return next(str(e["content"]) for e in events if e["role"] == "user")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_concurrent_agents_in_threads_do_not_mix(traced: Any, server: MockLLMServer, provider: str) -> None:
+    chosen = demo.PROVIDERS[provider]
+    client = chosen.client(server)
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            with spanfold.agent(f"bot-{n}"):
+                chosen.agent(client, question(n), stream=n % 2 == 1)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    traces = traced.traces()
+    assert len(traces) == 6
+    by_question = {user_text(events): events for events in traces}
+    assert set(by_question) == {question(n) for n in range(6)}
+    metas = {m["metadata"]["name"] for m in traced.metas()}
+    assert metas == {f"bot-{n}" for n in range(6)}
+    for events in traces:
+        assert shape(events) == WEATHER_SHAPE
+        calls = [c["id"] for e in events for c in e.get("tool_calls") or []]
+        outputs = [e["tool_call_id"] for e in events if e["role"] == "tool"]
+        assert outputs == calls  # every result answers a call of its own trace, in the model's order
+        assert all(c.startswith(PREFIX[provider]) for c in calls)
+
+
+async def _anthropic_run(client: anthropic.AsyncAnthropic, n: int) -> None:
+    history: list[Any] = [{"role": "user", "content": question(n)}]
+    tools = demo.scenarios.WEATHER_TOOLS_ANTHROPIC
+    while True:
+        message = await client.messages.create(
+            model=demo.ANTHROPIC_MODEL, max_tokens=512, system=demo.SYSTEM, messages=history, tools=tools
+        )
+        history.append({"role": "assistant", "content": message.content})
+        uses = [b for b in message.content if b.type == "tool_use"]
+        if not uses:
+            return
+        results = [
+            {"type": "tool_result", "tool_use_id": u.id, "content": demo.scenarios.run_weather_tool(u.name, u.input)}
+            for u in uses
+        ]
+        history.append({"role": "user", "content": results})
+
+
+async def _responses_run(client: openai.AsyncOpenAI, n: int) -> None:
+    items: list[Any] = [{"role": "user", "content": question(n)}]
+    previous: str | None = None
+    while True:
+        extra = {"previous_response_id": previous} if previous else {}
+        response = await client.responses.create(
+            model=demo.MODEL,
+            instructions=demo.SYSTEM,
+            input=items,
+            tools=demo.scenarios.WEATHER_TOOLS_RESPONSES,
+            **extra,  # type: ignore[arg-type]
+        )
+        previous = response.id
+        calls = [i for i in response.output if i.type == "function_call"]
+        if not calls:
+            return
+        items = [
+            {
+                "type": "function_call_output",
+                "call_id": c.call_id,
+                "output": demo.scenarios.run_weather_tool(c.name, json.loads(c.arguments)),
+            }
+            for c in calls
+        ]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses"])
+async def test_concurrent_agents_in_asyncio_tasks_do_not_mix(traced: Any, server: MockLLMServer, provider: str) -> None:
+    if provider == "anthropic":
+        aclient: Any = anthropic.AsyncAnthropic(api_key="k", base_url=server.anthropic_base_url, max_retries=0)
+        run = _anthropic_run
+    else:
+        aclient = openai.AsyncOpenAI(api_key="k", base_url=server.base_url, max_retries=0)
+        run = _responses_run  # type: ignore[assignment]
+
+    async def one(n: int) -> None:
+        async with spanfold.agent(f"bot-{n}"):
+            await run(aclient, n)
+
+    await asyncio.gather(*(one(n) for n in range(12)))
+    traces = traced.traces()
+    assert len(traces) == 12
+    assert {user_text(events) for events in traces} == {question(n) for n in range(12)}
+    for events in traces:
+        assert shape(events) == WEATHER_SHAPE
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server: MockLLMServer, provider: str) -> None:
+    """Zero-code grouping: two runs, one after the other, no ``spanfold.agent``: one trace each (the Responses run
+    is chained by ``previous_response_id``, its history never re-sent)."""
+    chosen = demo.PROVIDERS[provider]
+    client = chosen.client(server)
+    original = demo.TOOLS
+    demo.TOOLS = {name: getattr(demo.scenarios, name) for name in original}  # plain functions: no tool spans
+    try:
+        for n in range(2):
+            chosen.agent(client, question(n))
+    finally:
+        demo.TOOLS = original
+    traces = traced.traces()
+    assert [user_text(events) for events in traces] == [question(0), question(1)]
+    for events in traces:
+        assert shape(events) == WEATHER_SHAPE
+
+
+def _break_anthropic(client: anthropic.Anthropic) -> list[Any]:
+    received = []
+    with client.messages.stream(
+        model=demo.ANTHROPIC_MODEL, max_tokens=64, messages=[{"role": "user", "content": "Talk."}]
+    ) as stream:
+        for event in stream:
+            received.append(event)
+    return received
+
+
+def _break_responses(client: openai.OpenAI) -> list[Any]:
+    return list(client.responses.create(model=demo.MODEL, input="Talk.", stream=True))
+
+
+def _break_chat(client: openai.OpenAI) -> list[Any]:
+    return list(
+        client.chat.completions.create(model=demo.MODEL, messages=[{"role": "user", "content": "Talk."}], stream=True)
+    )
+
+
+BREAKERS = {"openai": _break_chat, "anthropic": _break_anthropic, "openai-responses": _break_responses}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_stream_broken_off_records_the_error(traced: Any, server: MockLLMServer, provider: str) -> None:
+    server.script(Reply.broken(after_events=4, reply=Reply.text("This answer will never be finished, sorry.")))
+    client = demo.PROVIDERS[provider].client(server)
+    with pytest.raises(Exception) as info, spanfold.agent("bot"):
+        BREAKERS[provider](client)
+    events = traced.one()
+    assert events[0] == {"role": "user", "content": "Talk."}
+    assert events[-1]["role"] == "error"
+    assert events[-1]["error"]["type"].endswith(type(info.value).__qualname__)
+    assert spanfold.stats().get("faults", 0) == 0
