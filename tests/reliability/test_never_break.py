@@ -1,0 +1,156 @@
+"""Never break the app: arbitrary well-typed and malformed SDK responses, stream chunk sequences, HTTP errors and
+transport exceptions, through every wrapper (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages; sync and
+async; plain, streaming, ``with_raw_response``), differentially against the same call without spanfold.
+
+Each example asserts: the outcome (returned object, every chunk, the exception type and message) equals the
+uninstrumented outcome; the wrapped call hands back the very object (or exception) the SDK method produced; exactly
+one span ended. Each test asserts at the end: every internal fault was logged once per kind and counted in
+``spanfold.stats()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spanfold
+
+from .conftest import Answer, FaultLog, Harness, Script, anthropic_client, aoutcome, openai_client, outcome, unwrapped
+from .strategies import (
+    ANTHROPIC_BODY,
+    ANTHROPIC_EVENT,
+    CHAT_BODY,
+    CHAT_CHUNK,
+    RESPONSES_BODY,
+    RESPONSES_EVENT,
+    answers,
+)
+
+#: Examples per (API, sync/async) test; 6 tests, two SDK calls per example.
+EXAMPLES = 60
+
+CHAT_MESSAGES = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "w", "arguments": '{"c":"P"}'}}],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+]
+ANTHROPIC_MESSAGES = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "w", "input": {"c": "P"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]},
+]
+
+
+@dataclass(frozen=True)
+class Api:
+    client: Callable[..., Any]
+    body: Any
+    event: Any
+    named_events: bool
+    call: Callable[[Any, bool, bool], Any]  # (client, stream, raw) -> result or coroutine
+
+
+def _chat(client: Any, stream: bool, raw: bool) -> Any:
+    target = client.chat.completions.with_raw_response if raw else client.chat.completions
+    return target.create(model="gpt-4o", messages=CHAT_MESSAGES, stream=stream, temperature=0.5)
+
+
+def _responses(client: Any, stream: bool, raw: bool) -> Any:
+    target = client.responses.with_raw_response if raw else client.responses
+    return target.create(model="gpt-4o", input="Weather in Paris?", instructions="Be brief.", stream=stream)
+
+
+def _messages(client: Any, stream: bool, raw: bool) -> Any:
+    target = client.messages.with_raw_response if raw else client.messages
+    return target.create(
+        model="claude-x", max_tokens=64, system="Be brief.", messages=ANTHROPIC_MESSAGES, stream=stream
+    )
+
+
+APIS = {
+    "openai.chat": Api(openai_client, CHAT_BODY, CHAT_CHUNK, False, _chat),
+    "openai.responses": Api(openai_client, RESPONSES_BODY, RESPONSES_EVENT, False, _responses),
+    "anthropic.messages": Api(anthropic_client, ANTHROPIC_BODY, ANTHROPIC_EVENT, True, _messages),
+}
+
+#: Inputs tried across the suite (asserted in the last test so the README's figure stays true).
+TRIED: dict[str, int] = {}
+
+
+def _one_example(harness: Harness, api: Api, is_async: bool, data: st.DataObject) -> None:
+    stream = data.draw(st.booleans(), "stream")
+    raw = data.draw(st.booleans(), "raw")
+    answer = data.draw(answers(api.body, api.event, stream, api.named_events), "answer")
+
+    def run() -> tuple[Any, Any]:
+        client = api.client(Script(answer), is_async)
+        if is_async:
+            return asyncio.run(aoutcome(lambda: api.call(client, stream, raw)))
+        return outcome(lambda: api.call(client, stream, raw))
+
+    expected, _ = run()
+    assert harness.take_spans() == []
+    with harness.on():
+        got, produced = run()
+    assert got == expected
+    assert unwrapped(produced) is harness.returned.last(), "the wrapper must hand back the SDK's own object"
+    spans = harness.take_spans()
+    assert len(spans) == 1, [s.name for s in spans]
+    assert spans[0].end_time is not None
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("name", sorted(APIS))
+def test_wrapped_call_is_the_unwrapped_call(name: str, is_async: bool, harness: Harness, fault_log: FaultLog) -> None:
+    api = APIS[name]
+    count = 0
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        nonlocal count
+        count += 1
+        _one_example(harness, api, is_async, data)
+
+    check()
+    assert count >= EXAMPLES
+    TRIED[f"{name}.{'async' if is_async else 'sync'}"] = count
+    faults = fault_log.check_logged_once()
+    stats = spanfold.stats()
+    for kind, n in faults.items():
+        assert stats[f"fault.{kind}"] == n
+
+
+def test_a_faulting_accumulator_is_counted_once_per_stream_and_logged_once(
+    harness: Harness, fault_log: FaultLog
+) -> None:
+    """Chunks the accumulator cannot read (a ``choices`` that is not a list): one fault per stream, one log line in
+    all, the user's chunks untouched."""
+    bad = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": 7}
+    answer = Answer.sse([(None, json.dumps(bad))] * 5 + [(None, "[DONE]")])
+    with harness.on():
+        for _ in range(3):
+            client = openai_client(Script(answer))
+            chunks = list(client.chat.completions.create(model="m", messages=CHAT_MESSAGES, stream=True))
+            assert [c.choices for c in chunks] == [bad["choices"]] * 5
+    assert len(harness.take_spans()) == 3
+    faults = fault_log.check_logged_once()
+    assert faults == {"openai.chat.stream_chunk": 3}
+    assert fault_log.kinds() == ["openai.chat.stream_chunk"]
