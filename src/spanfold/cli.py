@@ -16,6 +16,7 @@ from spanfold.version import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("spanfold.demo:command", "Run a tool-using agent against the embedded mock LLM server; show its trace."),
     "check": ("spanfold.checks.command:check", "Run a spec's trajectory and message checks over JSONL traces."),
+    "fold": ("spanfold.commands.fold:command", "Fold OTLP/JSON span files (Collector file exporter too) into traces."),
 }
 
 
