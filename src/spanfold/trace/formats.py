@@ -1,4 +1,14 @@
-"""Encode traces for files. (Reading, validation and the compact format grow here; see issue 4.)"""
+"""Encode traces for files: every format as a JSON value, and as one JSONL line. (Reading: :mod:`.decode`.)
+
+=================  =============================================================================
+format             one trace as
+=================  =============================================================================
+``invariant``      a bare Invariant event list (``style="object"``: ``{"messages": [...], "metadata"}``)
+``agentv``         ``{"trace": [TraceEvent], "trace_summary": TraceSummary, "metadata": {...}}``
+``compact``        AgentV compact messages ``[{role, content, tool_calls: [{tool, input, output, ...}]}]``
+``agentv-cli``     ``{text, output: [compact message], token_usage, duration_ms}``
+=================  =============================================================================
+"""
 
 from __future__ import annotations
 
@@ -6,9 +16,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from spanfold.trace.model import Trace
+from spanfold.trace.compact import agentv_cli_document, compact_messages
+from spanfold.trace.decode import TIMESTAMP_INFERRED
+from spanfold.trace.model import Message, Trace
 
-FORMATS = ("invariant", "agentv")
+FORMATS = ("invariant", "agentv", "compact", "agentv-cli")
+#: Invariant line styles: a bare event list, or the importer's ``{messages, metadata}`` object.
+INVARIANT_STYLES = ("list", "object")
+#: When nothing at all dates an event (an Invariant file without timestamps or metadata), AgentV still needs one.
+UNKNOWN_TIME = "1970-01-01T00:00:00Z"
 
 
 def _dumps(value: Any) -> str:
@@ -20,35 +36,71 @@ def invariant_line(trace: Trace) -> str:
     return _dumps(trace.to_invariant())
 
 
-def agentv_document(trace: Trace) -> dict[str, Any]:
-    """``{trace: [TraceEvent], trace_summary: TraceSummary, metadata}``."""
+def invariant_object(trace: Trace, *, timestamps: bool = True) -> dict[str, Any]:
+    """The Invariant importer's object line: ``{"messages": [event, ...], "metadata": {...}}``."""
+    return {"messages": trace.to_invariant(timestamps=timestamps), "metadata": trace.meta.to_dict()}
+
+
+def _tool_names(trace: Trace) -> dict[str, str]:
+    return {tc.id: tc.name for tc in trace.tool_calls() if tc.id is not None}
+
+
+def _message_event(msg: Message) -> dict[str, Any]:
+    kind = "model_step" if msg.role == "assistant" else "message"
+    meta: dict[str, Any] = {"role": msg.role, **msg.metadata}
+    if isinstance(msg.content, list):
+        meta["content"] = msg.content  # the chunks (images too); text holds their text
+    return {"type": kind, "timestamp": msg.timestamp, "text": msg.text(), "metadata": meta}
+
+
+def agentv_events(trace: Trace) -> list[dict[str, Any]]:
+    """The trace as AgentV TraceEvents: a message with calls is its text (when any) then one ``tool_call`` each."""
+    names = _tool_names(trace)
     events: list[dict[str, Any]] = []
     for msg in trace.events:
         ts = msg.timestamp
         if msg.role == "error":
-            events.append({"type": "error", "timestamp": ts, "text": msg.text(), "metadata": msg.error or {}})
+            meta = {**msg.metadata, "error": msg.error or {"type": "error"}}
+            events.append({"type": "error", "timestamp": ts, "text": msg.text(), "metadata": meta})
             continue
         if msg.role == "tool":
             ev: dict[str, Any] = {
                 "type": "tool_result",
                 "timestamp": ts,
                 "id": msg.tool_call_id,
-                "name": msg.name,
+                "name": msg.name if msg.name is not None else names.get(msg.tool_call_id or ""),
                 "output": msg.content,
             }
+            meta = dict(msg.metadata)
             if msg.error is not None:
-                ev["metadata"] = {"error": msg.error}
+                meta["error"] = msg.error
+            if meta:
+                ev["metadata"] = meta
             events.append(ev)
             continue
-        if msg.content or not msg.tool_calls:
-            kind = "model_step" if msg.role == "assistant" else "message"
-            events.append({"type": kind, "timestamp": ts, "text": msg.text(), "metadata": {"role": msg.role}})
+        step = bool(msg.content) or not msg.tool_calls
+        if step:
+            events.append(_message_event(msg))
         for tc in msg.tool_calls:
             events.append({"type": "tool_call", "timestamp": ts, "id": tc.id, "name": tc.name, "input": tc.arguments})
-    for ev in events:
+            if not step and msg.metadata:  # no model_step event: its first call carries the step's metadata
+                events[-1]["metadata"] = dict(msg.metadata)
+                step = True
+    last = trace.meta.start or trace.meta.end or UNKNOWN_TIME
+    for ev in events:  # an undated event takes the time of the one before it (the first: the trace's start)
         if ev["timestamp"] is None:
-            ev["timestamp"] = trace.meta.start
-    return {"trace": events, "trace_summary": trace.summary().to_dict(), "metadata": trace.meta.to_dict()}
+            ev["timestamp"] = last
+            ev.setdefault("metadata", {})[TIMESTAMP_INFERRED] = True  # so reading it back does not invent a time
+        last = ev["timestamp"]
+    return events
+
+
+def agentv_document(trace: Trace, *, summary_only: bool = False) -> dict[str, Any]:
+    """``{trace: [TraceEvent], trace_summary: TraceSummary, metadata}`` (``summary_only``: without ``trace``)."""
+    out: dict[str, Any] = {} if summary_only else {"trace": agentv_events(trace)}
+    out["trace_summary"] = trace.summary().to_dict()
+    out["metadata"] = trace.meta.to_dict()
+    return out
 
 
 def agentv_line(trace: Trace) -> str:
@@ -59,7 +111,7 @@ ENCODERS: dict[str, Callable[[Trace], str]] = {"invariant": invariant_line, "age
 
 
 def encode_line(trace: Trace, fmt: str) -> str:
-    """The trace as one JSON line (no newline) in format ``fmt``."""
+    """The trace as one JSON line (no newline) in format ``fmt`` (as the exporter's writers write it)."""
     try:
         return ENCODERS[fmt](trace)
     except KeyError:
@@ -68,4 +120,28 @@ def encode_line(trace: Trace, fmt: str) -> str:
 
 def meta_line(trace: Trace) -> str:
     """The sibling metadata record of a trace."""
-    return _dumps({"metadata": trace.meta.to_dict(), "summary": trace.summary().to_dict()})
+    return _dumps(meta_record(trace))
+
+
+def meta_record(trace: Trace) -> dict[str, Any]:
+    return {"metadata": trace.meta.to_dict(), "summary": trace.summary().to_dict()}
+
+
+def to_value(trace: Trace, fmt: str, *, style: str = "list", summary_only: bool = False) -> Any:
+    """The trace as a JSON value in ``fmt`` (what ``spanfold convert`` writes; Invariant events keep timestamps)."""
+    if summary_only and fmt != "agentv":
+        raise ValueError("summary-only output is an AgentV record (--to agentv)")
+    if fmt == "invariant":
+        return invariant_object(trace) if style == "object" else trace.to_invariant(timestamps=True)
+    if fmt == "agentv":
+        return agentv_document(trace, summary_only=summary_only)
+    if fmt == "compact":
+        return compact_messages(trace)
+    if fmt == "agentv-cli":
+        return agentv_cli_document(trace)
+    raise ValueError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def dumps(value: Any) -> str:
+    """One compact JSON line (no newline), non-ASCII kept."""
+    return _dumps(value)

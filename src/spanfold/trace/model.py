@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -125,6 +126,45 @@ class TraceMeta:
         out.update(self.extra)
         return out
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TraceMeta:
+        """The inverse of :meth:`to_dict`; a field of the wrong type is left at its default, unknown keys go to
+        :attr:`extra`."""
+        usage = raw.get("usage")
+        tokens = usage if isinstance(usage, dict) else {}
+        status = raw.get("status")
+        models = raw.get("models")
+        return cls(
+            trace_id=_str(raw.get("trace_id")) or "",
+            name=_str(raw.get("name")),
+            service=_str(raw.get("service")),
+            models=[str(m) for m in models] if isinstance(models, list) else [],
+            usage=Usage(_int(tokens.get("input_tokens")), _int(tokens.get("output_tokens"))),
+            start=_str(raw.get("start")),
+            end=_str(raw.get("end")),
+            duration_ms=_number(raw.get("duration_ms")),
+            status=status if status in ("complete", "incomplete", "truncated") else "complete",
+            span_count=_int(raw.get("span_count")),
+            extra={k: v for k, v in raw.items() if k not in _META_KEYS},
+        )
+
+
+_META_KEYS = frozenset(
+    ("trace_id", "name", "service", "models", "usage", "start", "end", "duration_ms", "status", "span_count")
+)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
 
 @dataclass(slots=True)
 class Trace:
@@ -166,6 +206,18 @@ class TraceSummary:
             tool_names=sorted(counts),
             tool_calls_by_name=dict(sorted(counts.items())),
             error_count=errors,
+        )
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> TraceSummary:
+        """AgentV's camelCase record (fields of the wrong type read as empty)."""
+        names = raw.get("toolNames")
+        by_name = raw.get("toolCallsByName")
+        return cls(
+            event_count=_int(raw.get("eventCount")),
+            tool_names=[str(n) for n in names] if isinstance(names, list) else [],
+            tool_calls_by_name={str(k): _int(v) for k, v in by_name.items()} if isinstance(by_name, dict) else {},
+            error_count=_int(raw.get("errorCount")),
         )
 
     def to_dict(self) -> dict[str, Any]:

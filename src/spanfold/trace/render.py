@@ -1,0 +1,195 @@
+"""A trace rendered for a person in a terminal: roles, tool calls with their arguments, tool outputs, errors,
+timings and tokens. Plain text lines; ``color=True`` adds ANSI styles (``click.echo`` strips them when piped).
+
+Used by ``spanfold show`` and reusable as is (``spanfold demo``)::
+
+    for line in render_trace(trace.events, trace.meta, color=True):
+        click.echo(line)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import click
+
+from spanfold.trace.compact import parse_time
+from spanfold.trace.model import Message, ToolCall, TraceMeta, TraceSummary
+
+#: Role -> click.style arguments.
+ROLE_STYLES: dict[str, dict[str, Any]] = {
+    "system": {"fg": "blue"},
+    "user": {"fg": "green", "bold": True},
+    "assistant": {"fg": "cyan", "bold": True},
+    "tool": {"fg": "magenta"},
+    "error": {"fg": "red", "bold": True},
+}
+ROLE_WIDTH = 10
+
+
+class _Painter:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, **style: Any) -> str:
+        return click.style(text, **style) if self.color and style else text
+
+
+def format_ms(ms: float) -> str:
+    if ms < 1000:
+        return f"{ms:.1f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.2f} s"
+    minutes, seconds = divmod(ms / 1000, 60)
+    return f"{int(minutes)}m{seconds:04.1f}s"
+
+
+def format_tokens(usage: Any) -> str | None:
+    """``"120 in / 20 out tokens"`` from a usage object or dict, or None when it has none."""
+    if isinstance(usage, dict):
+        inp, out = usage.get("input_tokens"), usage.get("output_tokens")
+    else:
+        inp, out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+    if not inp and not out:
+        return None
+    return f"{inp or 0} in / {out or 0} out tokens"
+
+
+def format_arguments(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _content_text(msg: Message) -> str:
+    if msg.content is None:
+        return ""
+    if isinstance(msg.content, str):
+        return msg.content
+    parts = []
+    for chunk in msg.content:
+        if chunk.get("type") == "text":
+            parts.append(str(chunk.get("text", "")))
+        else:
+            where = chunk.get("image_url") or chunk.get("url") or chunk.get("file_id") or ""
+            where = where if isinstance(where, str) else json.dumps(where)
+            parts.append(f"[{chunk.get('type')}{': ' + where[:60] if where else ''}]")
+    return "".join(parts)
+
+
+def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
+    """The trace's one- or two-line heading: id, agent, models, tokens, duration, counts."""
+    first = ["trace"]
+    facts: list[str] = []
+    if meta is not None:
+        if meta.trace_id:
+            first.append(meta.trace_id)
+        if meta.name:
+            first.append(f"({meta.name})")
+        if meta.models:
+            facts.append(", ".join(meta.models))
+        tokens = format_tokens(meta.usage)
+        if tokens:
+            facts.append(tokens)
+        if meta.duration_ms is not None:
+            facts.append(format_ms(meta.duration_ms))
+        if meta.status != "complete":
+            facts.append(meta.status)
+    calls = sum(summary.tool_calls_by_name.values())
+    facts.append(f"{summary.event_count} events, {calls} tool calls, {summary.error_count} errors")
+    return [" ".join(first), "  " + " · ".join(facts)]
+
+
+class _Renderer:
+    def __init__(self, events: Sequence[Message], meta: TraceMeta | None, color: bool) -> None:
+        self.events = events
+        self.paint = _Painter(color)
+        self.origin = self._origin(meta)
+        self.timed = any(e.timestamp for e in events)
+        self.call_times: dict[str, datetime] = {}
+        self.call_names: dict[str, str] = {}
+        self.lines: list[str] = []
+
+    def _origin(self, meta: TraceMeta | None) -> datetime | None:
+        start = parse_time(meta.start) if meta is not None else None
+        if start is not None:
+            return start
+        return next((t for t in (parse_time(e.timestamp) for e in self.events) if t is not None), None)
+
+    def when(self, msg: Message) -> str:
+        if not self.timed:
+            return ""
+        at = parse_time(msg.timestamp)
+        if at is None or self.origin is None or (at.tzinfo is None) != (self.origin.tzinfo is None):
+            return " " * 11
+        return self.paint(f"{'+' + format_ms((at - self.origin).total_seconds() * 1000):>10} ", dim=True)
+
+    def emit(self, msg: Message, body: str, *, first: bool = True) -> None:
+        indent = " " * (11 if self.timed else 0) + " " * (ROLE_WIDTH + 1)
+        role = self.paint(f"{msg.role:<{ROLE_WIDTH}}", **ROLE_STYLES.get(msg.role, {}))
+        lead = (self.when(msg) + role + " ") if first else indent
+        body_lines = body.split("\n") or [""]
+        self.lines.append((lead + body_lines[0]).rstrip())
+        self.lines.extend((indent + line).rstrip() for line in body_lines[1:])
+
+    def call(self, msg: Message, tc: ToolCall, first: bool) -> None:
+        name = self.paint(tc.name, fg="yellow", bold=True)
+        ident = self.paint(f"  [{tc.id}]", dim=True) if tc.id else ""
+        self.emit(msg, f"-> {name}({format_arguments(tc.arguments)}){ident}", first=first)
+        at = parse_time(msg.timestamp)
+        if tc.id is not None:
+            self.call_names[tc.id] = tc.name
+            if at is not None:
+                self.call_times[tc.id] = at
+
+    def output(self, msg: Message) -> None:
+        name = msg.name or self.call_names.get(msg.tool_call_id or "") or "tool"
+        ident = f" [{msg.tool_call_id}]" if msg.tool_call_id else ""
+        took = ""
+        start, end = self.call_times.get(msg.tool_call_id or ""), parse_time(msg.timestamp)
+        if start is not None and end is not None and (start.tzinfo is None) == (end.tzinfo is None):
+            took = self.paint(f"  ({format_ms((end - start).total_seconds() * 1000)})", dim=True)
+        text = _content_text(msg)
+        if msg.error is not None:
+            kind = msg.error.get("type", "error")
+            text = self.paint(f"!! {kind}: {text}" if text and text != kind else f"!! {kind}", fg="red", bold=True)
+        self.emit(msg, f"<- {self.paint(name, fg='yellow')}{self.paint(ident, dim=True)}: {text}{took}")
+
+    def message(self, msg: Message) -> None:
+        text = _content_text(msg)
+        if msg.role == "error":
+            text = self.paint(text or str((msg.error or {}).get("type", "error")), fg="red")
+        first = True
+        if text or not msg.tool_calls:
+            self.emit(msg, text)
+            first = False
+        for tc in msg.tool_calls:
+            self.call(msg, tc, first)
+            first = False
+        details = [str(msg.metadata["model"])] if isinstance(msg.metadata.get("model"), str) else []
+        tokens = format_tokens(msg.metadata.get("usage"))
+        if tokens:
+            details.append(tokens)
+        if details:
+            self.emit(msg, self.paint(f"({', '.join(details)})", dim=True), first=False)
+
+    def render(self) -> list[str]:
+        for msg in self.events:
+            if msg.role == "tool":
+                self.output(msg)
+            else:
+                self.message(msg)
+        return self.lines
+
+
+def render_trace(events: Sequence[Message], meta: TraceMeta | None = None, *, color: bool = False) -> list[str]:
+    """The trace as lines for a terminal: a heading, then one block per event (tool calls indented under theirs)."""
+    summary = TraceSummary.of(list(events))
+    head = header(meta, summary)
+    paint = _Painter(color)
+    return [paint(head[0], bold=True), paint(head[1], dim=True), *_Renderer(events, meta, color).render()]
