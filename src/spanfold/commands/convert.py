@@ -1,0 +1,141 @@
+"""``spanfold convert --to FORMAT IN [-o OUT]``: rewrite a trace file in another format, streaming.
+
+JSON output is one trace per line (JSONL); YAML output (``--yaml``, or an OUT ending in .yaml/.yml) is one
+document per trace. Invariant event lists written to ``OUT.jsonl`` get their metadata in ``OUT.meta.jsonl``.
+Output files are written whole or not at all: a bad input line leaves no OUT behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from spanfold.commands.inputs import AtomicOutput, OutputError, Reporter, finish, no_traces, records
+from spanfold.commands.select import TRACE_HELP, Picker
+from spanfold.trace import formats
+from spanfold.trace.read import META_SUFFIX, YAML_SUFFIXES, Record
+
+
+def _yaml_doc(value: Any, first: bool) -> str:
+    return ("" if first else "---\n") + yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _meta_path(out: Path) -> Path | None:
+    if out.suffix != ".jsonl" or out.name.endswith(META_SUFFIX):
+        return None
+    return out.with_name(out.name[: -len(".jsonl")] + META_SUFFIX)
+
+
+class _Output:
+    """The main output (stdout or a file) and, for Invariant event lists, the metadata sibling."""
+
+    def __init__(self, out: Path | None, meta: bool) -> None:
+        self.files: list[AtomicOutput] = []
+        self.main: Callable[[str], None] = lambda text: click.echo(text, nl=False)
+        self.meta: Callable[[str], None] | None = None
+        if out is None:
+            return
+        main = AtomicOutput(out)
+        self.files.append(main)
+        self.main = main.write
+        meta_path = _meta_path(out) if meta else None
+        if meta_path is not None:
+            sibling = AtomicOutput(meta_path)
+            self.files.append(sibling)
+            self.meta = sibling.write
+
+    def commit(self) -> None:
+        for f in self.files:
+            f.commit()
+
+    def discard(self) -> None:
+        for f in self.files:
+            f.discard()
+
+
+def _encode(record: Record, to: str, style: str, summary_only: bool) -> Any:
+    trace = record.trace
+    if trace is None:  # a summary-only AgentV record: only summary-only output can carry it
+        decoded = record.decoded
+        if not (summary_only and decoded.summary is not None):
+            raise ValueError(f"a {decoded.shape} record holds no trace events")
+        meta = decoded.meta.to_dict() if decoded.meta is not None else {}
+        return {"trace_summary": decoded.summary.to_dict(), "metadata": meta}
+    return formats.to_value(trace, to, style=style, summary_only=summary_only)
+
+
+def _check_options(to: str, summary_only: bool, style: str | None) -> None:
+    if summary_only and to != "agentv":
+        raise click.UsageError("--summary-only writes AgentV trace summaries: use it with --to agentv")
+    if style is not None and to != "invariant":
+        raise click.UsageError("--style applies to --to invariant")
+
+
+@click.command("convert")
+@click.argument("source", metavar="IN", type=click.Path(path_type=Path))
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    type=click.Choice(formats.FORMATS),
+    help="Output format (agentv-cli: the JSON "
+    "a command-line agent hands AgentV: {text, output, token_usage, duration_ms}).",
+)
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), help="Output file (default: stdout)."
+)
+@click.option("--summary-only", is_flag=True, help="AgentV: write only each trace's summary and metadata (privacy).")
+@click.option("--yaml", "as_yaml", is_flag=True, help="Write YAML (also chosen by an OUT ending in .yaml/.yml).")
+@click.option(
+    "--style",
+    type=click.Choice(formats.INVARIANT_STYLES),
+    default=None,
+    help="Invariant lines: bare event lists (default) or {messages, metadata} objects.",
+)
+@click.option("--trace", "pick", metavar="N|ID", default=None, help=TRACE_HELP)
+def command(
+    source: Path, to: str, out: Path | None, summary_only: bool, as_yaml: bool, style: str | None, pick: str | None
+) -> None:
+    """Convert the traces in IN (any format spanfold reads) to invariant, agentv, compact or agentv-cli.
+
+    Exit status 0 on success, 2 on bad input or an unwritable OUT (nothing is written then).
+    """
+    _check_options(to, summary_only, style)
+    picker = Picker(pick)
+    as_yaml = as_yaml or (out is not None and out.suffix.lower() in YAML_SUFFIXES)
+    reporter = Reporter()
+    try:
+        output = _Output(out, meta=to == "invariant" and (style or "list") == "list" and not as_yaml)
+    except OutputError as exc:
+        reporter.problem(str(exc))
+        finish(reporter)
+        return
+    written = 0
+    try:
+        for record in picker(records(str(source), reporter)):
+            try:
+                value = _encode(record, to, style or "list", summary_only)
+            except ValueError as exc:
+                reporter.problem(f"{record.label}: {exc}")
+                continue
+            output.main(_yaml_doc(value, written == 0) if as_yaml else formats.dumps(value) + "\n")
+            if output.meta is not None and record.trace is not None:
+                output.meta(formats.meta_line(record.trace) + "\n")
+            written += 1
+        missing = picker.missing(str(source))
+        if missing is not None:
+            reporter.problem(missing)
+        elif written == 0 and not reporter.problems:
+            reporter.problem(no_traces(str(source)))
+        if reporter.problems:
+            output.discard()
+        else:
+            output.commit()
+    except OutputError as exc:
+        output.discard()
+        reporter.problem(str(exc))
+    finish(reporter)

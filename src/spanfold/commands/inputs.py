@@ -1,0 +1,136 @@
+"""What the trace-file commands share: exit statuses, streaming reads with a progress bar, problem reporting
+(``FILE:LINE: problem`` on stderr, never a traceback) and output files written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Final
+
+import click
+
+from spanfold.trace.read import Problem, Progress, Record, Value, read_records, read_values
+
+#: Exit statuses of every command.
+OK: Final = 0
+FAILED: Final = 1
+BAD_INPUT: Final = 2
+#: Inputs at least this big get a progress bar (when stderr is a terminal).
+PROGRESS_MIN_BYTES: Final = 32 * 1024 * 1024
+
+
+class Reporter:
+    """Prints each problem as one line on stderr and remembers whether there was any."""
+
+    def __init__(self) -> None:
+        self.problems = 0
+
+    def problem(self, item: Problem | str) -> None:
+        self.problems += 1
+        click.echo(str(item), err=True)
+
+
+@contextlib.contextmanager
+def progress(path: str) -> Iterator[Progress | None]:
+    """A callback for a progress bar on stderr, for big files when stderr is a terminal; else None."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = 0
+    if size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=size, label=Path(path).name, file=sys.stderr) as bar:
+
+        def advance(done: int) -> None:
+            bar.update(done - bar.pos)
+
+        yield advance
+
+
+def values(path: str, reporter: Reporter) -> Iterator[Value]:
+    """The JSON values of a file; problems go to ``reporter``."""
+    with progress(path) as advance:
+        for item in read_values(path, advance):
+            if isinstance(item, Problem):
+                reporter.problem(item)
+            else:
+                yield item
+
+
+def records(path: str, reporter: Reporter, *, siblings: bool = True) -> Iterator[Record]:
+    """The decoded records of a file (metadata from its ``.meta.jsonl`` sibling); problems go to ``reporter``."""
+    with progress(path) as advance:
+        for item in read_records(path, advance, siblings=siblings):
+            if isinstance(item, Problem):
+                reporter.problem(item)
+            else:
+                yield item
+
+
+def no_traces(path: str) -> str:
+    return f"{path}: no traces in this file"
+
+
+def finish(reporter: Reporter, failed: bool = False) -> None:
+    """Exit with the status the run earned."""
+    click.get_current_context().exit(BAD_INPUT if reporter.problems else FAILED if failed else OK)
+
+
+class OutputError(Exception):
+    """An output path that cannot be written (the message is the one-line problem)."""
+
+
+class AtomicOutput:
+    """A text file written through a temporary file beside it and renamed into place only by :meth:`commit`.
+
+    Opening fails at once (:class:`OutputError`) when the path cannot be written, before any input is read;
+    closing without a commit removes the temporary file, so a failed run leaves nothing behind.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        self.tmp = Path(tmp)
+        self.handle: IO[str] = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        self.committed = False
+
+    def write(self, text: str) -> None:
+        try:
+            self.handle.write(text)
+        except OSError as exc:
+            raise OutputError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+
+    def commit(self) -> None:
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            if self.path.is_dir():
+                raise IsADirectoryError(21, "Is a directory")
+            os.replace(self.tmp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise OutputError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+        self.committed = True
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.handle.close()
+        self.tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> AtomicOutput:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if not self.committed:
+            self.discard()

@@ -1,0 +1,59 @@
+"""``spanfold validate FILE...``: check trace files against the formats' JSON Schemas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from spanfold.commands.inputs import Reporter, finish, no_traces, values
+from spanfold.trace.validate import SCHEMAS, validate_value
+
+#: Shapes without trace events (counted apart).
+_RECORDS = ("metadata", "agentv-summary")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@click.command("validate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(SCHEMAS)),
+    default=None,
+    help="Validate every value against this format's schema (default: each value's own shape).",
+)
+def command(files: tuple[Path, ...], fmt: str | None) -> None:
+    """Validate FILES (Invariant, AgentV, compact or metadata; JSONL, JSON or YAML) against the JSON Schemas.
+
+    Prints every problem as FILE:LINE: JSON-PATH: problem; on success only the count of valid traces.
+    Exit status 0 when all are valid, 1 when any is not, 2 when a file cannot be read or is not JSON.
+    """
+    reporter = Reporter()
+    valid = invalid = records = 0
+    for path in files:
+        name = str(path)
+        seen, before = 0, reporter.problems
+        for value in values(name, reporter):
+            seen += 1
+            shape, issues = validate_value(value.data, fmt)
+            for issue in issues:
+                click.echo(f"{value.file}:{value.line}: {issue}", err=True)
+            if shape in _RECORDS and not issues:
+                records += 1
+            elif issues:
+                invalid += 1
+            else:
+                valid += 1
+        if seen == 0 and reporter.problems == before:
+            reporter.problem(no_traces(name))
+    counted = _plural(valid, "trace") + " valid"
+    if records:
+        counted += f" (and {_plural(records, 'metadata record')})"
+    if invalid:
+        counted = f"{_plural(invalid, 'trace')} invalid, {counted}"
+    click.echo(counted)
+    finish(reporter, failed=invalid > 0)
