@@ -22,6 +22,8 @@ from typing import Any, Final, TypeAlias
 
 from spanfold import counters, semconv
 from spanfold.exporter import dialect_anthropic_native as anthropic_native
+from spanfold.exporter import dialect_genai_events, dialect_openinference, dialect_openllmetry
+from spanfold.exporter.json_prefix import ArrayPrefixCache
 from spanfold.exporter.records import SpanRecord
 from spanfold.trace.model import Usage, parse_arguments
 
@@ -100,14 +102,14 @@ def _bad(kind: str, key: str) -> None:
     counters.fault(f"fold.{kind}", detail=f"span attribute {key}")
 
 
-def parse_json(attrs: Mapping[str, Any], key: str, expect: type) -> Any:
+def parse_json(attrs: Mapping[str, Any], key: str, expect: type, loads: Callable[[str], Any] = json.loads) -> Any:
     """The attribute as JSON of type ``expect`` (parsed once; structured values taken as they are), else None."""
     raw = attrs.get(key)
     if raw is None:
         return None
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except ValueError:
             _bad("json", key)
             return None
@@ -151,9 +153,13 @@ def _parts(value: Any, key: str) -> list[dict[str, Any]]:
     return parts
 
 
-def messages(attrs: Mapping[str, Any], key: str) -> list[SemconvMessage]:
+#: Input histories: each step's parse reuses the previous step's (the parsed messages are shared, never mutated).
+HISTORIES = ArrayPrefixCache()
+
+
+def messages(attrs: Mapping[str, Any], key: str, loads: Callable[[str], Any] = json.loads) -> list[SemconvMessage]:
     """A ``gen_ai.*.messages`` attribute as a list of ``{"role": str, "parts": [dict], ...}`` (bad items dropped)."""
-    value = parse_json(attrs, key, list)
+    value = parse_json(attrs, key, list, loads)
     if not value:
         return []
     out: list[SemconvMessage] = []
@@ -203,7 +209,7 @@ def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Model
         parent_id=record.parent_id,
         start_ns=record.start_ns,
         end_ns=record.end_ns,
-        inputs=messages(attrs, semconv.INPUT_MESSAGES),
+        inputs=messages(attrs, semconv.INPUT_MESSAGES, HISTORIES.loads),
         outputs=messages(attrs, semconv.OUTPUT_MESSAGES),
         system_instructions=_parts(system, semconv.SYSTEM_INSTRUCTIONS) if system is not None else None,
         request_model=_str(attrs, semconv.REQUEST_MODEL),
@@ -274,7 +280,12 @@ def _anthropic_native(record: SpanRecord) -> tuple[str, Mapping[str, Any]] | Non
 
 
 #: Rewriters tried in order; the first that recognises a span rewrites it.
-REWRITERS: list[Rewriter] = [_anthropic_native]
+REWRITERS: list[Rewriter] = [
+    dialect_genai_events.rewrite,  # spans whose message log events were buffered (by span id)
+    _anthropic_native,
+    dialect_openinference.rewrite,  # openinference.span.kind
+    dialect_openllmetry.rewrite,  # traceloop.span.kind, llm.request.type
+]
 
 
 def register_rewriter(rewriter: Rewriter) -> None:

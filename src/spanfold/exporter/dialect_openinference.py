@@ -1,0 +1,138 @@
+"""Dialect: OpenInference (``openinference-instrumentation-openai`` and the ``OITracer`` decorators of
+``openinference-instrumentation``), recognised by ``openinference.span.kind`` (one lookup).
+
+``LLM`` spans (``ChatCompletion`` ...)
+    ``llm.input_messages.{N}.message.role`` / ``.content`` / ``.contents.{K}.message_content.type|text|image.image.url``
+    / ``.tool_call_id`` / ``.tool_calls.{M}.tool_call.id|function.name|function.arguments``, the same under
+    ``llm.output_messages``; ``llm.model_name``, ``llm.provider`` / ``llm.system``, ``llm.token_count.prompt`` /
+    ``.completion`` / ``.prompt_details.cache_read``, ``llm.finish_reason``, ``session.id``. Rewritten into
+    ``gen_ai.input.messages`` / ``gen_ai.output.messages``, model, provider, usage, finish reasons,
+    ``gen_ai.conversation.id`` and ``chat {model}``. OpenInference records no response id and no separate
+    response model; with ``OPENINFERENCE_HIDE_INPUTS`` / ``_OUTPUTS`` the messages are missing and the step keeps
+    model, usage and timing.
+``TOOL`` spans
+    ``tool.name``, ``input.value`` (the JSON of the keyword arguments), ``output.value`` (the returned text),
+    ``tool_call.id`` when the producer knows it (the decorators do not: the fold pairs the span with the model's
+    call by name and arguments) -> ``execute_tool``.
+``AGENT`` spans
+    ``agent.name`` (else the span name), ``session.id`` -> ``invoke_agent``.
+``CHAIN``, ``RETRIEVER``, ``EMBEDDING`` ... are not steps and are left alone.
+
+Never imports :mod:`spanfold.instrumentation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from spanfold import semconv
+from spanfold.exporter.dialect_shapes import chat_message, dumps, in_order, indexed, indexed_tool_calls
+from spanfold.exporter.records import SpanRecord
+
+SPAN_KIND: Final = "openinference.span.kind"
+INPUT_MESSAGES: Final = "llm.input_messages."
+OUTPUT_MESSAGES: Final = "llm.output_messages."
+INPUT_VALUE: Final = "input.value"
+OUTPUT_VALUE: Final = "output.value"
+SESSION_ID: Final = "session.id"
+_MESSAGE: Final = "message."
+_CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
+
+#: OpenInference attribute -> the contract's (filled when the contract's is missing).
+LLM_ATTRIBUTES: Final = {
+    "llm.model_name": semconv.REQUEST_MODEL,
+    "llm.provider": semconv.PROVIDER_NAME,
+    "llm.system": semconv.PROVIDER_NAME,
+    "llm.token_count.prompt": semconv.USAGE_INPUT_TOKENS,
+    "llm.token_count.completion": semconv.USAGE_OUTPUT_TOKENS,
+    "llm.token_count.prompt_details.cache_read": semconv.USAGE_CACHE_READ_INPUT_TOKENS,
+    "llm.token_count.prompt_details.cache_write": semconv.USAGE_CACHE_CREATION_INPUT_TOKENS,
+    SESSION_ID: semconv.CONVERSATION_ID,
+}
+
+
+def _contents(fields: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """``message.contents.{K}.message_content.*`` as OpenAI content parts (None when there are none)."""
+    groups = indexed(fields, ("contents.",))["contents."]
+    if not groups:
+        return None
+    parts: list[dict[str, Any]] = []
+    for content in in_order(groups):
+        kind = content.get("message_content.type")
+        if kind == "image":
+            parts.append({"type": "image_url", "image_url": {"url": content.get("message_content.image.image.url")}})
+        else:
+            parts.append({"type": "text", "text": content.get("message_content.text")})
+    return parts
+
+
+def _messages(groups: dict[int, dict[str, Any]], finish_reason: str | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in in_order(groups):
+        fields = {k[len(_MESSAGE) :]: v for k, v in message.items() if k.startswith(_MESSAGE)}
+        calls = indexed_tool_calls(fields, "tool_calls.", _CALL_KEYS)
+        content = fields.get("content")
+        if content is None:
+            content = _contents(fields)
+        extra = {"finish_reason": finish_reason or ""} if finish_reason is not None else {}
+        out.extend(chat_message(fields.get("role"), content, calls, fields.get("tool_call_id"), **extra))
+    return out
+
+
+def _llm(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = dict(attrs)
+    for theirs, ours in LLM_ATTRIBUTES.items():
+        if theirs in attrs and ours not in out:
+            out[ours] = attrs[theirs]
+    reason = attrs.get("llm.finish_reason")
+    if isinstance(reason, str) and semconv.RESPONSE_FINISH_REASONS not in attrs:
+        out[semconv.RESPONSE_FINISH_REASONS] = [reason]
+    groups = indexed(attrs, (INPUT_MESSAGES, OUTPUT_MESSAGES))
+    if groups[INPUT_MESSAGES] and semconv.INPUT_MESSAGES not in attrs:
+        out[semconv.INPUT_MESSAGES] = dumps(_messages(groups[INPUT_MESSAGES], None))
+    if groups[OUTPUT_MESSAGES] and semconv.OUTPUT_MESSAGES not in attrs:
+        finish = reason if isinstance(reason, str) else ""
+        out[semconv.OUTPUT_MESSAGES] = dumps(_messages(groups[OUTPUT_MESSAGES], finish))
+    out[semconv.OPERATION_NAME] = semconv.OP_CHAT
+    model = out.get(semconv.REQUEST_MODEL)
+    return semconv.span_name(semconv.OP_CHAT, str(model) if model is not None else None), out
+
+
+def _tool(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = dict(attrs)
+    out[semconv.OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
+    name = attrs.get("tool.name") or record.name
+    out.setdefault(semconv.TOOL_NAME, name)
+    if "tool_call.id" in attrs:
+        out.setdefault(semconv.TOOL_CALL_ID, attrs["tool_call.id"])
+    if INPUT_VALUE in attrs:
+        out.setdefault(semconv.TOOL_CALL_ARGUMENTS, attrs[INPUT_VALUE])
+    if OUTPUT_VALUE in attrs:
+        out.setdefault(semconv.TOOL_CALL_RESULT, attrs[OUTPUT_VALUE])
+    return semconv.span_name(semconv.OP_EXECUTE_TOOL, str(name)), out
+
+
+def _agent(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = dict(attrs)
+    out[semconv.OPERATION_NAME] = semconv.OP_INVOKE_AGENT
+    name = attrs.get("agent.name") or record.name
+    out.setdefault(semconv.AGENT_NAME, name)
+    if SESSION_ID in attrs:
+        out.setdefault(semconv.CONVERSATION_ID, attrs[SESSION_ID])
+    return semconv.span_name(semconv.OP_INVOKE_AGENT, str(name)), out
+
+
+#: ``openinference.span.kind`` -> its rewrite (other kinds are not steps).
+KINDS: Final[dict[str, Callable[[SpanRecord, Mapping[str, Any]], tuple[str, dict[str, Any]]]]] = {
+    "LLM": _llm,
+    "TOOL": _tool,
+    "AGENT": _agent,
+}
+
+
+def rewrite(record: SpanRecord) -> tuple[str, dict[str, Any]] | None:
+    """An OpenInference span in the contract's name and attributes; None for any other span."""
+    kind = record.attributes.get(SPAN_KIND)
+    handler = KINDS.get(kind) if isinstance(kind, str) else None
+    return handler(record, record.attributes) if handler is not None else None
