@@ -6,7 +6,6 @@ not JSON or not a trace, an invalid spec), reported one line each as ``FILE:LINE
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import xml.etree.ElementTree as ET
@@ -16,10 +15,11 @@ from pathlib import Path
 
 import click
 
-from spanfold.checks.errors import SpecError, TraceFormatError
+from spanfold.checks.errors import SpecError
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
+from spanfold.trace.read import Problem, read_records
 
 #: Exit statuses.
 OK, FAILED, BAD_INPUT = 0, 1, 2
@@ -60,33 +60,15 @@ def _files(paths: Sequence[Path], inputs: Inputs) -> Iterator[Path]:
             inputs.error(str(path), None, "no such file")
 
 
-def _is_metadata(data: object) -> bool:
-    """A sibling metadata record (``{"metadata": ..., "summary": ...}``), not a trace: skipped."""
-    return isinstance(data, dict) and "trace" not in data and "metadata" in data
-
-
 def _read(paths: Sequence[Path]) -> Inputs:
+    """Every trace in the files (records without events, such as metadata lines, are skipped)."""
     inputs = Inputs()
     for path in _files(paths, inputs):
-        name = str(path)
-        try:
-            with path.open(encoding="utf-8") as handle:
-                for number, text in enumerate(handle, start=1):
-                    if not text.strip():
-                        continue
-                    try:
-                        data = json.loads(text)
-                    except json.JSONDecodeError as exc:
-                        inputs.error(name, number, f"not valid JSON: {exc.msg} (column {exc.colno})")
-                        continue
-                    if _is_metadata(data):
-                        continue
-                    try:
-                        inputs.traces.append(LoadedTrace(name, number, view_of(data)))
-                    except TraceFormatError as exc:
-                        inputs.error(name, number, f"not a trace: {exc}")
-        except (OSError, UnicodeDecodeError) as exc:
-            inputs.error(name, None, f"cannot read: {exc}")
+        for item in read_records(path, siblings=False):
+            if isinstance(item, Problem):
+                inputs.error(item.file, item.line, item.text)
+            elif item.trace is not None:
+                inputs.traces.append(LoadedTrace(item.file, item.line, view_of(item.trace)))
     return inputs
 
 

@@ -1,19 +1,20 @@
 """One view of a trace for every check: its tool calls in order, and its messages in AgentV's compact shape.
 
-Accepts an Invariant event list (dicts, as read from a JSONL line, tool-call ``arguments`` a dict or a JSON
-string), a :class:`spanfold.trace.Trace`, or an AgentV document ``{"trace": [TraceEvent, ...]}``. Tool
+Accepts a :class:`spanfold.trace.Trace` or any JSON value :func:`spanfold.trace.decode.decode` reads (an
+Invariant event list, an AgentV document ``{"trace": [TraceEvent, ...]}``, compact messages, ...). Tool
 outputs are folded into the calls they answer: by ``tool_call_id``, else the oldest call still waiting.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from spanfold.checks.errors import TraceFormatError
-from spanfold.trace.model import Trace, parse_arguments
+from spanfold.trace.decode import decode_trace
+from spanfold.trace.errors import TraceError
+from spanfold.trace.model import Trace
 
 #: What a check accepts as a trace.
 TraceLike: TypeAlias = "Trace | Sequence[Mapping[str, Any]] | Mapping[str, Any]"
@@ -85,17 +86,6 @@ class _Builder:
         return TraceView(calls=self.calls, messages=self.messages)
 
 
-def _text(content: Any) -> str | None:
-    """Message content as plain text: strings as they are, text chunks joined, other JSON encoded."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(c.get("text", "")) for c in content if isinstance(c, Mapping) and c.get("type", "text") == "text"
-        )
-    return json.dumps(content, ensure_ascii=False, sort_keys=True)
-
-
 def _from_model(trace: Trace) -> TraceView:
     b = _Builder()
     for pos, ev in enumerate(trace.events, start=1):
@@ -108,78 +98,16 @@ def _from_model(trace: Trace) -> TraceView:
     return b.view()
 
 
-def _tool_call(raw: Any, pos: int) -> tuple[str, Any, str | None]:
-    if not isinstance(raw, Mapping):
-        raise TraceFormatError(f"event {pos}: a tool call must be an object")
-    fn = raw.get("function", raw)
-    if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-        raise TraceFormatError(f"event {pos}: a tool call needs function.name")
-    call_id = raw.get("id")
-    return fn["name"], parse_arguments(fn.get("arguments")), None if call_id is None else str(call_id)
-
-
-def _from_invariant(events: Sequence[Any]) -> TraceView:
-    b = _Builder()
-    for pos, ev in enumerate(events, start=1):
-        if not isinstance(ev, Mapping):
-            raise TraceFormatError(f"event {pos} is not an object")
-        role = ev.get("role")
-        if not isinstance(role, str):
-            raise TraceFormatError(f"event {pos} has no role")
-        if role == "tool":
-            call_id = ev.get("tool_call_id")
-            b.output(None if call_id is None else str(call_id), _text(ev.get("content")), ev.get("error"))
-            continue
-        msg = b.message(role, _text(ev.get("content")), pos)
-        calls = ev.get("tool_calls") or []
-        if not isinstance(calls, list):
-            raise TraceFormatError(f"event {pos}: tool_calls must be a list")
-        for raw in calls:
-            b.call(msg, *_tool_call(raw, pos))
-    return b.view()
-
-
-_AGENTV_ROLES = {"model_step": "assistant", "message": "user", "error": "error"}
-
-
-def _from_agentv(events: Iterable[Any]) -> TraceView:
-    b = _Builder()
-    last: CompactMessage | None = None  # the assistant message later tool_call events belong to
-    for pos, ev in enumerate(events, start=1):
-        if not isinstance(ev, Mapping) or not isinstance(ev.get("type"), str):
-            raise TraceFormatError(f"event {pos} is not an AgentV TraceEvent (no type)")
-        kind = ev["type"]
-        if kind == "tool_call":
-            if last is None:
-                last = b.message("assistant", None, pos)
-            raw_id = ev.get("id")
-            b.call(last, str(ev.get("name")), parse_arguments(ev.get("input")), None if raw_id is None else str(raw_id))
-        elif kind == "tool_result":
-            call_id = ev.get("id")
-            meta = ev.get("metadata")
-            error = meta.get("error") if isinstance(meta, Mapping) else None
-            b.output(None if call_id is None else str(call_id), ev.get("output"), error)
-            last = None
-        else:
-            meta = ev.get("metadata")
-            given = meta.get("role") if isinstance(meta, Mapping) else None
-            role = given if isinstance(given, str) else str(_AGENTV_ROLES.get(kind, kind))
-            msg = b.message(role, _text(ev.get("text")), pos)
-            last = msg if role == "assistant" else None
-    return b.view()
-
-
 def view_of(trace: TraceLike | TraceView) -> TraceView:
-    """The calls and compact messages of ``trace``; :class:`TraceFormatError` when it is neither shape."""
+    """The calls and compact messages of ``trace`` (any shape :func:`spanfold.trace.decode.decode` reads);
+    :class:`TraceFormatError` when it is not a trace."""
     if isinstance(trace, TraceView):
         return trace
     if isinstance(trace, Trace):
         return _from_model(trace)
-    if isinstance(trace, Mapping):
-        events = trace.get("trace")
-        if isinstance(events, list):
-            return _from_agentv(events)
-        raise TraceFormatError("a trace must be an event list (or an AgentV document with a 'trace' list)")
-    if isinstance(trace, (str, bytes)) or not isinstance(trace, Sequence):
+    if isinstance(trace, (str, bytes)) or not isinstance(trace, (Mapping, Sequence)):
         raise TraceFormatError(f"a trace must be an event list, not {type(trace).__name__}")
-    return _from_invariant(trace)
+    try:
+        return _from_model(decode_trace(dict(trace) if isinstance(trace, Mapping) else list(trace)))
+    except TraceError as exc:
+        raise TraceFormatError(str(exc)) from None
