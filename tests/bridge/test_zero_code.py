@@ -1,0 +1,72 @@
+"""Zero-code: ``opentelemetry-instrument python app.py`` with ``OTEL_TRACES_EXPORTER=spanfold``. An app that never
+imports spanfold's tracing gets flat traces: the SDK's configurator builds the FoldingSpanExporter from its entry
+point, ``opentelemetry-instrument`` turns on spanfold's instrumentors from theirs, and the un-parented calls of each
+agent loop are stitched into one conversation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .conftest import WEATHER_ROLES
+
+pytest.importorskip("opentelemetry.distro")
+INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
+    "opentelemetry-instrument"
+)
+
+# The app: plain openai and anthropic clients; the tools are the demo's (spans of their own, no parent).
+APP = textwrap.dedent(
+    """
+    import anthropic, openai
+    from spanfold import demo
+    from spanfold.testing import MockLLMServer, scenarios
+
+    with MockLLMServer(scenarios.weather_agent) as server:
+        demo.openai_chat_agent(openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0))
+        demo.anthropic_agent(
+            anthropic.Anthropic(api_key="sk-test", base_url=server.anthropic_base_url, max_retries=0)
+        )
+    print("done")
+    """
+)
+
+
+@pytest.mark.skipif(INSTRUMENT is None, reason="opentelemetry-instrument is not installed")
+def test_opentelemetry_instrument_with_the_spanfold_exporter(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    env = {
+        **os.environ,
+        "OTEL_TRACES_EXPORTER": "spanfold",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_SERVICE_NAME": "zero-code-app",
+        "SPANFOLD_OUTPUT": str(tmp_path / "traces"),
+        # other producers' instrumentors installed beside spanfold's (the dialect tests use them) stay off
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai,anthropic,openai_v2",
+    }
+    assert INSTRUMENT is not None
+    done = subprocess.run([INSTRUMENT, sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"
+    assert "Traceback" not in done.stderr and "spanfold" not in done.stderr, done.stderr
+    out = tmp_path / "traces"
+    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    metas = [json.loads(line)["metadata"] for line in (out / "traces.meta.jsonl").read_text().splitlines()]
+    assert len(traces) == 2, [[e["role"] for e in t] for t in traces]
+    for events, meta in zip(traces, metas, strict=True):
+        assert [e["role"] for e in events] == WEATHER_ROLES
+        assert meta["service"] == "zero-code-app" and meta["status"] == "complete"
+        assert len(meta["otel_trace_ids"]) == 6  # three model calls and three tool runs, stitched
+        calls = [c["function"] for e in events for c in e.get("tool_calls") or []]
+        assert [c["name"] for c in calls] == ["get_weather", "get_weather", "convert_temperature"]
+        assert calls[0]["arguments"] == {"city": "Paris"}
+    assert metas[0]["models"] == ["gpt-4o-mini"] and metas[1]["models"][0].startswith("claude")
