@@ -1,0 +1,87 @@
+"""Parse a JSON array that extends one parsed before: only the new tail is parsed.
+
+An agent re-sends its whole history on every model call, so step k's ``gen_ai.input.messages`` is, as text, step
+k-1's text with more messages appended (a producer writes the same messages the same way each time). Parsing each
+attribute whole costs O(N²) bytes over an N-step run; :class:`ArrayPrefixCache` parses only what follows the
+earlier text it extends, and the elements parsed before are shared (by identity) between the two results, which
+lets the fold recognise history it has already converted at the cost of a dict lookup.
+
+Why it is exact: if ``old`` is the JSON array ``[X]`` and ``new`` is ``[X`` followed by ``,Y]``, then ``new`` is an
+array whose elements are those of ``old`` followed by those of ``[Y]`` (after ``[X`` a parser is between two
+top-level elements either way). Anything else (a different prefix, whitespace before the comma, a tail that does not
+parse) is parsed whole, as without the cache.
+
+The results share their elements: callers must not mutate the parsed values. Bounded: texts shorter than the key are
+not kept (they are cheap), a text replaces the one it extends, and the cache is emptied once the texts it took in
+since it was last emptied pass ``max_chars`` characters.
+Thread-safe without a lock: entries are immutable tuples, replaced whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: The first characters of a text are its key: every extension of a text shares them.
+KEY_CHARS = 64
+#: Texts remembered per key (runs that began the same way, e.g. one system prompt, in parallel).
+PER_KEY = 8
+
+_Entry = tuple[str, list[Any]]  # (the text without its closing "]", its parsed elements)
+
+
+class ArrayPrefixCache:
+    """``loads(text)`` for JSON arrays, reusing the parse of an earlier text that ``text`` extends or equals."""
+
+    __slots__ = ("_chars", "_entries", "hits", "max_chars")
+
+    def __init__(self, max_chars: int = 8_000_000) -> None:
+        self._entries: dict[str, tuple[_Entry, ...]] = {}
+        self._chars = 0
+        self.max_chars = max_chars
+        self.hits = 0
+
+    def loads(self, text: str) -> Any:
+        """``json.loads(text)``, a new list when ``text`` is an array (its elements possibly shared)."""
+        if len(text) <= KEY_CHARS or text[-1] != "]":
+            return json.loads(text)
+        key = text[:KEY_CHARS]
+        entries = self._entries.get(key, ())
+        for i, (body, elements) in enumerate(entries):
+            if not text.startswith(body):
+                continue
+            end = len(body)
+            if end == len(text) - 1:  # the same text
+                self.hits += 1
+                self._keep(key, entries, i, (body, elements))
+                return list(elements)
+            if text[end] != "," or not elements:
+                continue
+            try:
+                tail = json.loads("[" + text[end + 1 :])
+            except ValueError:
+                break  # not an extension after all: parse whole (and raise what json.loads raises)
+            if not isinstance(tail, list):
+                break
+            self.hits += 1
+            value = elements + tail
+            self._keep(key, entries, i, (text[:-1], value))
+            return list(value)
+        value = json.loads(text)
+        if isinstance(value, list):
+            self._keep(key, entries, None, (text[:-1], value))
+        return value
+
+    def _keep(self, key: str, entries: tuple[_Entry, ...], replaced: int | None, entry: _Entry) -> None:
+        """Put ``entry`` first under ``key``, in place of entry ``replaced`` (the text it extends) if given."""
+        rest = [e for j, e in enumerate(entries) if j != replaced][: PER_KEY - 1]
+        self._chars += len(entry[0]) - (len(entries[replaced][0]) if replaced is not None else 0)
+        if self._chars > self.max_chars:
+            self.clear()
+            rest = []
+            self._chars = len(entry[0])
+        self._entries[key] = (entry, *rest)
+
+    def clear(self) -> None:
+        self._entries = {}
+        self._chars = 0
