@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "summary": ("spanfold.commands.summary:command", "One row per trace: events, tool calls, errors, tokens, time."),
     "show": ("spanfold.commands.show:command", "Show a trace for a person: messages, tool calls, outputs, errors."),
     "fold": ("spanfold.commands.fold:command", "Fold OTLP/JSON span files (Collector file exporter too) into traces."),
+    "serve": ("spanfold.commands.serve:command", "Receive OTLP/HTTP traces from any number of processes; fold them."),
 }
 
 

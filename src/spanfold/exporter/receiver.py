@@ -1,0 +1,274 @@
+"""An OTLP/HTTP trace receiver (``spanfold serve``): spans in from any number of processes, flat traces out.
+
+``POST /v1/traces`` takes an ``ExportTraceServiceRequest`` as protobuf (``application/x-protobuf``) or OTLP/JSON
+(``application/json``), plain, ``gzip`` or ``deflate``, on aiohttp (extra ``spanfold[serve]``). Spans are grouped by
+trace id across clients by the shared :class:`~spanfold.exporter.assembler.Assembler` on a
+:class:`~spanfold.exporter.processor.FoldWorker` thread; a trace is folded once its root (the span with no parent)
+has arrived and no span of it came for ``wait`` seconds, and written as JSONL by the usual writers.
+
+Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.Status`` in the request's encoding):
+
+* 200 with an ``ExportTraceServiceResponse``; spans that could not be read are left out and counted in its
+  ``partial_success`` (``rejected_spans``, ``error_message``);
+* 400 a body that does not decode; 401 a missing or wrong bearer token (when one is set); 413 a body over
+  ``max_body_bytes`` (as sent or once decompressed); 415 another content type or encoding;
+* 503 with ``Retry-After`` while more than ``max_spans`` spans wait in memory (back-pressure: clients retry later,
+  memory stays bounded).
+
+It listens on loopback unless told otherwise; SIGTERM / SIGINT stop it after everything buffered is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import math
+import signal
+import threading
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiohttp import web
+from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
+
+from spanfold import config as config_module
+from spanfold import counters
+from spanfold.exporter import otlp_json, otlp_proto
+from spanfold.exporter.assembler import Policy, trace_root
+from spanfold.exporter.otlp_common import Decoded, OtlpError
+from spanfold.exporter.processor import FoldWorker
+from spanfold.exporter.span_exporter import writers_for
+from spanfold.exporter.writers import Writer
+
+TRACES_PATH: Final = "/v1/traces"
+PROTOBUF: Final = "application/x-protobuf"
+JSON: Final = "application/json"
+#: gRPC status codes for the ``google.rpc.Status`` error bodies.
+_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _UNAUTHENTICATED = 3, 8, 14, 16
+#: Content-Encoding -> zlib ``wbits`` (None: not compressed).
+_ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_DECODERS: Final[dict[str, Callable[[bytes], Decoded]]] = {
+    PROTOBUF: otlp_proto.decode_body,
+    JSON: otlp_json.decode_body,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 4318
+    output: str = "traces"
+    format: str = "invariant"
+    wait: float = 5.0
+    token: str | None = None
+    max_body_bytes: int = 16 * 1024 * 1024
+    max_spans: int = 100_000
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds a throttled client is told to wait: about one quiet period."""
+        return max(1, math.ceil(self.wait))
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
+    """``body`` decompressed, never past ``limit`` bytes (:class:`_TooLarge`); ``zlib.error`` when corrupt."""
+    if wbits is None:
+        return body
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(body, limit + 1)
+    if len(out) > limit:
+        raise _TooLarge
+    if not inflater.eof:
+        raise zlib.error("truncated compressed body")
+    return out
+
+
+def _status_body(kind: str, code: int, message: str) -> bytes:
+    if kind == JSON:
+        return json.dumps({"code": code, "message": message}).encode()
+    data: bytes = Status(code=code, message=message).SerializeToString()
+    return data
+
+
+def _success_body(kind: str, decoded: Decoded) -> bytes:
+    message = "; ".join(decoded.messages)
+    if kind == PROTOBUF:
+        return otlp_proto.encode_response(decoded.rejected, message)
+    if not decoded.rejected:
+        return b"{}"
+    return json.dumps({"partialSuccess": {"rejectedSpans": str(decoded.rejected), "errorMessage": message}}).encode()
+
+
+class Receiver:
+    """The aiohttp application, its listening site and the fold behind it."""
+
+    def __init__(self, options: ServeOptions, writers: Sequence[Writer] | None = None) -> None:
+        self.options = options
+        config = config_module.load({"output": options.output, "format": options.format})
+        chosen = list(writers) if writers is not None else writers_for(config)
+        self.fold = FoldWorker(chosen, config, Policy(quiet=options.wait, root=trace_root), name="spanfold-serve")
+        self._expected = f"Bearer {options.token}".encode() if options.token else None
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=self.options.max_body_bytes)
+        app.router.add_post(TRACES_PATH, self.handle)
+        return app
+
+    async def start(self) -> None:
+        """Listen (``port=0``: any free port; :attr:`port` says which)."""
+        self._runner = web.AppRunner(self.application(), access_log=None, auto_decompress=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.options.host, self.options.port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    async def stop(self, timeout_s: float = 30.0) -> bool:
+        """Stop listening, then fold and write everything buffered; False if that took over ``timeout_s``."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        return await asyncio.to_thread(self.fold.flush, timeout_s, final=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.options.host}:{self.port}{TRACES_PATH}"
+
+    # --- one request -------------------------------------------------------------------------------------
+
+    def _busy(self) -> bool:
+        fold = self.fold
+        return fold.pending + fold.assembler.spans >= self.options.max_spans
+
+    def _authorized(self, request: web.Request) -> bool:
+        if self._expected is None:
+            return True
+        given = request.headers.get("Authorization", "").encode()
+        return hmac.compare_digest(given, self._expected)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        counters.incr("receiver.requests")
+        kind = request.content_type
+        if not self._authorized(request):
+            return self._error(kind, 401, _UNAUTHENTICATED, "missing or wrong bearer token", auth=True)
+        decode = _DECODERS.get(kind)
+        if decode is None:
+            return self._error(
+                kind, 415, _INVALID_ARGUMENT, f"unsupported content type {kind!r}: use {PROTOBUF} or {JSON}"
+            )
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower() or "identity"
+        if encoding not in _ENCODINGS:
+            return self._error(kind, 415, _INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}: use gzip")
+        limit = self.options.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
+        if self._busy():
+            counters.incr("receiver.throttled")
+            return self._error(kind, 503, _UNAVAILABLE, "busy: too many spans waiting to be folded", retry=True)
+        try:
+            body = inflate(await request.read(), _ENCODINGS[encoding], limit)
+            decoded = decode(body)
+        except (web.HTTPRequestEntityTooLarge, _TooLarge):
+            return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
+        except zlib.error as exc:
+            return self._error(kind, 400, _INVALID_ARGUMENT, f"bad {encoding} body: {exc}")
+        except OtlpError as exc:
+            return self._error(kind, 400, _INVALID_ARGUMENT, str(exc))
+        self.fold.submit(decoded.records)
+        counters.incr("receiver.spans", len(decoded.records))
+        if decoded.rejected:
+            counters.incr("receiver.rejected_spans", decoded.rejected)
+        return web.Response(status=200, body=_success_body(kind, decoded), content_type=kind)
+
+    def _error(
+        self, kind: str, status: int, code: int, message: str, *, auth: bool = False, retry: bool = False
+    ) -> web.Response:
+        counters.incr(f"receiver.status_{status}")
+        headers = {}
+        if auth:
+            headers["WWW-Authenticate"] = "Bearer"
+        if retry:
+            headers["Retry-After"] = str(self.options.retry_after)
+        if kind not in _DECODERS:
+            return web.Response(status=status, text=message, headers=headers)
+        return web.Response(status=status, body=_status_body(kind, code, message), content_type=kind, headers=headers)
+
+
+# --- running it ---------------------------------------------------------------------------------------------
+
+
+async def _serve(options: ServeOptions, ready: Callable[[Receiver], None], stopping: Callable[[], None]) -> bool:
+    receiver = Receiver(options)
+    await receiver.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ready(receiver)
+    await stop.wait()
+    stopping()
+    return await receiver.stop()
+
+
+def serve(
+    options: ServeOptions,
+    ready: Callable[[Receiver], None] = lambda _: None,
+    stopping: Callable[[], None] = lambda: None,
+) -> bool:
+    """Run until SIGTERM or SIGINT, then write everything buffered (True when all of it was written in time)."""
+    return asyncio.run(_serve(options, ready, stopping))
+
+
+class ReceiverThread:
+    """A receiver on its own event loop in a daemon thread (tests, embedding): ``with ReceiverThread(opts) as r:``."""
+
+    def __init__(self, options: ServeOptions, writers: Sequence[Writer] | None = None) -> None:
+        self.receiver = Receiver(options, writers)
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="spanfold-serve-loop", daemon=True)
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.receiver.start())
+        except BaseException as exc:
+            self._error = exc
+            self._started.set()
+            return
+        self._started.set()
+        self._loop.run_forever()
+
+    def __enter__(self) -> Receiver:
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+        return self.receiver
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """Stop listening and write everything buffered."""
+        if not self._thread.is_alive():
+            return True
+        future = asyncio.run_coroutine_threadsafe(self.receiver.stop(timeout_s), self._loop)
+        flushed = future.result(timeout_s + 5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout_s)
+        with contextlib.suppress(RuntimeError):
+            self._loop.close()
+        return flushed
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
