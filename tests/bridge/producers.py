@@ -270,7 +270,7 @@ def run_spanfold(h: Harness, *, api: str = "openai") -> Run:
     return run
 
 
-def run_otel_v2_latest(h: Harness, *, capture: str = "SPAN_ONLY") -> Run:
+def run_otel_v2_latest(h: Harness, *, capture: str = "SPAN_ONLY", stream: bool = False) -> Run:
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     env = {
@@ -278,11 +278,11 @@ def run_otel_v2_latest(h: Harness, *, capture: str = "SPAN_ONLY") -> Run:
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": capture,
     }
     with environ(**env), instrumented(OpenAIInstrumentor(), tracer_provider=h.provider), h.run() as run:
-        run.answer = chat_agent(run.openai_client(), plain_tool, run.history)
+        run.answer = chat_agent(run.openai_client(), plain_tool, run.history, stream=stream)
     return run
 
 
-def run_otel_v2_events(h: Harness, *, capture: bool = True) -> Run:
+def run_otel_v2_events(h: Harness, *, capture: bool = True, stream: bool = False) -> Run:
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     from opentelemetry.sdk._logs import LoggerProvider
 
@@ -294,7 +294,7 @@ def run_otel_v2_events(h: Harness, *, capture: bool = True) -> Run:
         instrumented(OpenAIInstrumentor(), tracer_provider=h.provider, logger_provider=logs),
         h.run() as run,
     ):
-        run.answer = chat_agent(run.openai_client(), plain_tool, run.history)
+        run.answer = chat_agent(run.openai_client(), plain_tool, run.history, stream=stream)
     return run
 
 
