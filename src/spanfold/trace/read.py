@@ -82,7 +82,7 @@ def json_problem(exc: json.JSONDecodeError) -> str:
 def _decode_line(raw: bytes) -> Any:
     """A line's JSON value; ValueError with the problem in words."""
     try:
-        text = raw.decode("utf-8")
+        text = raw.rstrip(b"\r\n").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8 (byte {exc.start + 1} of the line)") from None
     try:
