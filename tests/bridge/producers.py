@@ -203,7 +203,8 @@ def openinference_tools(provider: TracerProvider) -> ToolRunner:
 def traceloop_tool(provider: TracerProvider, fn: Callable[..., Any]) -> Callable[..., Any]:
     """What the traceloop SDK's ``@tool`` decorator records (``traceloop.sdk.decorators.base``, 0.62: span
     ``{name}.tool`` on the ``traceloop.tracer`` scope, kind / entity name / ``gen_ai.tool.name``, the JSON of
-    ``{"args", "kwargs"}`` in, the JSON of the result out), with the attribute names from OpenLLMetry's own
+    ``{"args", "kwargs"}`` in, the JSON of the result out, both only when ``TRACELOOP_TRACE_CONTENT`` is not
+    ``false``), with the attribute names from OpenLLMetry's own
     ``opentelemetry-semantic-conventions-ai``. traceloop-sdk itself is not installed: it pins every OpenLLMetry
     instrumentation and an older OpenTelemetry SDK."""
     from opentelemetry.semconv_ai import SpanAttributes, TraceloopSpanKindValues
@@ -218,9 +219,12 @@ def traceloop_tool(provider: TracerProvider, fn: Callable[..., Any]) -> Callable
             span.set_attribute(SpanAttributes.TRACELOOP_SPAN_KIND, kind)
             span.set_attribute(SpanAttributes.TRACELOOP_ENTITY_NAME, name)
             span.set_attribute("gen_ai.tool.name", name)
-            span.set_attribute(SpanAttributes.TRACELOOP_ENTITY_INPUT, json.dumps({"args": args, "kwargs": kwargs}))
+            content = (os.getenv("TRACELOOP_TRACE_CONTENT") or "true").lower() == "true"
+            if content:
+                span.set_attribute(SpanAttributes.TRACELOOP_ENTITY_INPUT, json.dumps({"args": args, "kwargs": kwargs}))
             result = fn(*args, **kwargs)
-            span.set_attribute(SpanAttributes.TRACELOOP_ENTITY_OUTPUT, json.dumps(result))
+            if content:
+                span.set_attribute(SpanAttributes.TRACELOOP_ENTITY_OUTPUT, json.dumps(result))
             return result
 
     return wrapper
