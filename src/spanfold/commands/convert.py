@@ -86,7 +86,7 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
     "a command-line agent hands AgentV: {text, output, token_usage, duration_ms}).",
 )
 @click.option(
-    "-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), help="Output file (default: stdout)."
+    "-o", "--output", "out", type=click.Path(path_type=Path), help="Output file (default: stdout)."
 )
 @click.option("--summary-only", is_flag=True, help="AgentV: write only each trace's summary and metadata (privacy).")
 @click.option("--yaml", "as_yaml", is_flag=True, help="Write YAML (also chosen by an OUT ending in .yaml/.yml).")

@@ -96,6 +96,8 @@ class AtomicOutput:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        if path.is_dir():
+            raise OutputError(f"{path}: cannot write: is a directory")
         try:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         except OSError as exc:
@@ -115,8 +117,6 @@ class AtomicOutput:
             self.handle.flush()
             os.fsync(self.handle.fileno())
             self.handle.close()
-            if self.path.is_dir():
-                raise IsADirectoryError(21, "Is a directory")
             os.replace(self.tmp, self.path)
         except OSError as exc:
             self.discard()
