@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,12 @@ from spanfold import counters
 from spanfold.instrumentation.anthropic import AnthropicInstrumentor
 from spanfold.instrumentation.openai import OpenAIInstrumentor
 from spanfold.instrumentation.spans import Settings
+
+#: Slow tests: marked ``slow`` and skipped unless SPANFOLD_SLOW=1.
+SLOW = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.environ.get("SPANFOLD_SLOW") != "1", reason="slow: set SPANFOLD_SLOW=1"),
+]
 
 OPENAI_KEY = "sk-proj-RELIABILITYtestKEY0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-RELIABILITYtestKEY0123456789abcdef"
