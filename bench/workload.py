@@ -1,8 +1,13 @@
-"""One benchmark process: set up ONE configuration, run ONE workload, print its per-call median as JSON.
+"""One benchmark process: set up ONE configuration, run ONE workload, print its per-call medians as JSON.
 
 Run by ``bench/overhead.py`` (fresh process per configuration and round); usable alone:
 
     python bench/workload.py --config spanfold --workload stream --history 10
+    python bench/workload.py --config openinference --workload stream --verify   # what the config records
+
+Per batch of calls it takes the wall time (``perf_counter``) and the CPU time of the whole process
+(``process_time``: every thread, so spanfold's folding worker and the peers' batch exporters are included).
+On a shared machine the CPU time is the steadier figure: time the process spent waiting for a core is not in it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -180,9 +186,15 @@ def setup_baseline() -> None:
 
 
 def setup_spanfold() -> None:
+    import atexit
+
     import spanfold
 
-    spanfold.init(output=tempfile.mkdtemp(prefix="spanfold-bench-"), capture_content=True)
+    # The default configuration: fold on the background worker, write JSONL files (to a temporary directory).
+    output = tempfile.mkdtemp(prefix="spanfold-bench-")
+    spanfold.init(output=output, capture_content=True)
+    atexit.register(shutil.rmtree, output, ignore_errors=True)
+    atexit.register(spanfold.shutdown)  # runs first: the last traces are written before the directory goes
 
 
 def setup_otel_v2() -> None:
@@ -203,6 +215,9 @@ def setup_openllmetry() -> None:
 
 
 def setup_openinference() -> None:
+    for switch in ("OPENINFERENCE_HIDE_INPUTS", "OPENINFERENCE_HIDE_OUTPUTS", "OPENINFERENCE_HIDE_INPUT_MESSAGES",
+                   "OPENINFERENCE_HIDE_OUTPUT_MESSAGES", "OPENINFERENCE_HIDE_INPUT_TEXT", "OPENINFERENCE_HIDE_OUTPUT_TEXT"):
+        os.environ[switch] = "false"  # content on (the default, set explicitly)
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=_peer_provider())
@@ -220,8 +235,20 @@ CONFIGS: dict[str, Callable[[], None]] = {
 # --- workloads -----------------------------------------------------------------------------------------
 
 
-def run(workload: str, n_history: int, calls: int, batch: int) -> list[float]:
-    """Per-call microseconds, one value per batch of ``batch`` calls."""
+Sample = tuple[float, float]  # (wall µs, process CPU µs) per call, over one batch
+
+
+def _clock() -> tuple[int, int]:
+    return time.perf_counter_ns(), time.process_time_ns()
+
+
+def _per_call(start: tuple[int, int], batch: int) -> Sample:
+    wall, cpu = _clock()
+    return (wall - start[0]) / batch / 1000, (cpu - start[1]) / batch / 1000
+
+
+def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
+    """Per-call microseconds (wall, CPU), one pair per batch of ``batch`` calls."""
     import openai
 
     msgs = history(n_history)
@@ -231,13 +258,13 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[float]:
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
         )
 
-        async def go() -> list[float]:
+        async def go() -> list[Sample]:
             out = []
             for _ in range(calls // batch):
-                t0 = time.perf_counter_ns()
+                t0 = _clock()
                 for _ in range(batch):
                     await client_a.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
-                out.append((time.perf_counter_ns() - t0) / batch / 1000)
+                out.append(_per_call(t0, batch))
             return out
 
         return asyncio.run(go())
@@ -249,15 +276,39 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[float]:
     out = []
     stream = workload == "stream"
     for _ in range(calls // batch):
-        t0 = time.perf_counter_ns()
+        t0 = _clock()
         for _ in range(batch):
             if stream:
                 for _chunk in client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS, stream=True):
                     pass
             else:
                 client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
-        out.append((time.perf_counter_ns() - t0) / batch / 1000)
+        out.append(_per_call(t0, batch))
     return out
+
+
+def verify(workload: str, n_history: int) -> dict[str, Any]:
+    """One call, its spans caught in memory: does the configuration record the history, the tools, the output?"""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        return {"spans": 0}
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    run(workload, n_history, 1, 1)
+    spans = memory.get_finished_spans()
+    text = json.dumps([dict(s.attributes or {}) for s in spans], default=str)
+    return {
+        "spans": len(spans),
+        "attribute_bytes": len(text),
+        "records_history": "21 C, clear skies" in text,  # a tool result deep in the history
+        "records_tools": "get_weather" in text and "Current weather in a city" in text,
+        "records_output": "Tokyo is 64F" in text or "hourly forecast" in text,
+    }
 
 
 def main() -> None:
@@ -268,12 +319,19 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--verify", action="store_true", help="one call: report what the configuration records")
     args = parser.parse_args()
     CONFIGS[args.config]()
-    run(args.workload, args.history, args.warmup, args.warmup)
-    per_batch = run(args.workload, args.history, args.calls, args.batch)
-    json.dump({"config": args.config, "workload": args.workload, "history": args.history,
-               "us_per_call": statistics.median(per_batch)}, sys.stdout)
+    result: dict[str, Any] = {"config": args.config, "workload": args.workload, "history": args.history}
+    if args.verify:
+        result.update(verify(args.workload, args.history))
+    else:
+        run(args.workload, args.history, args.warmup, args.warmup)
+        per_batch = run(args.workload, args.history, args.calls, args.batch)
+        result["us_per_call"] = statistics.median(wall for wall, _ in per_batch)
+        result["cpu_us_per_call"] = statistics.median(cpu for _, cpu in per_batch)
+    json.dump(result, sys.stdout)
+    print()
 
 
 if __name__ == "__main__":

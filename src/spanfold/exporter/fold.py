@@ -21,6 +21,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from spanfold.exporter.convert import Fingerprint, args_key, fingerprint, message_events, system_event
@@ -31,6 +32,7 @@ from spanfold.trace.model import Message, Trace, TraceMeta, Usage
 SERVICE_NAME = "service.name"
 
 
+@lru_cache(maxsize=4096)  # the events of one step share its timestamp
 def iso(ns: int) -> str:
     """ISO 8601 UTC with milliseconds: ``2025-01-31T12:00:00.123Z``."""
     sec, rem = divmod(ns, 1_000_000_000)
@@ -62,6 +64,17 @@ class _Thread:
     positions: dict[Fingerprint, list[int]] = field(default_factory=dict)
     system: Fingerprint | None = None
     batch: list[_Call] = field(default_factory=list)
+    #: The last model step's inputs and, for the leading ones that were all shown already, the cursor after each: a
+    #: step that starts with the very same message objects (a parsed history shares them) resumes from there.
+    last_inputs: list[dict[str, Any]] = field(default_factory=list)
+    cursors: list[int] = field(default_factory=list)
+
+    def resume(self, inputs: list[dict[str, Any]]) -> int:
+        """How many leading ``inputs`` are the last step's own, matched then (``cursors`` says where they ended)."""
+        last, n, limit = self.last_inputs, 0, min(len(self.cursors), len(inputs))
+        while n < limit and inputs[n] is last[n]:
+            n += 1
+        return n
 
     def find(self, fp: Fingerprint, cursor: int, limit: int) -> int | None:
         """The first position of ``fp`` in ``[cursor, limit)``."""
@@ -70,6 +83,15 @@ class _Thread:
             return None
         i = bisect_left(seen, cursor)
         return seen[i] if i < len(seen) and seen[i] < limit else None
+
+    def match(self, fps: tuple[Fingerprint, ...], cursor: int, limit: int) -> int | None:
+        """The cursor after matching all of ``fps`` in order from ``cursor`` (before ``limit``), else None."""
+        for fp in fps:
+            pos = self.find(fp, cursor, limit)
+            if pos is None:
+                return None
+            cursor = pos + 1
+        return cursor
 
     def add(self, fp: Fingerprint) -> None:
         self.positions.setdefault(fp, []).append(self.length)
@@ -96,6 +118,9 @@ class _Folder:
         self.by_name: dict[str, deque[_Call]] = {}
         self.usage = Usage()
         self.models: set[str] = set()
+        #: id(input message) -> (the message, its events' fingerprints): a history message seen in an earlier step
+        #: (the same parsed object: :mod:`spanfold.exporter.json_prefix`) is matched without converting it again.
+        self.history: dict[int, tuple[dict[str, Any], tuple[Fingerprint, ...]]] = {}
 
     # --- threads -----------------------------------------------------------------------------------------
 
@@ -138,8 +163,17 @@ class _Folder:
 
     # --- events ------------------------------------------------------------------------------------------
 
-    def emit(self, thread: _Thread, msg: Message, ts: int | None, span_id: int | None, *, history: bool = True) -> None:
-        """Append an event (``ts``/``span_id`` None: already set on it)."""
+    def emit(
+        self,
+        thread: _Thread,
+        msg: Message,
+        ts: int | None,
+        span_id: int | None,
+        *,
+        history: bool = True,
+        fp: Fingerprint | None = None,
+    ) -> None:
+        """Append an event (``ts``/``span_id`` None: already set on it; ``fp``: its fingerprint, when known)."""
         if ts is not None:
             msg.timestamp = iso(ts)
         if span_id is not None:
@@ -148,7 +182,7 @@ class _Folder:
             msg.metadata.setdefault("agent", thread.agent)
         self.events.append(msg)
         if history:
-            thread.add(fingerprint(msg))
+            thread.add(fp if fp is not None else fingerprint(msg))
         if msg.role == "tool" and msg.tool_call_id is not None:
             self.shown_tool_ids.add(msg.tool_call_id)
             call = self.by_id.pop(msg.tool_call_id, None)
@@ -195,17 +229,17 @@ class _Folder:
                 self.emit(thread, system, step.start_ns, step.span_id, history=False)
         # Inputs match what earlier steps showed, in order: the cursor only moves forward, so a message repeated
         # after its first match is new; messages this step appends are never matched by its own later inputs.
-        cursor, shown = 0, thread.length
-        for raw in step.inputs:
-            for msg in message_events(raw, self.call_names):
-                self.note_calls(msg)
-                pos = thread.find(fingerprint(msg), cursor, shown)
-                if pos is not None:
-                    cursor = pos + 1
-                    continue
-                if msg.role == "tool" and msg.tool_call_id in self.shown_tool_ids:
-                    continue  # its result came from the tool span
-                self.emit(thread, msg, step.start_ns, step.span_id)
+        inputs = step.inputs
+        skip = thread.resume(inputs)
+        cursors = thread.cursors[:skip]
+        cursor, shown = (cursors[-1] if skip else 0), thread.length
+        prefix = True  # every input so far was shown already
+        for i in range(skip, len(inputs)):
+            cursor, matched = self.input(thread, step, inputs[i], cursor, shown)
+            prefix = prefix and matched
+            if prefix:
+                cursors.append(cursor)
+        thread.last_inputs, thread.cursors = inputs, cursors
         self.outputs(thread, step)
         if step.error is not None:
             err = step.error
@@ -217,6 +251,31 @@ class _Folder:
                 step.span_id,
                 history=False,
             )
+
+    def input(self, thread: _Thread, step: ModelStep, raw: dict[str, Any], cursor: int, shown: int) -> tuple[int, bool]:
+        """Match one input message from ``cursor`` against the first ``shown`` events, emit what is new: the cursor
+        after it, and whether all of it was shown already."""
+        seen = self.history.get(id(raw))
+        if seen is not None and seen[0] is raw:
+            matched = thread.match(seen[1], cursor, shown)
+            if matched is not None:  # all of it (its calls were noted when it was first seen)
+                return matched, True
+        prints: list[Fingerprint] = []
+        shown_all = True
+        for msg in message_events(raw, self.call_names):
+            self.note_calls(msg)
+            fp = fingerprint(msg)
+            prints.append(fp)
+            pos = thread.find(fp, cursor, shown)
+            if pos is not None:
+                cursor = pos + 1
+                continue
+            shown_all = False
+            if msg.role == "tool" and msg.tool_call_id in self.shown_tool_ids:
+                continue  # its result came from the tool span
+            self.emit(thread, msg, step.start_ns, step.span_id, fp=fp)
+        self.history[id(raw)] = (raw, tuple(prints))
+        return cursor, shown_all
 
     def outputs(self, thread: _Thread, step: ModelStep) -> None:
         outs = step.outputs
