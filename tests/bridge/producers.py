@@ -188,11 +188,11 @@ def instrumented(instrumentor: Any, **kwargs: Any) -> Iterator[None]:
 # --- tool tracing the producers' way ---------------------------------------------------------------------------------
 
 
-def openinference_tools(provider: TracerProvider) -> ToolRunner:
-    """The weather tools decorated with OpenInference's own ``OITracer.tool``."""
+def openinference_tools(provider: TracerProvider, config: Any = None) -> ToolRunner:
+    """The weather tools decorated with OpenInference's own ``OITracer.tool`` (``config``: its ``TraceConfig``)."""
     from openinference.instrumentation import OITracer, TraceConfig
 
-    tracer = OITracer(provider.get_tracer("weather-agent"), config=TraceConfig())
+    tracer = OITracer(provider.get_tracer("weather-agent"), config=config or TraceConfig())
     tools = {
         "get_weather": tracer.tool(scenarios.get_weather),
         "convert_temperature": tracer.tool(scenarios.convert_temperature),

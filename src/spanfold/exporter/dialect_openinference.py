@@ -13,7 +13,7 @@
 ``TOOL`` spans
     ``tool.name``, ``input.value`` (the JSON of the keyword arguments), ``output.value`` (the returned text),
     ``tool_call.id`` when the producer knows it (the decorators do not: the fold pairs the span with the model's
-    call by name and arguments) -> ``execute_tool``.
+    call by name and arguments) -> ``execute_tool``; a hidden (``__REDACTED__``) value is left out.
 ``AGENT`` spans
     ``agent.name`` (else the span name), ``session.id`` -> ``invoke_agent``.
 ``CHAIN``, ``RETRIEVER``, ``EMBEDDING`` ... are not steps and are left alone.
@@ -36,6 +36,8 @@ OUTPUT_MESSAGES: Final = "llm.output_messages."
 INPUT_VALUE: Final = "input.value"
 OUTPUT_VALUE: Final = "output.value"
 SESSION_ID: Final = "session.id"
+#: What ``TraceConfig(hide_inputs=True)`` / ``hide_outputs`` leave in ``input.value`` / ``output.value``.
+REDACTED: Final = "__REDACTED__"
 _MESSAGE: Final = "message."
 _CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
 
@@ -106,10 +108,10 @@ def _tool(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, 
     out.setdefault(semconv.TOOL_NAME, name)
     if "tool_call.id" in attrs:
         out.setdefault(semconv.TOOL_CALL_ID, attrs["tool_call.id"])
-    if INPUT_VALUE in attrs:
-        out.setdefault(semconv.TOOL_CALL_ARGUMENTS, attrs[INPUT_VALUE])
-    if OUTPUT_VALUE in attrs:
-        out.setdefault(semconv.TOOL_CALL_RESULT, attrs[OUTPUT_VALUE])
+    for theirs, ours in ((INPUT_VALUE, semconv.TOOL_CALL_ARGUMENTS), (OUTPUT_VALUE, semconv.TOOL_CALL_RESULT)):
+        value = attrs.get(theirs)
+        if value is not None and value != REDACTED:
+            out.setdefault(ours, value)
     return semconv.span_name(semconv.OP_EXECUTE_TOOL, str(name)), out
 
 
