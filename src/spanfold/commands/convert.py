@@ -7,7 +7,7 @@ Output files are written whole or not at all: a bad input line leaves no OUT beh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +115,17 @@ def command(
         finish(reporter)
         return
     written = 0
+    keep_dataset = to == "invariant" and not as_yaml
+
+    def dataset_lines(items: Iterator[Record]) -> Iterator[Record]:
+        """An Invariant dataset's first ``{"metadata": ...}`` line goes to Invariant output as it was."""
+        for record in items:
+            if keep_dataset and written == 0 and record.decoded.raw_metadata is not None and not record.is_trace:
+                output.main(formats.dumps({"metadata": record.decoded.raw_metadata}) + "\n")
+            yield record
+
     try:
-        for record in picker(records(str(source), reporter)):
+        for record in picker(dataset_lines(records(str(source), reporter))):
             try:
                 value = _encode(record, to, style or "list", summary_only)
             except ValueError as exc:
