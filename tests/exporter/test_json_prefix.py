@@ -88,3 +88,17 @@ def test_parallel_runs_with_one_opening_each_find_their_own_prefix() -> None:
             runs[r] = [*base, {"role": "assistant", "parts": [{"type": "text", "content": f"{r}.{step}"}]}]
             assert cache.loads(text(runs[r])) == runs[r]
     assert cache.hits == 8
+
+
+def test_element_runs_once_per_element_and_can_drop() -> None:
+    seen: list[object] = []
+
+    def element(value: object) -> object:
+        seen.append(value)
+        return None if value == {"drop": True} else value
+
+    cache = ArrayPrefixCache(element)
+    first = [*history(3), {"drop": True}]
+    assert cache.loads(text(first)) == history(3)
+    assert cache.loads(text([*first, *history(2)])) == [*history(3), *history(2)]
+    assert len(seen) == 6  # the four of the first text, then only the two new ones

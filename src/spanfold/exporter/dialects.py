@@ -153,28 +153,37 @@ def _parts(value: Any, key: str) -> list[dict[str, Any]]:
     return parts
 
 
-#: Input histories: each step's parse reuses the previous step's (the parsed messages are shared, never mutated).
-HISTORIES = ArrayPrefixCache()
+def _message(msg: Any, key: str) -> SemconvMessage | None:
+    """One item of a ``gen_ai.*.messages`` attribute as ``{"role": str, "parts": [dict], ...}``; None when bad."""
+    if not isinstance(msg, dict) or not isinstance(msg.get("role", "user"), str):
+        _bad("type", key)
+        return None
+    parts = msg.get("parts")
+    if parts is None:
+        return {**msg, "parts": []}
+    if isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
+        return msg
+    return {**msg, "parts": _parts(parts, key)}
 
 
-def messages(attrs: Mapping[str, Any], key: str, loads: Callable[[str], Any] = json.loads) -> list[SemconvMessage]:
+def messages(attrs: Mapping[str, Any], key: str) -> list[SemconvMessage]:
     """A ``gen_ai.*.messages`` attribute as a list of ``{"role": str, "parts": [dict], ...}`` (bad items dropped)."""
-    value = parse_json(attrs, key, list, loads)
+    value = parse_json(attrs, key, list)
     if not value:
         return []
-    out: list[SemconvMessage] = []
-    for msg in value:
-        if not isinstance(msg, dict) or not isinstance(msg.get("role", "user"), str):
-            _bad("type", key)
-            continue
-        parts = msg.get("parts")
-        if parts is None:
-            out.append({**msg, "parts": []})
-        elif isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
-            out.append(msg)
-        else:
-            out.append({**msg, "parts": _parts(parts, key)})
-    return out
+    return [m for m in (_message(msg, key) for msg in value) if m is not None]
+
+
+#: Input histories: a step's history text that extends an earlier step's is parsed by its new tail only, and its
+#: messages checked once (a bad one is counted when first parsed). The messages are shared: never mutate them.
+HISTORIES = ArrayPrefixCache(lambda msg: _message(msg, semconv.INPUT_MESSAGES))
+
+
+def input_messages(attrs: Mapping[str, Any]) -> list[SemconvMessage]:
+    """:func:`messages` of ``gen_ai.input.messages``, its JSON text parsed through :data:`HISTORIES`."""
+    if not isinstance(attrs.get(semconv.INPUT_MESSAGES), str):
+        return messages(attrs, semconv.INPUT_MESSAGES)
+    return parse_json(attrs, semconv.INPUT_MESSAGES, list, HISTORIES.loads) or []
 
 
 def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -209,7 +218,7 @@ def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Model
         parent_id=record.parent_id,
         start_ns=record.start_ns,
         end_ns=record.end_ns,
-        inputs=messages(attrs, semconv.INPUT_MESSAGES, HISTORIES.loads),
+        inputs=input_messages(attrs),
         outputs=messages(attrs, semconv.OUTPUT_MESSAGES),
         system_instructions=_parts(system, semconv.SYSTEM_INSTRUCTIONS) if system is not None else None,
         request_model=_str(attrs, semconv.REQUEST_MODEL),

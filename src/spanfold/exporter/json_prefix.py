@@ -11,6 +11,9 @@ array whose elements are those of ``old`` followed by those of ``[Y]`` (after ``
 top-level elements either way). Anything else (a different prefix, whitespace before the comma, a tail that does not
 parse) is parsed whole, as without the cache.
 
+An optional ``element`` function checks or normalises each element once, when it is parsed (None drops it): an
+array's result is its elements through ``element``, the earlier elements taken from the earlier result.
+
 The results share their elements: callers must not mutate the parsed values. Bounded: texts shorter than the key are
 not kept (they are cheap), a text replaces the one it extends, and the cache is emptied once the texts it took in
 since it was last emptied pass ``max_chars`` characters.
@@ -20,6 +23,7 @@ Thread-safe without a lock: entries are immutable tuples, replaced whole.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 #: The first characters of a text are its key: every extension of a text shares them.
@@ -27,24 +31,25 @@ KEY_CHARS = 64
 #: Texts remembered per key (runs that began the same way, e.g. one system prompt, in parallel).
 PER_KEY = 8
 
-_Entry = tuple[str, list[Any]]  # (the text without its closing "]", its parsed elements)
+_Entry = tuple[str, list[Any]]  # (the text without its closing "]", its elements, through ``element``)
 
 
 class ArrayPrefixCache:
     """``loads(text)`` for JSON arrays, reusing the parse of an earlier text that ``text`` extends or equals."""
 
-    __slots__ = ("_chars", "_entries", "hits", "max_chars")
+    __slots__ = ("_chars", "_element", "_entries", "hits", "max_chars")
 
-    def __init__(self, max_chars: int = 8_000_000) -> None:
+    def __init__(self, element: Callable[[Any], Any] | None = None, max_chars: int = 8_000_000) -> None:
+        self._element = element
         self._entries: dict[str, tuple[_Entry, ...]] = {}
         self._chars = 0
         self.max_chars = max_chars
         self.hits = 0
 
     def loads(self, text: str) -> Any:
-        """``json.loads(text)``, a new list when ``text`` is an array (its elements possibly shared)."""
+        """``json.loads(text)``; an array as a new list of its elements through ``element`` (possibly shared)."""
         if len(text) <= KEY_CHARS or text[-1] != "]":
-            return json.loads(text)
+            return self._elements(json.loads(text))
         key = text[:KEY_CHARS]
         entries = self._entries.get(key, ())
         for i, (body, elements) in enumerate(entries):
@@ -55,7 +60,7 @@ class ArrayPrefixCache:
                 self.hits += 1
                 self._keep(key, entries, i, (body, elements))
                 return list(elements)
-            if text[end] != "," or not elements:
+            if text[end] != ",":
                 continue
             try:
                 tail = json.loads("[" + text[end + 1 :])
@@ -64,13 +69,21 @@ class ArrayPrefixCache:
             if not isinstance(tail, list):
                 break
             self.hits += 1
-            value = elements + tail
+            value = elements + self._elements(tail)
             self._keep(key, entries, i, (text[:-1], value))
             return list(value)
-        value = json.loads(text)
-        if isinstance(value, list):
+        parsed = json.loads(text)
+        value = self._elements(parsed)
+        if isinstance(parsed, list) and parsed:  # kept texts end with a whole element: "[X" of a non-empty "[X]"
             self._keep(key, entries, None, (text[:-1], value))
+            return list(value)
         return value
+
+    def _elements(self, value: Any) -> Any:
+        element = self._element
+        if element is None or not isinstance(value, list):
+            return value
+        return [e for e in map(element, value) if e is not None]
 
     def _keep(self, key: str, entries: tuple[_Entry, ...], replaced: int | None, entry: _Entry) -> None:
         """Put ``entry`` first under ``key``, in place of entry ``replaced`` (the text it extends) if given."""
