@@ -139,3 +139,15 @@ def test_same_flat_trace(harness: Harness, name: str) -> None:
         model_spans = {s.name for s in theirs.spans if s.name not in ("weather run",)}
         assert set(sources) <= model_spans
         assert len(sources) == 3
+
+
+def test_rewriters_leave_spanfold_spans_alone(harness: Harness) -> None:
+    """spanfold's own spans (and plain user spans) are read by the generic path: no producer's rewriter claims them."""
+    from spanfold.exporter.dialects import REWRITERS
+    from spanfold.exporter.records import from_readable
+
+    run = run_spanfold(harness)
+    assert {s.name for s in run.spans} >= {"chat gpt-4o-mini", "execute_tool get_weather", "weather run"}
+    for span in run.spans:
+        record = from_readable(span)
+        assert [rewrite(record) for rewrite in REWRITERS] == [None] * len(REWRITERS), span.name
