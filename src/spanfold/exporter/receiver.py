@@ -112,7 +112,9 @@ class Receiver:
 
     def __init__(self, options: ServeOptions, writers: Sequence[Writer] | None = None) -> None:
         self.options = options
-        config = config_module.load({"output": options.output, "format": options.format})
+        # Every trace holds a span: the span bound (503 past it) bounds the traces too, before any is cut short.
+        limits = {"max_traces_in_flight": options.max_spans}
+        config = config_module.load({"output": options.output, "format": options.format, **limits})
         chosen = list(writers) if writers is not None else writers_for(config)
         self.fold = FoldWorker(chosen, config, Policy(quiet=options.wait, root=trace_root), name="spanfold-serve")
         self._expected = f"Bearer {options.token}".encode() if options.token else None
