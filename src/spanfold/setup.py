@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,6 +147,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         _handle = handle
         if not _atexit_registered:
             atexit.register(_at_exit)
+            _install_sigterm()
             _atexit_registered = True
         return handle
 
@@ -167,6 +169,29 @@ def _at_exit() -> None:
             handle.flush(timeout=10.0)
         except Exception as exc:  # never make the user's exit noisy
             counters.fault("atexit.flush", exc)
+
+
+def _install_sigterm() -> None:
+    """Flush on SIGTERM too (its default action ends the process without atexit), then do what SIGTERM did before:
+    the previous Python handler, else the default action. Left alone when SIGTERM is ignored or handled in C, and
+    outside the main thread (where handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is signal.SIG_DFL or callable(previous):
+            signal.signal(signal.SIGTERM, lambda signum, frame: _on_sigterm(previous, signum, frame))
+    except (ValueError, OSError) as exc:  # a platform without SIGTERM handlers
+        counters.fault("sigterm.install", exc)
+
+
+def _on_sigterm(previous: Any, signum: int, frame: Any) -> None:
+    _at_exit()
+    if callable(previous):
+        previous(signum, frame)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 @contextmanager

@@ -275,7 +275,6 @@ def ends(harness: Harness) -> Ends:
 
 
 def _check_one_end(harness: Harness, ends: Ends, error: bool) -> ReadableSpan:
-    gc.collect()
     spans = harness.take_spans()
     assert len(spans) == 1, [s.name for s in spans]
     assert len(ends.ends) == len(set(ends.ends)) == 1

@@ -7,6 +7,11 @@
 * :class:`JsonFileWriter`: one pretty ``<trace_id>.json`` per trace, written to a temporary file and renamed.
 * :class:`MemoryWriter`: a list of :class:`~spanfold.trace.model.Trace` (tests, capture).
 
+A writer killed mid-line (SIGKILL stops a ``write`` part way) can leave a line without its newline, or an events line
+without its metadata line: the next writer, of any process, cuts the torn tail (``writer.torn_lines_cut``) and restores
+a lost metadata line as a placeholder (``writer.meta_lines_restored``) before it appends, reading only what was
+appended since its own last write.
+
 An ``OSError`` (disk full, permission denied, directory deleted) is a counted fault (``writer.io``), logged once; the
 trace waits in a bounded retry buffer and is written, in order, once the path works again (the directory is
 re-created). Files are created 0600, directories 0700.
@@ -27,7 +32,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from spanfold import counters
 from spanfold.trace import formats
-from spanfold.trace.model import Trace
+from spanfold.trace.model import Trace, TraceMeta
 
 EVENTS_FILES: Final = {"invariant": "traces.jsonl", "agentv": "traces.agentv.jsonl"}
 META_FILE: Final = "traces.meta.jsonl"
@@ -37,7 +42,7 @@ MAX_RETRY_BYTES: Final = 64 * 1024 * 1024
 
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
-_APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_APPEND_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -67,6 +72,37 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+_SCAN: Final = 1 << 20
+
+
+def _cut_torn_tail(fd: int) -> int:
+    """Cut a last line that has no newline (its writer died mid-write); 1 when something was cut, else 0."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return 0
+    end = size
+    while end > 0:
+        start = max(0, end - _SCAN)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            os.ftruncate(fd, start + found + 1)
+            return 1
+        end = start
+    os.ftruncate(fd, 0)
+    return 1
+
+
+def _count_lines(fd: int, start: int, end: int) -> int:
+    lines = 0
+    while start < end:
+        chunk = os.pread(fd, min(_SCAN, end - start), start)
+        if not chunk:
+            break
+        lines += chunk.count(b"\n")
+        start += len(chunk)
+    return lines
 
 
 def _ensure_dir(directory: Path) -> None:
@@ -174,6 +210,8 @@ class JsonlWriter(_RetryingWriter):
         self.directory = Path(directory)
         self.events_path = self.directory / EVENTS_FILES[format]
         self.meta_path: Path | None = self.directory / META_FILE if format == "invariant" else None
+        #: (inode, size) of the events and metadata files after this writer's last append, both whole and aligned.
+        self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
         try:
             _ensure_dir(self.directory)
         except OSError as exc:
@@ -191,15 +229,48 @@ class JsonlWriter(_RetryingWriter):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
             if self.meta_path is None:
+                _count_cut(_cut_torn_tail(fd))
                 _append_lines([(fd, events)])
                 return
             meta_fd = _open_append(self.meta_path)
             try:
+                self._repair(fd, meta_fd)
                 _append_lines([(fd, events), (meta_fd, meta)])
+                self._checked = (_where(fd), _where(meta_fd))
             finally:
                 os.close(meta_fd)
         finally:
             os.close(fd)
+
+    def _repair(self, fd: int, meta_fd: int) -> None:
+        """Under the lock: cut torn tails, then give every events line appended since this writer last looked (by
+        any process) its metadata line, a placeholder where a crash lost it."""
+        _count_cut(_cut_torn_tail(fd) + _cut_torn_tail(meta_fd))
+        now = (_where(fd), _where(meta_fd))
+        since = self._checked
+        if since is None or any(a[0] != b[0] or a[1] > b[1] for a, b in zip(since, now, strict=True)):
+            since = ((now[0][0], 0), (now[1][0], 0))  # first look, or the files were replaced: count them whole
+        missing = _count_lines(fd, since[0][1], now[0][1]) - _count_lines(meta_fd, since[1][1], now[1][1])
+        if missing > 0:
+            _write_all(meta_fd, _LOST_META * missing)
+            counters.incr("writer.meta_lines_restored", missing)
+
+
+def _where(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_ino, st.st_size
+
+
+def _count_cut(n: int) -> None:
+    if n:
+        counters.incr("writer.torn_lines_cut", n)
+
+
+#: The metadata line standing for one a crash lost (its events line was written, then the writer was killed).
+_LOST_META: Final = (
+    formats.meta_line(Trace(events=[], meta=TraceMeta(trace_id="", status="incomplete", extra={"meta_lost": True})))
+    + "\n"
+).encode("utf-8")
 
 
 def _append_lines(writes: list[tuple[int, bytes]]) -> None:
