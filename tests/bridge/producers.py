@@ -302,18 +302,31 @@ def run_otel_v2_events(h: Harness, *, capture: bool = True, stream: bool = False
     return run
 
 
-def run_openllmetry(h: Harness, *, api: str = "openai") -> Run:
+def run_openllmetry(h: Harness, *, api: str = "openai", events: bool = False) -> Run:
+    """OpenLLMetry; ``events``: its event mode (``use_attributes=False``): messages as log events, not attributes."""
+    from opentelemetry.instrumentation.openai.shared.config import Config
+    from opentelemetry.sdk._logs import LoggerProvider
+
     if api == "anthropic":
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as Instrumentor
     else:
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as Instrumentor  # type: ignore[assignment]
 
-    with instrumented(Instrumentor(), tracer_provider=h.provider), h.run() as run:
-        tools = traceloop_tools(h.provider)
-        if api == "anthropic":
-            run.answer = anthropic_agent(run.anthropic_client(), tools, run.history)
-        else:
-            run.answer = chat_agent(run.openai_client(), tools, run.history)
+    kwargs: dict[str, Any] = {"tracer_provider": h.provider}
+    if events:
+        kwargs["logger_provider"] = logs = LoggerProvider()
+        logs.add_log_record_processor(GenAIEventLogProcessor())
+    saved = Config.use_legacy_attributes  # the instrumentor's constructor sets this class attribute
+    try:
+        instrumentor = Instrumentor(use_attributes=False) if events else Instrumentor()
+        with instrumented(instrumentor, **kwargs), h.run() as run:
+            tools = traceloop_tools(h.provider)
+            if api == "anthropic":
+                run.answer = anthropic_agent(run.anthropic_client(), tools, run.history)
+            else:
+                run.answer = chat_agent(run.openai_client(), tools, run.history)
+    finally:
+        Config.use_legacy_attributes = saved
     return run
 
 

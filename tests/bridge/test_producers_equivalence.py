@@ -4,8 +4,9 @@ finish reasons and usage, up to what the producer records (each :class:`Producer
 
 Producers (versions in pyproject's ``test`` extra): spanfold; the official ``opentelemetry-instrumentation-openai-v2``
 with latest attributes, and with its older per-message log events; OpenLLMetry's OpenAI instrumentation (0.62:
-``gen_ai.input.messages``) and Anthropic instrumentation (0.53.4: ``gen_ai.prompt.N.*``), with traceloop-style tool
-spans; OpenInference's OpenAI instrumentation with its own ``OITracer.tool`` spans.
+``gen_ai.input.messages``; and its event mode, messages as log events) and Anthropic instrumentation (0.53.4:
+``gen_ai.prompt.N.*``), with traceloop-style tool spans; OpenInference's OpenAI instrumentation with its own
+``OITracer.tool`` spans.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ PRODUCERS: dict[str, Producer] = {
     "openllmetry": Producer(run_openllmetry, finish_reasons={"tool_calls": "tool_call"}, tool_spans=True),
     "openllmetry-anthropic-legacy": Producer(
         partial(run_openllmetry, api="anthropic"), api="anthropic", tool_spans=True
+    ),
+    # OpenLLMetry's event mode: the history as system / user events only, the calls in the choice events
+    "openllmetry-events": Producer(
+        partial(run_openllmetry, events=True), finish_reasons={"tool_calls": "tool_call"}, tool_spans=True
     ),
     # OpenInference records no response id
     "openinference": Producer(run_openinference, unrecorded=frozenset({"response_id"}), tool_spans=True),

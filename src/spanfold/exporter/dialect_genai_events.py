@@ -11,7 +11,8 @@ message as a log record (the OTel Logs / Events API) *in the span's context*:
 ``gen_ai.tool.message``
     body ``{"content", "id"}`` (``id``: the tool call it answers)
 ``gen_ai.choice``
-    body ``{"index", "finish_reason", "message": {"role", "content", "tool_calls"}}``
+    body ``{"index", "finish_reason", "message": {"role", "content", "tool_calls"}}`` (OpenLLMetry's event mode,
+    ``use_attributes=False``, emits the same events, with a choice's ``tool_calls`` beside its ``message``)
 
 (``content`` only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; without it the events still
 carry roles, tool-call ids and names.)
@@ -142,9 +143,12 @@ def _calls(raw: Any) -> list[dict[str, Any]]:
     return calls
 
 
-def _message(role: str, body: Mapping[str, Any], **extra: Any) -> list[dict[str, Any]]:
-    calls = _calls(body.get("tool_calls"))
-    return chat_message(body.get("role") or role, body.get("content"), calls, body.get("id"), **extra)
+def _message(
+    role: str, body: Mapping[str, Any], more_calls: Any = None, finish_reason: str | None = None
+) -> list[dict[str, Any]]:
+    calls = _calls(body.get("tool_calls") or more_calls)
+    content = body.get("content")
+    return chat_message(body.get("role") or role, content, calls, body.get("id"), finish_reason=finish_reason)
 
 
 def messages(events: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
@@ -160,7 +164,8 @@ def messages(events: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[
         message = fields.get("message")
         reason = str(fields.get("finish_reason") or "")
         index = fields.get("index")
-        output = _message("assistant", message if isinstance(message, Mapping) else {}, finish_reason=reason)
+        body = message if isinstance(message, Mapping) else {}
+        output = _message("assistant", body, fields.get("tool_calls"), finish_reason=reason)
         choices.append((index if isinstance(index, int) else len(choices), output, reason))
     choices.sort(key=lambda c: c[0])
     outputs = [m for _, msgs, _ in choices for m in msgs]

@@ -77,8 +77,8 @@ def _messages(groups: dict[int, dict[str, Any]], finish_reason: str | None) -> l
         content = fields.get("content")
         if content is None:
             content = _contents(fields)
-        extra = {"finish_reason": finish_reason or ""} if finish_reason is not None else {}
-        out.extend(chat_message(fields.get("role"), content, calls, fields.get("tool_call_id"), **extra))
+        call_id = fields.get("tool_call_id")
+        out.extend(chat_message(fields.get("role"), content, calls, call_id, finish_reason=finish_reason))
     return out
 
 

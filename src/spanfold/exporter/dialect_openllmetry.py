@@ -62,9 +62,10 @@ def _messages(groups: dict[int, dict[str, Any]], output: bool) -> list[dict[str,
         content = fields.get("content")
         if content is None and output:
             content = fields.get("refusal")
-        extra = {"finish_reason": fields.get("finish_reason") or ""} if output else {}
+        reason = str(fields.get("finish_reason") or "") if output else None
         role = fields.get("role") or ("assistant" if output else "user")
-        out.extend(chat_message(role, content, calls, fields.get("tool_call_id"), **extra))
+        call_id = fields.get("tool_call_id")
+        out.extend(chat_message(role, content, calls, call_id, finish_reason=reason, json_lists=True))
     return out
 
 

@@ -4,7 +4,7 @@ Used by the dialect modules (OpenLLMetry, OpenInference, the official instrument
 
 * **chat-shaped** messages, as the OpenAI Chat Completions API takes them: a role, ``content`` (a string, or a list
   of OpenAI content parts ``text`` / ``image_url``, or of Anthropic blocks ``text`` / ``image`` / ``tool_use`` /
-  ``tool_result``, possibly as a JSON string of that list), tool calls and a ``tool_call_id``
+  ``tool_result``; OpenLLMetry writes such a list as its JSON string), tool calls and a ``tool_call_id``
   (:func:`chat_message`). ``tool_result`` blocks become messages of their own with role ``tool``, as the contract
   has them;
 * the same messages **flattened into indexed span attributes** (``gen_ai.prompt.0.role``,
@@ -129,10 +129,10 @@ BLOCKS: dict[str, Callable[[Mapping[str, Any]], Part | None]] = {
 }
 
 
-def _blocks(content: Any) -> list[Any] | None:
-    """Content as a list of blocks, when it is one (a JSON string of a list of typed objects counts)."""
+def _blocks(content: Any, json_lists: bool) -> list[Any] | None:
+    """Content as a list of blocks, when it is one (with ``json_lists``, a JSON string of such a list counts)."""
     if isinstance(content, str):
-        if not content.startswith("[{"):
+        if not (json_lists and content.startswith("[{")):
             return None
         content = loads(content)
     if isinstance(content, (list, tuple)) and all(isinstance(b, Mapping) and "type" in b for b in content):
@@ -140,12 +140,13 @@ def _blocks(content: Any) -> list[Any] | None:
     return None
 
 
-def content_parts(content: Any, *, with_tool_uses: bool = True) -> list[Part]:
+def content_parts(content: Any, *, with_tool_uses: bool = True, json_lists: bool = False) -> list[Part]:
     """The parts of a chat-shaped ``content``. ``with_tool_uses=False`` drops ``tool_use`` blocks (for producers that
-    also list the same calls as tool-call attributes)."""
+    also list the same calls as tool-call attributes); ``json_lists``: the producer writes a content list as the
+    JSON string of it (a text that is such JSON is then read as the list)."""
     if content is None:
         return []
-    blocks = _blocks(content)
+    blocks = _blocks(content, json_lists)
     if blocks is None:
         return [{"type": semconv.PART_TEXT, "content": content if isinstance(content, str) else dumps(content)}]
     parts: list[Part] = []
@@ -160,9 +161,9 @@ def content_parts(content: Any, *, with_tool_uses: bool = True) -> list[Part]:
     return parts
 
 
-def _response(content: Any) -> Any:
+def _response(content: Any, json_lists: bool) -> Any:
     """A tool message's content as the result: text joined from text parts, anything else as it is."""
-    blocks = _blocks(content)
+    blocks = _blocks(content, json_lists)
     if blocks is None:
         return content
     return blocks_text(blocks)
@@ -173,19 +174,18 @@ def chat_message(
     content: Any = None,
     tool_calls: Iterable[Part] = (),
     tool_call_id: Any = None,
-    **extra: Any,
+    *,
+    finish_reason: str | None = None,
+    json_lists: bool = False,
 ) -> list[Message]:
     """One chat-shaped message as contract messages (a ``tool_result`` block splits off as a ``tool`` message).
-    ``extra`` (``finish_reason``) goes on each."""
+    ``finish_reason`` (of an output) goes on each; ``json_lists``: see :func:`content_parts`."""
     role = str(role) if role else "user"
     calls = list(tool_calls)
+    extra = {"finish_reason": finish_reason} if finish_reason is not None else {}
     if role == "tool":
-        part = {"type": semconv.PART_TOOL_CALL_RESPONSE, "id": tool_call_id, "response": _response(content)}
+        response = _response(content, json_lists)
+        part = {"type": semconv.PART_TOOL_CALL_RESPONSE, "id": tool_call_id, "response": response}
         return [{"role": role, "parts": [part], **extra}]
-    parts = content_parts(content, with_tool_uses=not calls) + calls
+    parts = content_parts(content, with_tool_uses=not calls, json_lists=json_lists) + calls
     return split_messages([{"role": role, "parts": parts}], **extra)
-
-
-def chat_messages(messages: Iterable[Message]) -> str:
-    """Contract messages as the attribute's JSON."""
-    return dumps(list(messages))
