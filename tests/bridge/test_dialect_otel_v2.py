@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,3 +218,16 @@ def test_processor_keeps_only_genai_events_in_a_span() -> None:
         logger.emit(LogRecord(body="a plain log line"))
     assert len(buffer) == 1
     assert buffer.take(span.get_span_context().span_id) == [("gen_ai.user.message", {"content": "inside"})]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_starts_with_an_empty_buffer() -> None:
+    buffer = events.EventBuffer()
+    buffer.add(7, "gen_ai.user.message", {"content": "the parent's"})
+    pid = os.fork()
+    if pid == 0:  # the child: its buffer is empty and usable
+        buffer.add(8, "gen_ai.user.message", {"content": "the child's"})
+        os._exit(0 if len(buffer) == 1 and 7 not in buffer else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert buffer.take(7) == [("gen_ai.user.message", {"content": "the parent's"})]

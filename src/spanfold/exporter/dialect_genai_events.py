@@ -28,7 +28,8 @@ How the events reach the fold, without the fold's span pipeline knowing about lo
    in one pass over the events. A span is folded once, so taking keeps the buffer small.
 3. The buffer is bounded (:data:`MAX_SPANS`, least recently written span dropped first, counted as
    ``genai_events_dropped``): events of spans that never reach a fold (no ``FoldingSpanProcessor``, spans sampled
-   out) cannot grow it. It is thread-safe (emit on the user's threads, take on the fold worker).
+   out) cannot grow it. It is thread-safe (emit on the user's threads, take on the fold worker) and fork-safe (a
+   forked child starts empty).
 
 The instrumentation emits the events before it ends the span, and the folding processor folds a span after it ended,
 so every event is buffered before its span is read. Other sources of such events (an OTLP logs endpoint) can feed the
@@ -37,7 +38,9 @@ same buffer with :meth:`EventBuffer.add`. Never imports :mod:`spanfold.instrumen
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
@@ -66,6 +69,18 @@ class EventBuffer:
 
     def __init__(self, max_spans: int = MAX_SPANS) -> None:
         self.max_spans = max_spans
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a forked child starts empty, with a lock no parent thread holds
+            reset = weakref.WeakMethod(self._reset)
+
+            def after_in_child() -> None:
+                method = reset()
+                if method is not None:
+                    method()
+
+            os.register_at_fork(after_in_child=after_in_child)
+
+    def _reset(self) -> None:
         self._events: OrderedDict[int, list[tuple[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
 
