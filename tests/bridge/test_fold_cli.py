@@ -111,6 +111,27 @@ def test_unparented_calls_are_stitched(tmp_path: Path, _global_provider: Any, gl
     assert len(lines(tmp_path / "apart" / "traces.jsonl")) == 6  # each call and each tool run on its own
 
 
+def test_calls_of_two_processes_are_never_stitched_together(
+    tmp_path: Path, _global_provider: Any, global_spans: Any
+) -> None:
+    """Two copies of one zero-code agent (same prompts, same call ids from their own mock servers), interleaved in
+    one span file: each process's calls make its own conversation."""
+    runs = []
+    for service in ("worker-a", "worker-b"):
+        global_spans.clear()
+        run_weather_agent(_global_provider, agent=None)
+        runs.append([in_process(s, service) for s in global_spans.get_finished_spans()])
+    interleaved = [[span] for pair in zip(*runs, strict=True) for span in pair]
+    (tmp_path / "spans.jsonl").write_text(collector_lines(*interleaved))
+    result = fold(str(tmp_path / "spans.jsonl"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    traces = lines(tmp_path / "out" / "traces.jsonl")
+    metas = [m["metadata"] for m in lines(tmp_path / "out" / "traces.meta.jsonl")]
+    assert [[e["role"] for e in t] for t in traces] == [WEATHER_ROLES, WEATHER_ROLES]
+    assert sorted(m["service"] for m in metas) == ["worker-a", "worker-b"]
+    assert [len(m["otel_trace_ids"]) for m in metas] == [6, 6]
+
+
 def _bad_inputs(spans: list[ReadableSpan]) -> dict[str, tuple[str, str]]:
     good = collector_lines(spans)
     zero = otlp_json(spans)

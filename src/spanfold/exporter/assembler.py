@@ -17,13 +17,14 @@ trace's own root (no parent at all) for a receiver that gathers the parts of a t
 
 Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, counted ``traces_incomplete``),
 ``max_spans_per_trace`` (``traces_truncated``, ``dropped_spans``) and ``trace_timeout`` for traces whose root never
-comes. Un-parented calls are stitched (:mod:`spanfold.exporter.stitch`) and closed after ``stitch_idle`` seconds.
+comes. Un-parented calls are stitched (:mod:`spanfold.exporter.stitch`) within the process they came from (as
+far as the resource tells: one stitcher per resource) and closed after ``stitch_idle`` seconds.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,15 @@ def local_root(record: SpanRecord) -> bool:
 def trace_root(record: SpanRecord) -> bool:
     """The root of the whole trace: no parent at all."""
     return record.parent_id is None
+
+
+def process_key(resource: Mapping[str, Any]) -> Hashable:
+    """Which process a span came from, as far as its resource tells (one SDK: one resource): stitching never joins
+    the calls of two processes (a receiver hears many)."""
+    try:
+        return frozenset(resource.items())
+    except TypeError:  # an unhashable value (a key-value list)
+        return repr(sorted(resource.items(), key=lambda kv: kv[0]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +92,7 @@ class Assembler:
         self.spans = 0  # records buffered, all traces together
         self._traces: OrderedDict[int, _Buffer] = OrderedDict()  # least recently active first
         self._rooted: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root arrived (quiet policy)
-        self._stitcher = Stitcher()
+        self._stitchers: dict[Hashable, Stitcher] = {}  # one per process: calls are stitched within a process
 
     # --- input -------------------------------------------------------------------------------------------
 
@@ -142,8 +152,11 @@ class Assembler:
             if buf.touched > limit:
                 break
             self._finish(buf, incomplete=True)
-        for conv in self._stitcher.idle(now - self.config.stitch_idle):
-            self._write_conversation(conv)
+        for key, stitcher in list(self._stitchers.items()):
+            for conv in stitcher.idle(now - self.config.stitch_idle):
+                self._write_conversation(conv)
+            if not stitcher.open:
+                del self._stitchers[key]
 
     def next_deadline(self) -> float | None:
         """The earliest ``now`` at which :meth:`expire` has something to do (None: nothing is waiting)."""
@@ -152,9 +165,10 @@ class Assembler:
             deadlines.append(next(iter(self._traces.values())).touched + self.config.trace_timeout)
         if self._rooted and self.policy.quiet is not None:
             deadlines.append(next(iter(self._rooted.values())).touched + self.policy.quiet)
-        conv = self._stitcher.oldest_touch()
-        if conv is not None:
-            deadlines.append(conv + self.config.stitch_idle)
+        for stitcher in self._stitchers.values():
+            touched = stitcher.oldest_touch()
+            if touched is not None:
+                deadlines.append(touched + self.config.stitch_idle)
         return min(deadlines) if deadlines else None
 
     def flush(self, now: float, *, final: bool) -> None:
@@ -163,8 +177,10 @@ class Assembler:
         for buf in list(self._traces.values()):
             if final or buf.root_seen:
                 self._finish(buf, incomplete=not buf.root_seen or bool(buf.open))
-        for conv in self._stitcher.close_all():
-            self._write_conversation(conv)
+        stitchers, self._stitchers = self._stitchers, {}
+        for stitcher in stitchers.values():
+            for conv in stitcher.close_all():
+                self._write_conversation(conv)
         for writer in self.writers:
             self._call(writer, "flush")
         if final:
@@ -172,7 +188,8 @@ class Assembler:
                 self._call(writer, "close")
 
     def stats(self) -> dict[str, int]:
-        return {"traces_in_flight": len(self._traces), "conversations_open": len(self._stitcher)}
+        open_conversations = sum(len(s) for s in self._stitchers.values())
+        return {"traces_in_flight": len(self._traces), "conversations_open": open_conversations}
 
     # --- fold and write ----------------------------------------------------------------------------------
 
@@ -201,12 +218,16 @@ class Assembler:
         self._write(trace)
 
     def _stitch(self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus) -> None:
-        conv = self._stitcher.add(root, buf.trace_id, buf.records, steps, status, buf.touched)
-        while len(self._stitcher) > self.config.max_traces_in_flight:
-            oldest = next(iter(self._stitcher.open.values()))
+        key = process_key(buf.records[0].resource)
+        stitcher = self._stitchers.get(key)
+        if stitcher is None:
+            stitcher = self._stitchers[key] = Stitcher()
+        conv = stitcher.add(root, buf.trace_id, buf.records, steps, status, buf.touched)
+        while len(stitcher) > self.config.max_traces_in_flight:
+            oldest = next(iter(stitcher.open.values()))
             if oldest is conv:
                 break
-            self._write_conversation(self._stitcher.close(oldest))
+            self._write_conversation(stitcher.close(oldest))
 
     def _write_conversation(self, conv: Conversation) -> None:
         try:
