@@ -30,9 +30,19 @@ _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
 @click.option(
     "--token", envvar="SPANFOLD_SERVE_TOKEN", default=None, help="Require 'Authorization: Bearer TOKEN' (or env)."
 )
-@click.option("--max-body", default=_DEFAULTS["max_body_bytes"], show_default=True, help="Largest request, bytes.")
 @click.option(
-    "--max-spans", default=_DEFAULTS["max_spans"], show_default=True, help="Spans held before clients get 503."
+    "--max-body",
+    default=_DEFAULTS["max_body_bytes"],
+    type=click.IntRange(1),
+    show_default=True,
+    help="Largest request, bytes.",
+)
+@click.option(
+    "--max-spans",
+    default=_DEFAULTS["max_spans"],
+    type=click.IntRange(1),
+    show_default=True,
+    help="Spans held before clients get 503.",
 )
 def command(
     host: str, port: int, output: str, fmt: str, wait: float, token: str | None, max_body: int, max_spans: int
