@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spanfold import demo
+from spanfold import counters, demo
 from spanfold.exporter import dialect_openinference as dialect
 from spanfold.exporter.records import from_readable
 from spanfold.testing import Reply, ToolCallSpec
@@ -210,3 +210,26 @@ def test_chain_and_other_kinds_are_not_steps(harness: Harness) -> None:
     (chain,) = chained.named("<lambda>")
     assert (chain.attributes or {})["openinference.span.kind"] == "CHAIN"
     assert dialect.rewrite(from_readable(chain)) is None
+
+
+def test_messages_lost_to_the_attribute_limit_are_counted(harness: Harness) -> None:
+    """Flattened messages of a long history overflow the SDK's attribute count limit (128 by default), which drops
+    the oldest attributes: the fold keeps what is left and counts what is missing."""
+    from opentelemetry.sdk.trace import SpanLimits
+
+    limit = SpanLimits().max_span_attributes  # the limit in force (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, else 128)
+    assert limit is not None
+    turns = [f"turn {i}: " + "words " * 10 for i in range(limit)]
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)]
+    with instrumented(instrumentor(), tracer_provider=harness.provider), harness.run() as run:
+        run.server.script(Reply.text("Done."))
+        run.openai_client().chat.completions.create(model=demo.MODEL, messages=messages)
+    (llm,) = run.named("ChatCompletion")
+    raw = llm.attributes or {}
+    assert len(raw) == limit
+    assert "llm.input_messages.0.message.content" not in raw
+    events = run.invariant()
+    assert events[-1] == {"role": "assistant", "content": "Done."}
+    assert events[-2] == {"role": messages[-1]["role"], "content": turns[-1]}
+    assert 0 < len(events) - 1 < len(turns)
+    assert counters.snapshot()["dialect_messages_missing"] == len(turns) - (len(events) - 1)

@@ -27,7 +27,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.exporter.dialect_shapes import chat_message, dumps, in_order, indexed, indexed_tool_calls
+from spanfold.exporter.dialect_shapes import (
+    chat_message,
+    dumps,
+    in_order,
+    indexed,
+    indexed_tool_calls,
+    messages_in_order,
+)
 from spanfold.exporter.records import SpanRecord
 
 SPAN_KIND: Final = "openinference.span.kind"
@@ -71,7 +78,7 @@ def _contents(fields: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 def _messages(groups: dict[int, dict[str, Any]], finish_reason: str | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for message in in_order(groups):
+    for message in messages_in_order(groups):
         fields = {k[len(_MESSAGE) :]: v for k, v in message.items() if k.startswith(_MESSAGE)}
         calls = indexed_tool_calls(fields, "tool_calls.", _CALL_KEYS)
         content = fields.get("content")

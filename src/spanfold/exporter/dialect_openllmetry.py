@@ -30,7 +30,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.exporter.dialect_shapes import chat_message, dumps, in_order, indexed, indexed_tool_calls, loads
+from spanfold.exporter.dialect_shapes import (
+    chat_message,
+    dumps,
+    in_order,
+    indexed,
+    indexed_tool_calls,
+    loads,
+    messages_in_order,
+)
 from spanfold.exporter.records import SpanRecord
 
 REQUEST_TYPE: Final = "llm.request.type"
@@ -57,7 +65,7 @@ ENTITY_OPERATIONS: Final = {"tool": semconv.OP_EXECUTE_TOOL, "agent": semconv.OP
 
 def _messages(groups: dict[int, dict[str, Any]], output: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for fields in in_order(groups):
+    for fields in messages_in_order(groups):
         calls = indexed_tool_calls(fields, "tool_calls.", _CALL_KEYS)
         content = fields.get("content")
         if content is None and output:

@@ -9,7 +9,7 @@ Used by the dialect modules (OpenLLMetry, OpenInference, the official instrument
   has them;
 * the same messages **flattened into indexed span attributes** (``gen_ai.prompt.0.role``,
   ``llm.input_messages.0.message.tool_calls.1.tool_call.id``): :func:`indexed` groups them back in one pass over
-  the attributes.
+  the attributes; :func:`messages_in_order` counts the messages a span lost to the SDK's attribute count limit.
 
 Linear in the attribute count; never imports :mod:`spanfold.instrumentation`.
 """
@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
-from spanfold import semconv
+from spanfold import counters, semconv
 from spanfold.exporter.dialect_anthropic_native import blocks_text, split_messages
 
 Part: TypeAlias = dict[str, Any]
@@ -58,6 +58,17 @@ def indexed(attrs: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str, In
 
 def in_order(groups: Indexed) -> list[dict[str, Any]]:
     return [groups[i] for i in sorted(groups)]
+
+
+def messages_in_order(groups: Indexed) -> list[dict[str, Any]]:
+    """Flattened messages in order. Indexes missing from ``0..N`` are messages the span lost, mostly to the SDK's
+    attribute count limit (``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT``, 128 by default, drops the oldest attributes): counted
+    as ``dialect_messages_missing``, and the fold goes on with the messages that are there."""
+    if groups:
+        missing = max(groups) + 1 - len(groups)
+        if missing:
+            counters.incr("dialect_messages_missing", missing)
+    return in_order(groups)
 
 
 def tool_call(call_id: Any, name: Any, arguments: Any) -> Part:
