@@ -17,6 +17,8 @@ from functools import partial
 from typing import Any
 
 import pytest
+from anthropic.resources.messages import Messages
+from openai.resources.chat.completions import Completions
 
 from .producers import (
     Harness,
@@ -63,6 +65,9 @@ def expected(ids: str) -> list[dict[str, Any]]:
 
 
 IDS = {"openai": "call_mock_", "anthropic": "toolu_mock_"}
+#: The SDK methods the producers patch, as they are before any test instruments them.
+SDK_METHODS = [(Completions, "create"), (Messages, "create")]
+ORIGINALS = [vars(cls)[name] for cls, name in SDK_METHODS]
 #: The metadata of a model step's first output event that producers can record.
 STEP_KEYS = ("model", "provider", "response_id", "finish_reasons", "usage")
 
@@ -135,6 +140,9 @@ def test_same_flat_trace(harness: Harness, name: str) -> None:
     assert len(mine) == 3
     assert theirs.fold().meta.usage == ours.fold().meta.usage
     assert theirs.fold().meta.models == ours.fold().meta.models
+
+    # nothing stays patched for the next test (OpenLLMetry's uninstrument() leaves its wrapper: producers.LEFT_PATCHED)
+    assert [vars(cls)[name] for cls, name in SDK_METHODS] == ORIGINALS
 
     sources = tool_sources(theirs)
     if producer.tool_spans:  # each result from the tool's own span, paired with the model's call
