@@ -12,13 +12,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 
 from spanfold.trace.decode import decode, shape_of
 from spanfold.trace.errors import TraceError
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # the type of Registry.resolver(); referencing exports no name for it
 
 #: Schema file (without ``.schema.json``) for each shape.
 SCHEMAS = {
@@ -58,9 +61,27 @@ def _registry() -> Registry[Any]:
     return Registry().with_resources((str(r.contents["$id"]), r) for r in resources_)
 
 
+def _inline(node: Any, resolver: Resolver[Any]) -> Any:
+    """``node`` with every ``$ref`` replaced by what it points to (the schemas have no cycles): validating a value
+    then never resolves a reference, which is most of jsonschema's time on a trace."""
+    if isinstance(node, list):
+        return [_inline(item, resolver) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _inline(v, resolver) for k, v in node.items() if k not in ("$ref", "$defs")}
+    if "$ref" in node:
+        resolved = resolver.lookup(node["$ref"])
+        target = {k: v for k, v in _inline(resolved.contents, resolved.resolver).items() if k not in ("$id", "$schema")}
+        out = {**target, **out} if not set(target) & set(out) else {"allOf": [target], **out}
+    return out
+
+
 @cache
 def validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator(load_schema(name), registry=_registry())
+    """The validator of a format's schema, its references inlined."""
+    schema = load_schema(name)
+    resolver = _registry().resolver(base_uri=str(schema["$id"]))
+    return Draft202012Validator(_inline(schema, resolver))
 
 
 def json_path(parts: Iterable[Any]) -> str:
@@ -81,6 +102,8 @@ def _position(error: ValidationError) -> list[tuple[int, int, str]]:
 
 
 def _message(error: ValidationError) -> str:
+    if error.validator == "not":
+        return f"{error.instance!r} is not allowed here"
     if error.validator in ("anyOf", "oneOf") and error.context:
         return "; or ".join(sorted({e.message for e in error.context}))
     return str(error.message)
