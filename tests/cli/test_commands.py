@@ -208,3 +208,22 @@ def test_the_console_script_in_a_real_process(traces: Recorded, tmp_path: Path) 
     assert converted.returncode == 2
     assert converted.stderr == f"{bad}:2: not valid JSON: Expecting value (column 11)\n"
     assert not out.exists() and list(bad.parent.iterdir()) == [bad]
+
+
+def test_show_and_summary_read_compact_yaml_and_summary_records(cli: Cli, traces: Recorded, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    assert cli("convert", "--to", "compact", traces.agentv, "-o", spec).exit_code == 0
+    shown = cli("show", spec, "--trace", "2")
+    assert shown.exit_code == 0
+    assert shown.stdout.startswith(f"{spec}:") and "(lookup-bot)" not in shown.stdout  # compact has no metadata
+    assert "<- lookup_city [call_mock_4]: unknown city Atlantis" in shown.stdout
+    summaries = tmp_path / "s.jsonl"
+    assert cli("convert", "--to", "agentv", "--summary-only", traces.agentv, "-o", summaries).exit_code == 0
+    only = cli("show", summaries, "--trace", "1")
+    assert only.exit_code == 0 and "9 events, 3 tool calls, 0 errors" in only.stdout
+    events = cli("convert", "--to", "invariant", summaries)
+    assert events.exit_code == 2
+    assert (
+        events.stderr.splitlines()[0]
+        == f"{summaries}:1: holds a trace summary but no events (use --to agentv --summary-only)"
+    )

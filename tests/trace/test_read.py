@@ -152,3 +152,12 @@ def test_read_values_reports_the_first_line_of_each_value(tmp_path: Path) -> Non
     path = lines(tmp_path / "t.jsonl", "", EVENTS)
     (value,) = list(read_values(path))
     assert not isinstance(value, Problem) and value.line == 2 and value.data == EVENTS
+
+
+def test_whole_files_that_are_not_utf8_name_the_line(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_bytes(b"- role: user\n  content: \xff\n")
+    doc = tmp_path / "one.json"
+    doc.write_bytes(b'[\n{"role": "\xff"}]')
+    assert outcome(spec) == [f"{spec}:2: not valid UTF-8 (byte 25)"]
+    assert outcome(doc) == [f"{doc}:2: not valid UTF-8 (byte 13)"]

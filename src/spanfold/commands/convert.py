@@ -62,7 +62,7 @@ def _encode(record: Record, to: str, style: str, summary_only: bool) -> Any:
     if trace is None:  # a summary-only AgentV record: only summary-only output can carry it
         decoded = record.decoded
         if not (summary_only and decoded.summary is not None):
-            raise ValueError(f"a {decoded.shape} record holds no trace events")
+            raise ValueError("holds a trace summary but no events (use --to agentv --summary-only)")
         meta = decoded.meta.to_dict() if decoded.meta is not None else {}
         return {"trace_summary": decoded.summary.to_dict(), "metadata": meta}
     return formats.to_value(trace, to, style=style, summary_only=summary_only)

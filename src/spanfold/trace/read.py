@@ -119,15 +119,21 @@ def _lines(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[V
             yield Problem(name, number, str(exc))
 
 
+def _whole_text(raw: bytes, name: str) -> str | Problem:
+    """A whole file's text, or the line of its first byte that is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Problem(name, raw[: exc.start].count(b"\n") + 1, f"not valid UTF-8 (byte {exc.start + 1})")
+
+
 def _whole_json(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Value | Problem]:
     raw = handle.read()
     if progress is not None:
         progress(len(raw))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        yield Problem(name, line, f"not valid UTF-8 (byte {exc.start + 1})")
+    text = _whole_text(raw, name)
+    if isinstance(text, Problem):
+        yield text
         return
     if not text.strip():
         return
@@ -147,11 +153,11 @@ def _yaml(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Va
     raw = handle.read()
     if progress is not None:
         progress(len(raw))
-    try:
-        loader = yaml.SafeLoader(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        yield Problem(name, raw[: exc.start].count(b"\n") + 1, f"not valid UTF-8 (byte {exc.start + 1})")
+    text = _whole_text(raw, name)
+    if isinstance(text, Problem):
+        yield text
         return
+    loader = yaml.SafeLoader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
