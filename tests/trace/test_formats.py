@@ -263,6 +263,7 @@ def test_the_exporter_lines_are_unchanged() -> None:
         ({"trace": "x"}, "trace must be a list of events"),
         ({"trace": [{"type": "thought", "timestamp": T0}]}, "event 1: type must be one of"),
         ([{"role": "assistant", "tool_calls": [{"input": {}}]}], "event 1: a tool call needs function.name"),
+        ({"trace": [{"type": "tool_call", "timestamp": T0}]}, "event 1: a tool_call needs a name"),
     ],
 )
 def test_decode_errors_name_the_event(value: Any, message: str) -> None:
@@ -277,3 +278,23 @@ def test_shapes() -> None:
     assert shape_of({"text": "", "output": []}) == "agentv-cli"
     assert shape_of({"trace": []}) == "agentv"
     assert shape_of({"trace_summary": {}}) == "agentv-summary"
+
+
+def test_a_tool_output_of_image_chunks_survives_agentv() -> None:
+    events = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "1", "type": "function", "function": {"name": "screenshot", "arguments": {}}}],
+        },
+        {
+            "role": "tool",
+            "content": [{"type": "image", "image_url": "data:image/png;base64,AA=="}],
+            "tool_call_id": "1",
+        },
+        {"role": "tool", "content": '{"n": [1, 2]}', "tool_call_id": "2"},
+    ]
+    doc = formats.to_value(decode_trace(events), "agentv")
+    assert decode_trace(doc).to_invariant() == events
+    doc["trace"][2]["output"] = {"n": [1, 2]}  # AgentV output may be any JSON: read as its JSON text
+    assert decode_trace(doc).to_invariant()[2]["content"] == '{"n": [1, 2]}'

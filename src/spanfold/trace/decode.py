@@ -113,10 +113,17 @@ def invariant_events(raw: list[Any]) -> list[Message]:
     return [invariant_event(ev, n) for n, ev in enumerate(raw, start=1)]
 
 
+def _is_chunks(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in value)
+
+
 def _json_text(value: Any) -> Content:
     """A tool output as message content: strings and chunk lists as they are, other JSON encoded."""
     if value is None or isinstance(value, str):
         return value
+    if value and _is_chunks(value):
+        chunks: list[dict[str, Any]] = value
+        return chunks
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -139,7 +146,9 @@ def agentv_events(raw: list[Any]) -> list[Message]:
                 last = Message(role="assistant", timestamp=ts, metadata=meta)
                 out.append(last)
             name = ev.get("name")
-            last.tool_calls.append(ToolCall(_opt_str(ev.get("id")), str(name), parse_arguments(ev.get("input"))))
+            if not isinstance(name, str):
+                raise TraceError(f"event {n}: a tool_call needs a name")
+            last.tool_calls.append(ToolCall(_opt_str(ev.get("id")), name, parse_arguments(ev.get("input"))))
             continue
         last = None
         if kind == "tool_result":
@@ -164,7 +173,7 @@ def agentv_events(raw: list[Any]) -> list[Message]:
         error = None
         if kind == "error":
             found = meta.pop("error", None)
-            if found is None:  # spanfold before 0.1 wrote the error itself as the metadata
+            if found is None:  # the error itself as the metadata (as the first agentv writer had it)
                 found, meta = meta, {}
             error = found if isinstance(found, dict) else {"type": "error", "message": str(found)}
         msg = Message(role=role, content=content, error=error, timestamp=ts, metadata=meta)
