@@ -119,6 +119,13 @@ OPTIONS: Mapping[str, Option] = {
         30.0,
         "seconds an un-parented conversation stays open for stitching",
     ),
+    "redact": Option(
+        ("SPANFOLD_REDACT",),
+        _bool,
+        False,
+        "redact recorded content: true (built-in patterns: emails, API keys, card numbers), or pass a callable "
+        "(text -> text, run after them) or a spanfold.instrumentation.redact.Redaction to init()",
+    ),
 }
 
 
@@ -135,6 +142,7 @@ class Config:
     max_spans_per_trace: int
     trace_timeout: float
     stitch_idle: float
+    redact: Any
 
 
 def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Config:

@@ -23,7 +23,7 @@ from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
 from spanfold.exporter.writers import JsonFileWriter, JsonlWriter, MemoryWriter, Writer
-from spanfold.instrumentation import registry
+from spanfold.instrumentation import redact, registry
 from spanfold.instrumentation.spans import SETTINGS
 from spanfold.trace.model import Trace
 
@@ -136,6 +136,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         if cfg.disabled:
             return Handle(config=cfg, enabled=False)
         SETTINGS.capture_content = cfg.capture_content
+        redact.configure(cfg.redact)
         provider, owns = _provider()
         processor = FoldingSpanProcessor(_writers(cfg, to_files), cfg)
         provider.add_span_processor(processor)
@@ -160,6 +161,7 @@ def stop() -> None:
     if handle is not None:
         handle.shutdown()
         SETTINGS.capture_content = config_module.capture_content_default()  # init()'s choice ends with it
+        redact.configure(None)
 
 
 def _at_exit() -> None:

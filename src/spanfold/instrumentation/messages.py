@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from spanfold import semconv
+from spanfold.instrumentation.redact import content as redacted
 
 try:  # the SDKs' response objects are pydantic models
     from pydantic import BaseModel as _PydanticModel
@@ -63,25 +64,28 @@ def parse_json_arguments(raw: Any) -> Any:
     return raw
 
 
+# Content enters parts only through ``redacted`` (the redaction hook, :mod:`.redact`; itself when none is configured).
+
+
 def text_part(text: Any, capture: bool) -> Part:
-    return {"type": semconv.PART_TEXT, "content": text} if capture else {"type": semconv.PART_TEXT}
+    return {"type": semconv.PART_TEXT, "content": redacted(text)} if capture else {"type": semconv.PART_TEXT}
 
 
 def reasoning_part(text: Any, capture: bool) -> Part:
-    return {"type": semconv.PART_REASONING, "content": text} if capture else {"type": semconv.PART_REASONING}
+    return {"type": semconv.PART_REASONING, "content": redacted(text)} if capture else {"type": semconv.PART_REASONING}
 
 
 def tool_call_part(call_id: Any, name: Any, arguments: Any, capture: bool) -> Part:
     part: Part = {"type": semconv.PART_TOOL_CALL, "id": call_id, "name": name}
     if capture:
-        part["arguments"] = parse_json_arguments(arguments)
+        part["arguments"] = redacted(parse_json_arguments(arguments))
     return part
 
 
 def tool_response_part(call_id: Any, response: Any, capture: bool) -> Part:
     part: Part = {"type": semconv.PART_TOOL_CALL_RESPONSE, "id": call_id}
     if capture:
-        part["response"] = response
+        part["response"] = redacted(response)
     return part
 
 
@@ -95,7 +99,7 @@ def media_part(url: str, modality: str, capture: bool) -> Part:
         return part
     part = {"type": semconv.PART_URI, "modality": modality}
     if capture:
-        part["uri"] = url
+        part["uri"] = redacted(url)
     return part
 
 
@@ -128,6 +132,7 @@ class FragmentCache:
     def __init__(self, limit: int = 8192) -> None:
         self._entries: dict[int, tuple[Any, Any, Any]] = {}
         self.limit = limit
+        _CACHES.append(self)
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
         entries = self._entries
@@ -171,6 +176,15 @@ class FragmentCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+#: Every FragmentCache (module-level ones, made at import): emptied when what conversion produces changes (redaction).
+_CACHES: list[FragmentCache] = []
+
+
+def clear_caches() -> None:
+    for cache in _CACHES:
+        cache.clear()
 
 
 def given(value: Any) -> bool:

@@ -18,6 +18,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.instrumentation.messages import dumps
+from spanfold.instrumentation.redact import content as redacted
 from spanfold.instrumentation.spans import SETTINGS, set_error
 from spanfold.version import __version__
 
@@ -75,7 +76,7 @@ class _ToolSpec:
             if call_id is not None:
                 attrs[semconv.TOOL_CALL_ID] = str(call_id)
             if SETTINGS.capture_content:
-                attrs[semconv.TOOL_CALL_ARGUMENTS] = dumps(self.arguments(args, kwargs))
+                attrs[semconv.TOOL_CALL_ARGUMENTS] = redacted(dumps(self.arguments(args, kwargs)))
             span = _get_tracer().start_span(
                 semconv.span_name(semconv.OP_EXECUTE_TOOL, self.name),
                 kind=SpanKind.INTERNAL,
@@ -105,7 +106,7 @@ def _end_ok(span: Span | None, result: Any) -> None:
         return
     try:
         if SETTINGS.capture_content:
-            span.set_attribute(semconv.TOOL_CALL_RESULT, _result_text(result))
+            span.set_attribute(semconv.TOOL_CALL_RESULT, redacted(_result_text(result)))
     except Exception as exc:
         counters.fault("tool.result", exc)
     span.end()

@@ -1,0 +1,163 @@
+"""Redaction of recorded content: built-in patterns (emails, API keys and bearer tokens, Luhn-valid card numbers) and
+a user callable, applied to every content string before spanfold records it.
+
+Turn it on with ``spanfold.init(redact=True)`` (or ``SPANFOLD_REDACT=1``): the built-in patterns. ``redact=fn`` runs
+the built-in patterns, then ``fn(text) -> text``; ``redact=Redaction(hook=fn, builtin=False)`` runs ``fn`` alone.
+Content is what capture records: message text, reasoning, tool-call arguments, tool results and media URIs (strings
+inside lists and dicts too; keys, roles, ids and tool names are left alone), and the arguments and result of a
+``@spanfold.tool`` function as the text recorded (JSON unless the result is a string). A hook that raises (or returns
+something other than a string) is a counted fault, and the content it was given is replaced by :data:`FAILED` rather
+than recorded as it was.
+
+Off by default; then the only cost is one ``is None`` check where content is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from spanfold import counters
+
+#: What a hook's failure leaves in place of the content.
+FAILED: Final = "[REDACTION FAILED]"
+
+
+def luhn(digits: str) -> bool:
+    """The Luhn checksum of a card number (digits only)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _is_card(match: re.Match[str]) -> bool:
+    digits = re.sub(r"[ -]", "", match.group(0))
+    return 13 <= len(digits) <= 19 and luhn(digits)
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A kind of secret: how it looks, an optional check of a match, and what replaces it."""
+
+    name: str
+    regex: re.Pattern[str]
+    check: Callable[[re.Match[str]], bool] | None = None
+
+    @property
+    def replacement(self) -> str:
+        return f"[REDACTED:{self.name}]"
+
+
+#: The built-in patterns, in the order they run.
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern(
+        "api_key",
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:"
+            r"sk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_-]{16,}"  # OpenAI, Anthropic
+            r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+            r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"  # GitHub
+            r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
+            r"|AIza[0-9A-Za-z_-]{35}"  # Google
+            r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+            r")"
+        ),
+    ),
+    Pattern("bearer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*")),
+    Pattern("email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
+    Pattern("card", re.compile(r"(?<!\d)\d(?:[ -]?\d){12,18}(?!\d)"), check=_is_card),
+)
+
+
+def _replacer(pattern: Pattern) -> str | Callable[[re.Match[str]], str]:
+    check = pattern.check
+    if check is None:
+        return pattern.replacement
+
+    def replace(match: re.Match[str]) -> str:
+        return pattern.replacement if check(match) else match.group(0)
+
+    return replace
+
+
+def builtin(text: str) -> str:
+    """``text`` with every built-in pattern's matches replaced by ``[REDACTED:<kind>]``."""
+    for pattern, replacement in _REPLACERS:
+        text = pattern.regex.sub(replacement, text)
+    return text
+
+
+_REPLACERS = [(p, _replacer(p)) for p in PATTERNS]
+
+
+class Redaction:
+    """A configured redaction: the built-in patterns (unless ``builtin=False``), then ``hook``."""
+
+    __slots__ = ("builtin", "hook")
+
+    def __init__(self, hook: Callable[[str], str] | None = None, *, builtin: bool = True) -> None:
+        self.hook = hook
+        self.builtin = builtin
+
+    def text(self, text: str) -> str:
+        if self.builtin:
+            text = builtin(text)
+        if self.hook is not None:
+            try:
+                out = self.hook(text)
+            except Exception as exc:
+                counters.fault("redact.hook", exc)
+                return FAILED
+            if not isinstance(out, str):
+                counters.fault("redact.hook", TypeError(f"the redaction hook returned {type(out).__name__}"))
+                return FAILED
+            text = out
+        return text
+
+    def value(self, value: Any) -> Any:
+        """Every string in ``value`` (itself, or inside lists, tuples and dict values) redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
+
+
+#: The redaction in force, or None (off).
+ACTIVE: Redaction | None = None
+
+
+def configure(option: Any) -> None:
+    """Set :data:`ACTIVE` from the ``redact`` option: None/False (off), True (built-in patterns), a callable (built-in
+    patterns then it), or a :class:`Redaction`. Forgets content converted before (cached history messages)."""
+    global ACTIVE
+    if option is None or option is False:
+        active = None
+    elif option is True:
+        active = Redaction()
+    elif isinstance(option, Redaction):
+        active = option
+    elif callable(option):
+        active = Redaction(hook=option)
+    else:
+        raise TypeError(f"redact: expected a bool, a callable or a Redaction, got {type(option).__name__}")
+    ACTIVE = active
+    from spanfold.instrumentation import messages
+
+    messages.clear_caches()
+
+
+def content(value: Any) -> Any:
+    """``value`` redacted by the active redaction (itself when redaction is off)."""
+    active = ACTIVE
+    return value if active is None else active.value(value)
