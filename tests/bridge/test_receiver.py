@@ -213,6 +213,34 @@ def test_back_pressure_503_with_retry_after(served: Any, weather_spans: list[Rea
     assert trace == folded_in_process(weather_spans)
 
 
+APP = """
+import openai, spanfold
+from spanfold import demo
+from spanfold.testing import MockLLMServer, scenarios
+
+spanfold.init()
+with MockLLMServer(scenarios.weather_agent) as server:
+    client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+    with spanfold.agent("both-ways"):
+        demo.openai_chat_agent(client)
+"""
+
+
+def test_init_exports_to_the_receiver_which_folds_the_same_trace(served: Any, tmp_path: Path) -> None:
+    """Out and in: spanfold.init() with OTEL_EXPORTER_OTLP_ENDPOINT sends the raw spans (the standard OTLP exporter)
+    to a receiver; the trace it folds is the one the app folded in process."""
+    s = served(wait=60)
+    endpoint = s.url.removesuffix("/v1/traces")
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "SPANFOLD_OUTPUT": str(tmp_path / "app")}
+    done = subprocess.run([sys.executable, "-c", APP], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (in_process,) = [json.loads(line) for line in (tmp_path / "app" / "traces.jsonl").read_text().splitlines()]
+    (received,) = s.stop()
+    assert [e["role"] for e in received] == WEATHER_ROLES
+    assert received == in_process
+    assert s.writer.traces[0].meta.name == "both-ways"
+
+
 def test_sigterm_writes_everything_held(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
     out = tmp_path / "traces"
     server = subprocess.Popen(
