@@ -142,8 +142,9 @@ def agentv_events(raw: list[Any]) -> list[Message]:
         ts = ev.get("timestamp")
         ts = ts if isinstance(ts, str) and not meta.pop(TIMESTAMP_INFERRED, False) else None
         if kind == "tool_call":
-            if last is None:  # a model step that only called tools: its metadata came on its first call
-                last = Message(role="assistant", timestamp=ts, metadata=meta)
+            role = meta.pop("role", None)
+            if last is None or isinstance(role, str):  # a message with only calls: its first carries its metadata
+                last = Message(role=role if isinstance(role, str) else "assistant", timestamp=ts, metadata=meta)
                 out.append(last)
             name = ev.get("name")
             if not isinstance(name, str):

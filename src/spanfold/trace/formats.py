@@ -45,12 +45,17 @@ def _tool_names(trace: Trace) -> dict[str, str]:
     return {tc.id: tc.name for tc in trace.tool_calls() if tc.id is not None}
 
 
-def _message_event(msg: Message) -> dict[str, Any]:
-    kind = "model_step" if msg.role == "assistant" else "message"
+def _message_event(msg: Message, kind: str) -> dict[str, Any]:
     meta: dict[str, Any] = {"role": msg.role, **msg.metadata}
+    if kind == "error":
+        meta["error"] = msg.error or {"type": "error"}
     if isinstance(msg.content, list):
         meta["content"] = msg.content  # the chunks (images too); text holds their text
-    return {"type": kind, "timestamp": msg.timestamp, "text": msg.text(), "metadata": meta}
+    event: dict[str, Any] = {"type": kind, "timestamp": msg.timestamp}
+    if msg.content is not None:  # no text at all (content capture off) is not an empty text
+        event["text"] = msg.text()
+    event["metadata"] = meta
+    return event
 
 
 def agentv_events(trace: Trace) -> list[dict[str, Any]]:
@@ -60,8 +65,7 @@ def agentv_events(trace: Trace) -> list[dict[str, Any]]:
     for msg in trace.events:
         ts = msg.timestamp
         if msg.role == "error":
-            meta = {**msg.metadata, "error": msg.error or {"type": "error"}}
-            events.append({"type": "error", "timestamp": ts, "text": msg.text(), "metadata": meta})
+            events.append(_message_event(msg, "error"))
             continue
         if msg.role == "tool":
             ev: dict[str, Any] = {
@@ -80,11 +84,11 @@ def agentv_events(trace: Trace) -> list[dict[str, Any]]:
             continue
         step = bool(msg.content) or not msg.tool_calls
         if step:
-            events.append(_message_event(msg))
+            events.append(_message_event(msg, "model_step" if msg.role == "assistant" else "message"))
         for tc in msg.tool_calls:
             events.append({"type": "tool_call", "timestamp": ts, "id": tc.id, "name": tc.name, "input": tc.arguments})
-            if not step and msg.metadata:  # no model_step event: its first call carries the step's metadata
-                events[-1]["metadata"] = dict(msg.metadata)
+            if not step:  # no model_step event: its first call starts the message and carries its metadata
+                events[-1]["metadata"] = {"role": msg.role, **msg.metadata}
                 step = True
     last = trace.meta.start or trace.meta.end or UNKNOWN_TIME
     for ev in events:  # an undated event takes the time of the one before it (the first: the trace's start)
