@@ -98,6 +98,17 @@ def builtin(text: str) -> str:
 _REPLACERS = [(p, _replacer(p)) for p in PATTERNS]
 
 
+_CREDENTIALS = [(p, r) for p, r in _REPLACERS if p.name in ("api_key", "bearer")]
+
+
+def secrets(text: str) -> str:
+    """``text`` with API keys and bearer tokens masked: applied to every recorded error message, whatever the
+    redaction setting (an error is not content, but a server may echo the key it rejected)."""
+    for pattern, replacement in _CREDENTIALS:
+        text = pattern.regex.sub(replacement, text)
+    return text
+
+
 class Redaction:
     """A configured redaction: the built-in patterns (unless ``builtin=False``), then ``hook``."""
 

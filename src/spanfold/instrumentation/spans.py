@@ -8,6 +8,7 @@ collection comes first. Every method here is fault-proof: a fault inside spanfol
 from __future__ import annotations
 
 import threading
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
 from spanfold.config import capture_content_default
+from spanfold.instrumentation.redact import secrets
 
 
 @dataclass(slots=True)
@@ -42,10 +44,13 @@ def error_type(exc: BaseException) -> str:
 
 
 def set_error(span: Span, exc: BaseException) -> None:
-    """Status ERROR with the message, ``error.type``, and the exception event (before the span ends)."""
+    """Status ERROR with the message, ``error.type``, and the exception event (before the span ends). Credentials in
+    the message (a server echoing the key it rejected) are masked (:func:`~spanfold.instrumentation.redact.secrets`)."""
     span.set_attribute(semconv.ERROR_TYPE, error_type(exc))
-    span.record_exception(exc, escaped=True)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    trace_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    masked = {"exception.message": secrets(str(exc)), "exception.stacktrace": secrets(trace_text)}
+    span.record_exception(exc, attributes=masked, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, secrets(f"{type(exc).__name__}: {exc}")))
 
 
 def clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
