@@ -227,3 +227,12 @@ def test_show_and_summary_read_compact_yaml_and_summary_records(cli: Cli, traces
         events.stderr.splitlines()[0]
         == f"{summaries}:1: holds a trace summary but no events (use --to agentv --summary-only)"
     )
+
+
+def test_show_cuts_long_contents_unless_full(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps([{"role": "tool", "content": "w" * 5000}]) + "\n")
+    cut = cli("show", path).stdout
+    assert "w" * 2000 + "... (3000 more characters)" in cut and "w" * 2001 not in cut
+    assert "w" * 5000 in cli("show", path, "--full").stdout
+    assert "w" * 10 + "... (4990 more characters)" in cli("show", path, "--max-chars", "10").stdout

@@ -79,3 +79,26 @@ def test_color_is_ansi_styles_that_click_strips() -> None:
 
 def test_format_ms() -> None:
     assert [format_ms(x) for x in (0.25, 999.94, 1500, 61_000)] == ["0.2 ms", "999.9 ms", "1.50 s", "1m01.0s"]
+
+
+def test_long_contents_are_cut_when_asked() -> None:
+    trace = decode_trace(
+        [
+            {"role": "user", "content": "x" * 50},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": {"q": "y" * 50}}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "z" * 50},
+        ]
+    )
+    lines = render_trace(trace.events, max_chars=10)
+    assert lines[2:] == [
+        "user       xxxxxxxxxx... (40 more characters)",
+        'assistant  -> f({"q": "yyy... (49 more characters))  [c]',
+        "tool       <- f [c]: zzzzzzzzzz... (40 more characters)",
+    ]
+    assert "x" * 50 in render_trace(trace.events)[2]

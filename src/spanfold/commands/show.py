@@ -10,12 +10,23 @@ from spanfold.commands.inputs import Reporter, finish, no_traces, records
 from spanfold.commands.select import TRACE_HELP, Picker
 from spanfold.trace.render import header, render_trace
 
+#: Default cut of long contents (a fetched web page should not fill the terminal).
+MAX_CHARS = 2000
+
 
 @click.command("show")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--trace", "pick", metavar="N|ID", default=None, help=TRACE_HELP)
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: on for a terminal).")
-def command(file: Path, pick: str | None, color: bool | None) -> None:
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=1),
+    default=MAX_CHARS,
+    show_default=True,
+    help="Cut each message, tool output and argument list to this many characters.",
+)
+@click.option("--full", is_flag=True, help="Show every content whole (no --max-chars).")
+def command(file: Path, pick: str | None, color: bool | None, max_chars: int, full: bool) -> None:
     """Show the traces in FILE for a person: roles, tool calls and their arguments, tool outputs, errors,
     timings and tokens (from the .meta.jsonl beside an Invariant file).
 
@@ -36,7 +47,7 @@ def command(file: Path, pick: str | None, color: bool | None) -> None:
             for line in header(record.decoded.meta, summary):
                 click.echo(line, color=color)
         else:
-            for line in render_trace(trace.events, trace.meta, color=True):
+            for line in render_trace(trace.events, trace.meta, color=True, max_chars=None if full else max_chars):
                 click.echo(line, color=color)
         shown += 1
     missing = picker.missing(name)

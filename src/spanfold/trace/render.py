@@ -105,9 +105,17 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
     return [" ".join(first), "  " + " · ".join(facts)]
 
 
+def clip(text: str, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 class _Renderer:
-    def __init__(self, events: Sequence[Message], meta: TraceMeta | None, color: bool) -> None:
+    def __init__(self, events: Sequence[Message], meta: TraceMeta | None, color: bool, limit: int | None) -> None:
         self.events = events
+        self.limit = limit
         self.paint = _Painter(color)
         self.origin = self._origin(meta)
         self.timed = any(e.timestamp for e in events)
@@ -140,7 +148,7 @@ class _Renderer:
     def call(self, msg: Message, tc: ToolCall, first: bool) -> None:
         name = self.paint(tc.name, fg="yellow", bold=True)
         ident = self.paint(f"  [{tc.id}]", dim=True) if tc.id else ""
-        self.emit(msg, f"-> {name}({format_arguments(tc.arguments)}){ident}", first=first)
+        self.emit(msg, f"-> {name}({clip(format_arguments(tc.arguments), self.limit)}){ident}", first=first)
         at = parse_time(msg.timestamp)
         if tc.id is not None:
             self.call_names[tc.id] = tc.name
@@ -154,14 +162,14 @@ class _Renderer:
         start, end = self.call_times.get(msg.tool_call_id or ""), parse_time(msg.timestamp)
         if start is not None and end is not None and (start.tzinfo is None) == (end.tzinfo is None):
             took = self.paint(f"  ({format_ms((end - start).total_seconds() * 1000)})", dim=True)
-        text = _content_text(msg)
+        text = clip(_content_text(msg), self.limit)
         if msg.error is not None:
             kind = msg.error.get("type", "error")
             text = self.paint(f"!! {kind}: {text}" if text and text != kind else f"!! {kind}", fg="red", bold=True)
         self.emit(msg, f"<- {self.paint(name, fg='yellow')}{self.paint(ident, dim=True)}: {text}{took}")
 
     def message(self, msg: Message) -> None:
-        text = _content_text(msg)
+        text = clip(_content_text(msg), self.limit)
         if msg.role == "error":
             text = self.paint(text or str((msg.error or {}).get("type", "error")), fg="red")
         first = True
@@ -187,9 +195,12 @@ class _Renderer:
         return self.lines
 
 
-def render_trace(events: Sequence[Message], meta: TraceMeta | None = None, *, color: bool = False) -> list[str]:
-    """The trace as lines for a terminal: a heading, then one block per event (tool calls indented under theirs)."""
+def render_trace(
+    events: Sequence[Message], meta: TraceMeta | None = None, *, color: bool = False, max_chars: int | None = None
+) -> list[str]:
+    """The trace as lines for a terminal: a heading, then one block per event (tool calls indented under theirs).
+    ``max_chars`` cuts each content, tool output and argument list to that many characters."""
     summary = TraceSummary.of(list(events))
     head = header(meta, summary)
     paint = _Painter(color)
-    return [paint(head[0], bold=True), paint(head[1], dim=True), *_Renderer(events, meta, color).render()]
+    return [paint(head[0], bold=True), paint(head[1], dim=True), *_Renderer(events, meta, color, max_chars).render()]
