@@ -85,9 +85,7 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
     help="Output format (agentv-cli: the JSON "
     "a command-line agent hands AgentV: {text, output, token_usage, duration_ms}).",
 )
-@click.option(
-    "-o", "--output", "out", type=click.Path(path_type=Path), help="Output file (default: stdout)."
-)
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), help="Output file (default: stdout).")
 @click.option("--summary-only", is_flag=True, help="AgentV: write only each trace's summary and metadata (privacy).")
 @click.option("--yaml", "as_yaml", is_flag=True, help="Write YAML (also chosen by an OUT ending in .yaml/.yml).")
 @click.option(
@@ -101,6 +99,9 @@ def command(
     source: Path, to: str, out: Path | None, summary_only: bool, as_yaml: bool, style: str | None, pick: str | None
 ) -> None:
     """Convert the traces in IN (any format spanfold reads) to invariant, agentv, compact or agentv-cli.
+
+    JSON output holds one trace per line, YAML one document per trace. Invariant event lists written to
+    OUT.jsonl get their metadata in OUT.meta.jsonl. A single compact trace in YAML is a spec for `spanfold check`.
 
     Exit status 0 on success, 2 on bad input or an unwritable OUT (nothing is written then).
     """
