@@ -41,9 +41,20 @@ Medians = dict[tuple[str, str, int], dict[str, float]]
 
 def workload(config: str, workload: str, history: int, *extra: str) -> dict[str, object]:
     out = subprocess.run(
-        [sys.executable, str(HERE / "workload.py"), "--config", config, "--workload", workload,
-         "--history", str(history), *extra],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            str(HERE / "workload.py"),
+            "--config",
+            config,
+            "--workload",
+            workload,
+            "--history",
+            str(history),
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -84,8 +95,10 @@ def verify_table(configs: list[str], workloads: list[str]) -> None:
         for work in workloads:
             v = workload(config, work, 10, "--verify")
             yes = {True: "yes", False: "no"}
-            print(f"| {config} | {work} | {v['spans']} | {v['attribute_bytes']:,} | {yes[bool(v['records_history'])]} "
-                  f"| {yes[bool(v['records_tools'])]} | {yes[bool(v['records_output'])]} |")
+            print(
+                f"| {config} | {work} | {v['spans']} | {v['attribute_bytes']:,} | {yes[bool(v['records_history'])]} "
+                f"| {yes[bool(v['records_tools'])]} | {yes[bool(v['records_output'])]} |"
+            )
     print()
 
 
@@ -98,8 +111,10 @@ def peer_table(rounds: int, calls: int) -> None:
     med = run_matrix(configs, cases, rounds, calls)
     print(f"\nmachine at end: {load()}")
     for clock in CLOCKS:
-        print(f"\nPer-call overhead ({clock} time), 10-message history + 2 tools, content capture on; medians of "
-              f"{rounds} interleaved rounds (a fresh process per configuration and round, median of 50-call batches)\n")
+        print(
+            f"\nPer-call overhead ({clock} time), 10-message history + 2 tools, content capture on; medians of "
+            f"{rounds} interleaved rounds (a fresh process per configuration and round, median of 50-call batches)\n"
+        )
         header = "| workload | baseline µs | " + " | ".join(f"{c} overhead" for c in configs[1:])
         print(header + " | spanfold / best peer | target <= 0.50 |")
         print("|" + "---|" * (len(configs) + 3))
@@ -121,8 +136,10 @@ def growth_table(rounds: int, calls: int) -> None:
     med = run_matrix(["baseline", "spanfold"], cases, rounds, calls)
     print(f"machine at end: {load()}")
     for clock in CLOCKS:
-        print(f"\nspanfold overhead by history length ({clock} time; sync, content on); "
-              f"medians of {rounds} interleaved rounds\n")
+        print(
+            f"\nspanfold overhead by history length ({clock} time; sync, content on); "
+            f"medians of {rounds} interleaved rounds\n"
+        )
         print("| history | baseline µs | spanfold µs | overhead µs | overhead / overhead at 10 | target <= 3x |")
         print("|---|---|---|---|---|---|")
         first = med[("spanfold", "sync", 10)][clock] - med[("baseline", "sync", 10)][clock]

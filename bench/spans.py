@@ -18,7 +18,7 @@ from typing import Any
 import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workload import MODEL, TOOLS  # noqa: E402
+from workload import MODEL, TOOLS
 
 #: Stands in the user prompt; each replica puts its own number here.
 MARKER = "RUN-000000"
@@ -81,8 +81,12 @@ def record_agent_run(steps: int) -> list[Any]:
     def get_weather(city: str) -> str:
         return f"{city}: 21 C, clear skies, light wind from the west"
 
-    client = openai.OpenAI(api_key="sk-bench", base_url="http://bench.test/v1", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    client = openai.OpenAI(
+        api_key="sk-bench",
+        base_url="http://bench.test/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"{MARKER}: what is the weather in each city on my list, one by one?"},

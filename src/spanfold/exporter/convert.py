@@ -161,9 +161,19 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
     """The events one semconv message stands for: each tool-call response an event of its own, the other parts
     one event of the message's role around them, in order."""
     role = msg.get("role") or "user"
+    parts = msg.get("parts") or ()
+    if len(parts) == 1:  # fast paths for the common one-part messages (the same events as the general path)
+        part = parts[0]
+        kind = part.get("type")
+        if kind == semconv.PART_TOOL_CALL_RESPONSE:
+            return [tool_output(part.get("id"), part.get("response"), call_names)]
+        if kind == semconv.PART_TEXT and role != "tool":
+            text = part.get("content")
+            if text is None or isinstance(text, str):
+                return [Message(role=role, content=text or None)]
     out: list[Message] = []
     body = _Body()
-    for part in msg.get("parts") or ():
+    for part in parts:
         kind = part.get("type")
         if kind == semconv.PART_TOOL_CALL_RESPONSE:
             if body:

@@ -313,6 +313,8 @@ def operation(name: str, attrs: Mapping[str, Any]) -> str | None:
 
 def to_step(record: SpanRecord) -> Step | None:
     """The step a span stands for, or None for spans the fold does not read (HTTP, DB, user spans ...)."""
+    if type(record.attributes) is not dict:  # the SDK's mapping: each read of a missing key raises inside
+        record.attributes = dict(record.attributes)
     name, attrs = record.name, record.attributes
     for rewrite in REWRITERS:
         rewritten = rewrite(record)

@@ -1,0 +1,93 @@
+"""Fold throughput: MB/s of span attribute JSON and spans/s, for short agent traces and a 200-step one.
+
+The spans are real: spanfold's own instrumentation records an agent run once (``bench/spans.py``: the openai SDK over
+the in-process mock transport, ``@spanfold.tool`` runs, one ``spanfold.agent`` root), then copies get fresh ids and a
+prompt of their own, so no two traces share a history. Each trace's ``SpanRecord`` s go straight to
+``spanfold.exporter.fold.fold`` (attribute parsing included: every span goes through its dialect); the history parse
+cache starts empty for every trace of the 200-step kind.
+
+    python bench/fold_throughput.py            # short: 3-step traces; long: 200-step traces
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import spans
+
+from spanfold.exporter import dialects
+from spanfold.exporter.fold import fold
+
+
+def fold_all(traces: list[list[object]], *, cold: bool) -> float:
+    """Seconds to fold every trace (``cold``: the history parse cache emptied before each)."""
+    total = 0.0
+    for records in traces:
+        if cold:
+            dialects.HISTORIES.clear()
+        start = time.perf_counter()
+        fold(records, trace_id="bench")  # type: ignore[arg-type]
+        total += time.perf_counter() - start
+    return total
+
+
+def measure(label: str, steps: int, copies: int, rounds: int, *, cold: bool) -> dict[str, float]:
+    run = spans.record_agent_run(steps)
+    traces = list(spans.replicate(run, copies * rounds))
+    nbytes = spans.attribute_bytes(run)  # every copy has the same size, give or take the digits of its number
+    seconds = []
+    for r in range(rounds):
+        seconds.append(fold_all(traces[r * copies : (r + 1) * copies], cold=cold))
+    best, med = min(seconds), statistics.median(seconds)
+    return {
+        "label": label,  # type: ignore[dict-item]
+        "spans": len(run),
+        "bytes": nbytes,
+        "ms_per_trace": med / copies * 1000,
+        "ms_per_trace_best": best / copies * 1000,
+        "mb_s": nbytes * copies / med / 1e6,
+        "spans_s": len(run) * copies / med,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--short-copies", type=int, default=300)
+    parser.add_argument("--long-copies", type=int, default=3)
+    args = parser.parse_args()
+    load = "load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg())
+    print(f"machine: {load}, {os.cpu_count()} cores")
+    rows = [
+        measure("short (3 model calls, 2 tool runs, 1 agent)", 3, args.short_copies, args.rounds, cold=False),
+        measure("200-step (200 model calls, 199 tool runs, 1 agent)", 200, args.long_copies, args.rounds, cold=True),
+    ]
+    print(
+        f"\nFold throughput; medians of {args.rounds} rounds (each round folds {args.short_copies} short or "
+        f"{args.long_copies} 200-step traces, every trace distinct)\n"
+    )
+    print("| trace | spans | attribute JSON per trace | ms per trace (median / best) | MB/s | spans/s |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['label']} | {row['spans']:.0f} | {row['bytes'] / 1e3:,.1f} kB | {row['ms_per_trace']:.2f} / "
+            f"{row['ms_per_trace_best']:.2f} | {row['mb_s']:,.0f} | {row['spans_s']:,.0f} |"
+        )
+    long = rows[1]
+    mb_s = min(row["mb_s"] for row in rows)
+    print(
+        f"\ntargets: fold >= 50 MB/s: {'met' if mb_s >= 50 else 'NOT met'} (lowest {mb_s:,.0f} MB/s); "
+        f"200-step trace < 100 ms: {'met' if long['ms_per_trace'] < 100 else 'NOT met'} "
+        f"({long['ms_per_trace']:.1f} ms)"
+    )
+    print("machine: load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()
