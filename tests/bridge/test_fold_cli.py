@@ -169,3 +169,6 @@ def test_bad_input_names_file_and_line_and_leaves_output_alone(
         assert (out / "traces.jsonl").read_text() == "earlier\n"
     result = fold(str(tmp_path / "missing.jsonl"), "-o", str(out))
     assert result.exit_code == 2 and result.output.startswith(f"{tmp_path / 'missing.jsonl'}: cannot read")
+    (tmp_path / "a-file").write_text("")
+    result = fold(str(tmp_path / "good.jsonl"), "-o", str(tmp_path / "a-file" / "out"))
+    assert result.exit_code == 2 and result.output.startswith(f"{tmp_path / 'a-file' / 'out'}: cannot write")

@@ -53,8 +53,11 @@ def fold_files(
 ) -> Folded:
     """Fold the spans of ``paths`` into ``output``; :class:`FoldError` (and ``output`` untouched) on bad input."""
     out_dir = Path(output)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".spanfold-fold-", dir=out_dir))
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".spanfold-fold-", dir=out_dir))
+    except OSError as exc:
+        raise FoldError(f"{os.fspath(out_dir)}: cannot write: {exc.strerror or exc}") from None
     try:
         config = config_module.load({"output": str(staging), "format": fmt, **_UNBOUNDED})
         writer = JsonlWriter(staging, fmt)
