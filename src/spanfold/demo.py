@@ -17,6 +17,9 @@ import click
 
 import spanfold
 from spanfold.testing import MockLLMServer, scenarios
+from spanfold.trace.model import Trace
+from spanfold.trace.read import Record, read_records
+from spanfold.trace.render import render_trace
 
 QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fahrenheit, please."
 SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
@@ -151,21 +154,10 @@ PROVIDERS: dict[str, Provider] = {
 }
 
 
-def _print_trace(events: list[dict[str, Any]]) -> None:
-    for event in events:
-        role = event.get("role", "?")
-        content = event.get("content")
-        text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""
-        if role == "tool":
-            click.echo(f"  {click.style('tool', fg='magenta')} [{event.get('tool_call_id')}] {text}")
-            continue
-        if text:
-            click.echo(f"  {click.style(role, fg='cyan', bold=True)}: {text}")
-        for call in event.get("tool_calls") or []:
-            fn = call.get("function", {})
-            args = json.dumps(fn.get("arguments"), ensure_ascii=False)
-            name = click.style(fn.get("name"), fg="yellow")
-            click.echo(f"  {click.style(role, fg='cyan', bold=True)} -> {name}({args}) [{call.get('id')}]")
+def _last_trace(path: Path) -> Trace:
+    """The trace the demo just appended, with its metadata from the sibling file."""
+    traces = [r.trace for r in read_records(path) if isinstance(r, Record) and r.trace is not None]
+    return traces[-1]
 
 
 def run(output: str | None = None, *, provider: str = "openai", stream: bool = False, echo: bool = True) -> Path:
@@ -179,10 +171,9 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     path = Path(handle.output) / "traces.jsonl"
     if echo:
         click.echo(f"{click.style('agent answered', bold=True)}: {answer}\n")
-        last = path.read_text(encoding="utf-8").splitlines()[-1]
-        events = json.loads(last)
-        click.echo(click.style(f"trace ({len(events)} events), Invariant format:", bold=True))
-        _print_trace(events)
+        trace = _last_trace(path)
+        for line in render_trace(trace.events, trace.meta, color=True, max_chars=400):
+            click.echo(line)
         click.echo(f"\nwritten to {path} (metadata: {path.with_name('traces.meta.jsonl')})")
     return path
 
