@@ -71,6 +71,16 @@ def _str(name: str, raw: str) -> str:
     return raw
 
 
+def _names(name: str, raw: str) -> tuple[str, ...] | None:
+    """``all`` (None: every installed library), ``none`` (()), or a comma-separated list of names."""
+    value = raw.strip().lower()
+    if value in ("", "all"):
+        return None
+    if value == "none":
+        return ()
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     env: tuple[str, ...]
@@ -119,6 +129,13 @@ OPTIONS: Mapping[str, Option] = {
         30.0,
         "seconds an un-parented conversation stays open for stitching",
     ),
+    "instrument": Option(
+        ("SPANFOLD_INSTRUMENT",),
+        _names,
+        None,
+        "client libraries spanfold patches: all installed (default), none (fold spans another instrumentation "
+        "makes), or a list such as openai,anthropic",
+    ),
     "redact": Option(
         ("SPANFOLD_REDACT",),
         _bool,
@@ -137,6 +154,7 @@ class Config:
     disabled: bool
     file_per_trace: bool
     otlp: str | None
+    instrument: tuple[str, ...] | None
     max_queue_size: int
     max_traces_in_flight: int
     max_spans_per_trace: int
@@ -165,6 +183,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
                 break
     if not isinstance(values["output"], str):
         values["output"] = os.fspath(values["output"])
+    if isinstance(values["instrument"], (list, set, frozenset)):
+        values["instrument"] = tuple(values["instrument"])
     assert {f.name for f in fields(Config)} == set(values)
     return Config(**values)
 

@@ -88,6 +88,26 @@ def _provider() -> tuple[TracerProvider, bool]:
     return provider, True
 
 
+_events_listened: set[int] = set()  # ids of the LoggerProviders spanfold's event processor is on (never removed)
+
+
+def _listen_to_genai_events() -> None:
+    """Per-message GenAI log events (older instrumentations emit messages as logs, not span attributes) fold too:
+    put the event buffer's log processor on the user's SDK ``LoggerProvider``, when there is one."""
+    try:
+        from opentelemetry._logs import get_logger_provider
+        from opentelemetry.sdk._logs import LoggerProvider
+
+        from spanfold.exporter.dialect_genai_events import GenAIEventLogProcessor
+
+        logs = get_logger_provider()
+        if isinstance(logs, LoggerProvider) and id(logs) not in _events_listened:
+            logs.add_log_record_processor(GenAIEventLogProcessor())
+            _events_listened.add(id(logs))
+    except Exception as exc:  # an SDK without logs support: message events are not folded, spans still are
+        counters.fault("setup.log_events", exc)
+
+
 _OTLP_ENV = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
@@ -135,6 +155,10 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         cfg = config_module.load(overrides)
         if cfg.disabled:
             return Handle(config=cfg, enabled=False)
+        unknown = sorted(set(cfg.instrument or ()) - set(registry.INSTRUMENTORS))
+        if unknown:
+            known = ", ".join(registry.INSTRUMENTORS)
+            raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
         SETTINGS.capture_content = cfg.capture_content
         redact.configure(cfg.redact)
         provider, owns = _provider()
@@ -144,7 +168,8 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         endpoint = _otlp_endpoint(cfg, owns)
         if endpoint is not None:
             handle.otlp = _add_otlp(provider, endpoint)
-        handle.instrumented = registry.instrument_all(provider, SETTINGS)
+        _listen_to_genai_events()
+        handle.instrumented = registry.instrument_all(provider, SETTINGS, cfg.instrument)
         _handle = handle
         if not _atexit_registered:
             atexit.register(_at_exit)

@@ -147,6 +147,11 @@ async def test_concurrent_agents_in_asyncio_tasks_do_not_mix(traced: Any, server
         assert shape(events) == WEATHER_SHAPE
 
 
+def _untraced(fn: Any) -> Any:
+    """A plain tool function (no ``@spanfold.tool``), called as the demo calls its tools."""
+    return lambda tool_call_id=None, **arguments: fn(**arguments)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server: MockLLMServer, provider: str) -> None:
     """Zero-code grouping: two runs, one after the other, no ``spanfold.agent``: one trace each (the Responses run
@@ -154,7 +159,7 @@ def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server
     chosen = demo.PROVIDERS[provider]
     client = chosen.client(server)
     original = demo.TOOLS
-    demo.TOOLS = {name: getattr(demo.scenarios, name) for name in original}  # plain functions: no tool spans
+    demo.TOOLS = {name: _untraced(getattr(demo.scenarios, name)) for name in original}
     try:
         for n in range(2):
             chosen.agent(client, question(n))
@@ -164,6 +169,8 @@ def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server
     assert [user_text(events) for events in traces] == [question(0), question(1)]
     for events in traces:
         assert shape(events) == WEATHER_SHAPE
+        outputs = [e["content"] for e in events if e["role"] == "tool"]
+        assert outputs == ["Paris: 18°C, sunny", "Tokyo: 24°C, cloudy", "18°C is 64.4°F"]
 
 
 def _break_anthropic(client: anthropic.Anthropic) -> list[Any]:

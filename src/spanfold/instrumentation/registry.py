@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from spanfold import counters
@@ -29,10 +30,12 @@ def available() -> list[str]:
     return [name for name, (lib, _) in INSTRUMENTORS.items() if importlib.util.find_spec(lib) is not None]
 
 
-def instrument_all(tracer_provider: Any, settings: Settings) -> list[str]:
-    """Instrument every installed library; return the names that are now instrumented."""
+def instrument_all(tracer_provider: Any, settings: Settings, only: Collection[str] | None = None) -> list[str]:
+    """Instrument every installed library (or those named in ``only``); return the names now instrumented."""
     done = []
     for name in available():
+        if only is not None and name not in only:
+            continue
         try:
             instrumentor = _load(INSTRUMENTORS[name][1])()
             instrumentor.instrument(tracer_provider=tracer_provider, settings=settings)
