@@ -39,6 +39,7 @@ def iso(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{rem // 1_000_000:03d}Z"
 
 
+@lru_cache(maxsize=4096)  # every event of a step names its span
 def span_hex(span_id: int) -> str:
     return format(span_id, "016x")
 
