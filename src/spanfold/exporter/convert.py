@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from spanfold import semconv
@@ -161,7 +161,7 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
     """The events one semconv message stands for: each tool-call response an event of its own, the other parts
     one event of the message's role around them, in order."""
     role = msg.get("role") or "user"
-    parts = msg.get("parts") or ()
+    parts: Sequence[Any] = msg.get("parts") or ()
     if len(parts) == 1:  # fast paths for the common one-part messages (the same events as the general path)
         part = parts[0]
         kind = part.get("type")

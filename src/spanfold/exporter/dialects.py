@@ -315,7 +315,8 @@ def to_step(record: SpanRecord) -> Step | None:
     """The step a span stands for, or None for spans the fold does not read (HTTP, DB, user spans ...)."""
     if type(record.attributes) is not dict:  # the SDK's mapping: each read of a missing key raises inside
         record.attributes = dict(record.attributes)
-    name, attrs = record.name, record.attributes
+    name: str = record.name
+    attrs: Mapping[str, Any] = record.attributes
     for rewrite in REWRITERS:
         rewritten = rewrite(record)
         if rewritten is not None:
