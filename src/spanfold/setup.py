@@ -22,7 +22,7 @@ from spanfold import config as config_module
 from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
-from spanfold.exporter.writers import JsonFileWriter, JsonlWriter, MemoryWriter, Writer
+from spanfold.exporter.writers import MemoryWriter, writers_for
 from spanfold.instrumentation import redact, registry
 from spanfold.instrumentation.spans import SETTINGS
 from spanfold.trace.model import Trace
@@ -137,15 +137,6 @@ def _add_otlp(provider: TracerProvider, endpoint: str) -> bool:
     return True
 
 
-def _writers(cfg: Config, to_files: bool) -> list[Writer]:
-    if not to_files:
-        return []
-    writers: list[Writer] = [JsonlWriter(cfg.output, cfg.format)]
-    if cfg.file_per_trace:
-        writers.append(JsonFileWriter(cfg.output, cfg.format))
-    return writers
-
-
 def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
     """``init()``'s body: idempotent; returns the active handle when there is one."""
     global _handle, _atexit_registered
@@ -162,7 +153,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         SETTINGS.capture_content = cfg.capture_content
         redact.configure(cfg.redact)
         provider, owns = _provider()
-        processor = FoldingSpanProcessor(_writers(cfg, to_files), cfg)
+        processor = FoldingSpanProcessor(writers_for(cfg) if to_files else [], cfg)
         provider.add_span_processor(processor)
         handle = Handle(config=cfg, enabled=True, provider=provider, processor=processor, owns_provider=owns)
         endpoint = _otlp_endpoint(cfg, owns)

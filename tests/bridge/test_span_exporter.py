@@ -98,3 +98,10 @@ def test_a_fold_that_falls_behind_drops_whole_batches_and_counts_them(weather_sp
     assert exporter.force_flush()
     assert sum(t.meta.span_count for t in writer.traces) == 21  # the three accepted batches, nothing of the fourth
     exporter.shutdown()
+
+
+def test_disabled_exporter_writes_nothing(tmp_path: Path) -> None:
+    disabled = config.load({"output": str(tmp_path / "out")}, {"SPANFOLD_DISABLED": "1"})
+    exporter = FoldingSpanExporter(config=disabled)
+    exporter.shutdown()
+    assert not (tmp_path / "out").exists()

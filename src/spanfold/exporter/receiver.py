@@ -41,8 +41,7 @@ from spanfold.exporter import otlp_json, otlp_proto
 from spanfold.exporter.assembler import Policy, trace_root
 from spanfold.exporter.otlp_common import Decoded, OtlpError
 from spanfold.exporter.processor import FoldWorker
-from spanfold.exporter.span_exporter import writers_for
-from spanfold.exporter.writers import Writer
+from spanfold.exporter.writers import Writer, writers_for
 
 TRACES_PATH: Final = "/v1/traces"
 PROTOBUF: Final = "application/x-protobuf"

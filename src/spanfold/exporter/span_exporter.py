@@ -24,18 +24,10 @@ from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.assembler import Policy
 from spanfold.exporter.processor import FoldWorker
-from spanfold.exporter.writers import JsonFileWriter, JsonlWriter, Writer
+from spanfold.exporter.writers import Writer, writers_for
 
 #: Seconds ``shutdown`` waits for the last traces to be written.
 SHUTDOWN_TIMEOUT_S = 30.0
-
-
-def writers_for(config: Config) -> list[Writer]:
-    """The file writers the options ask for: JSONL in ``output`` (and one JSON file per trace)."""
-    writers: list[Writer] = [JsonlWriter(config.output, config.format)]
-    if config.file_per_trace:
-        writers.append(JsonFileWriter(config.output, config.format))
-    return writers
 
 
 class FoldingSpanExporter(SpanExporter):

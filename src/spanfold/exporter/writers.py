@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 from spanfold import counters
+from spanfold.config import Config
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
 
@@ -363,3 +364,14 @@ class MemoryWriter:
 
     def close(self) -> None:
         return None
+
+
+def writers_for(config: Config) -> list[Writer]:
+    """The file writers the options ask for: JSONL in ``output`` (and one JSON file per trace); none when
+    ``SPANFOLD_DISABLED``."""
+    if config.disabled:
+        return []
+    writers: list[Writer] = [JsonlWriter(config.output, config.format)]
+    if config.file_per_trace:
+        writers.append(JsonFileWriter(config.output, config.format))
+    return writers
