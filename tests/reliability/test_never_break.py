@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 import spanfold
+from spanfold.instrumentation import tools
 
 from .conftest import Answer, FaultLog, Harness, Script, anthropic_client, aoutcome, openai_client, outcome, unwrapped
 from .strategies import (
@@ -154,3 +156,63 @@ def test_a_faulting_accumulator_is_counted_once_per_stream_and_logged_once(
     faults = fault_log.check_logged_once()
     assert faults == {"openai.chat.stream_chunk": 3}
     assert fault_log.kinds() == ["openai.chat.stream_chunk"]
+
+
+class RaisingProcessor(SpanProcessor):
+    """Another span processor in the user's setup that raises when a span ends (an exporter bug, a full queue)."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("a span processor broke")
+
+
+@spanfold.tool(name="lookup")
+def lookup(city: str) -> str:
+    if city == "nowhere":
+        raise LookupError(city)
+    return f"sunny in {city}"
+
+
+@spanfold.tool(name="alookup")
+async def alookup(city: str) -> str:
+    if city == "nowhere":
+        raise LookupError(city)
+    return f"sunny in {city}"
+
+
+def test_a_raising_span_processor_never_reaches_the_app(
+    harness: Harness, fault_log: FaultLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a processor that raises in ``on_end`` beside spanfold's, every call ends exactly as without spanfold:
+    responses, streams (sync and async, to the end), SDK errors, tools and agents (ok and failing)."""
+    harness.provider.add_span_processor(RaisingProcessor())
+    monkeypatch.setattr(tools, "_tracer", harness.provider.get_tracer("test"))
+    ok = Answer.json({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": []})
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": []}
+    stream = Answer.sse([(None, json.dumps(chunk)), (None, "[DONE]")])
+    error = Answer.json({"error": {"message": "bad"}}, status=400)
+
+    def app() -> list[Any]:
+        seen = []
+        for answer, stream_on in ((ok, False), (stream, True), (error, False)):
+            seen.append(outcome(lambda a=answer, s=stream_on: _chat(openai_client(Script(a)), s, False))[0])
+            seen.append(
+                asyncio.run(aoutcome(lambda a=answer, s=stream_on: _chat(openai_client(Script(a), True), s, False)))[0]
+            )
+        for city in ("Paris", "nowhere"):
+            seen.append(outcome(lambda c=city: lookup(c))[0])
+            seen.append(asyncio.run(aoutcome(lambda c=city: alookup(c)))[0])
+
+            def in_agent(c: str = city) -> str:
+                with spanfold.agent("a"):
+                    return lookup(c)
+
+            seen.append(outcome(in_agent)[0])
+        return seen
+
+    expected = app()
+    with harness.on():
+        got = app()
+    assert got == expected
+    assert len(harness.take_spans()) == 8 + 6 + 8  # tools and agents both times, and the 6 model calls
+    faults = fault_log.check_logged_once()
+    assert sum(faults.values()) >= 14

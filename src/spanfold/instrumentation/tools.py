@@ -19,7 +19,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 from spanfold import counters, semconv
 from spanfold.instrumentation.messages import dumps
 from spanfold.instrumentation.redact import content as redacted
-from spanfold.instrumentation.spans import SETTINGS, set_error
+from spanfold.instrumentation.spans import SETTINGS, end_span, set_error
 from spanfold.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -109,7 +109,7 @@ def _end_ok(span: Span | None, result: Any) -> None:
             span.set_attribute(semconv.TOOL_CALL_RESULT, redacted(_result_text(result)))
     except Exception as exc:
         counters.fault("tool.result", exc)
-    span.end()
+    end_span(span)
 
 
 def _end_error(span: Span | None, exc: BaseException) -> None:
@@ -119,7 +119,7 @@ def _end_error(span: Span | None, exc: BaseException) -> None:
         set_error(span, exc)
     except Exception as fault:
         counters.fault("tool.error", fault)
-    span.end()
+    end_span(span)
 
 
 def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
@@ -223,7 +223,7 @@ class agent:
                 set_error(span, exc)
         except Exception as fault:
             counters.fault("agent.end", fault)
-        span.end()
+        end_span(span)
 
     async def __aenter__(self) -> agent:
         return self.__enter__()
