@@ -50,10 +50,11 @@ class Run:
     def openai_client(self) -> openai.OpenAI:
         return openai.OpenAI(api_key="sk-test", base_url=self.server.base_url, max_retries=0)
 
-    def anthropic_client(self) -> anthropic.Anthropic:
-        """A client with the SDK's own spans off: a peer's run shows that peer's spans only."""
+    def anthropic_client(self, *, native_spans: bool = False) -> anthropic.Anthropic:
+        """A client with the SDK's own spans off (unless asked): a peer's run shows that peer's spans only."""
+        options: dict[str, Any] = {} if native_spans else {"open_telemetry": False}  # the SDK's default: on
         return anthropic.Anthropic(
-            api_key="sk-ant-test", base_url=self.server.anthropic_base_url, max_retries=0, open_telemetry=False
+            api_key="sk-ant-test", base_url=self.server.anthropic_base_url, max_retries=0, **options
         )
 
     def fold(self) -> Trace:
@@ -302,8 +303,9 @@ def run_otel_v2_events(h: Harness, *, capture: bool = True, stream: bool = False
     return run
 
 
-def run_openllmetry(h: Harness, *, api: str = "openai", events: bool = False) -> Run:
-    """OpenLLMetry; ``events``: its event mode (``use_attributes=False``): messages as log events, not attributes."""
+def run_openllmetry(h: Harness, *, api: str = "openai", events: bool = False, native_spans: bool = False) -> Run:
+    """OpenLLMetry; ``events``: its event mode (``use_attributes=False``): messages as log events, not attributes;
+    ``native_spans``: the anthropic SDK's own spans on too (one API call, two producers)."""
     from opentelemetry.instrumentation.openai.shared.config import Config
     from opentelemetry.sdk._logs import LoggerProvider
 
@@ -322,7 +324,8 @@ def run_openllmetry(h: Harness, *, api: str = "openai", events: bool = False) ->
         with instrumented(instrumentor, **kwargs), h.run() as run:
             tools = traceloop_tools(h.provider)
             if api == "anthropic":
-                run.answer = anthropic_agent(run.anthropic_client(), tools, run.history)
+                client = run.anthropic_client(native_spans=native_spans)
+                run.answer = anthropic_agent(client, tools, run.history)
             else:
                 run.answer = chat_agent(run.openai_client(), tools, run.history)
     finally:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from spanfold import counters
 from spanfold.exporter.convert import Fingerprint, args_key, fingerprint, message_events, system_event
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep, safe_step
 from spanfold.exporter.records import SpanRecord
@@ -99,6 +100,28 @@ class _Thread:
         self.length += 1
 
 
+def _richness(step: ModelStep) -> tuple[int, int, int]:
+    """More content first (a producer recording content beats one that does not), then the outer span."""
+    return (len(step.outputs), len(step.inputs), -step.start_ns)
+
+
+def drop_duplicate_calls(steps: dict[int, Step]) -> None:
+    """One API call recorded by two producers (the anthropic SDK's own span beside another instrumentation's) is
+    one model step: of the model steps with the same response id, the richest is kept; the others are counted."""
+    kept: dict[str, ModelStep] = {}
+    for step in list(steps.values()):
+        if not isinstance(step, ModelStep) or step.response_id is None:
+            continue
+        other = kept.get(step.response_id)
+        if other is None:
+            kept[step.response_id] = step
+            continue
+        winner, loser = (step, other) if _richness(step) > _richness(other) else (other, step)
+        kept[step.response_id] = winner
+        del steps[loser.span_id]
+        counters.incr("fold.duplicate_model_steps")
+
+
 class _Folder:
     def __init__(self, records: list[SpanRecord], steps: Mapping[int, Step | None] | None) -> None:
         self.records = records
@@ -108,6 +131,7 @@ class _Folder:
             step = steps.get(r.span_id) if steps is not None and r.span_id in steps else safe_step(r)
             if step is not None:
                 self.steps[r.span_id] = step
+        drop_duplicate_calls(self.steps)
         self.agents = {sid: s for sid, s in self.steps.items() if isinstance(s, AgentSpan)}
         self._agent_of: dict[int, AgentSpan | None] = {}
         self.threads: dict[Hashable, _Thread] = {}
