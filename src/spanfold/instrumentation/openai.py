@@ -18,7 +18,7 @@ from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import counters, semconv
 from spanfold.instrumentation import openai_chat, openai_responses
-from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, sync_wrapper
+from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, base_url_server, sync_wrapper
 from spanfold.instrumentation.spans import SETTINGS, Settings
 from spanfold.instrumentation.streams import AsyncStreamProxy, SyncStreamProxy
 from spanfold.version import __version__
@@ -44,11 +44,6 @@ def classify(result: Any) -> Result:
     return Result.OPAQUE
 
 
-def server_attributes(instance: Any) -> dict[str, Any]:
-    url = instance._client.base_url
-    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
-
-
 CHAT = ModelApi(
     kind="openai.chat",
     provider=semconv.PROVIDER_OPENAI,
@@ -57,7 +52,7 @@ CHAT = ModelApi(
     response=openai_chat.response_attributes,
     accumulator=openai_chat.ChatStreamAccumulator,
     classify=classify,
-    server=server_attributes,
+    server=base_url_server,
 )
 
 RESPONSES = ModelApi(
@@ -68,7 +63,7 @@ RESPONSES = ModelApi(
     response=openai_responses.response_attributes,
     accumulator=openai_responses.ResponseStreamAccumulator,
     classify=classify,
-    server=server_attributes,
+    server=base_url_server,
 )
 
 #: (module, "Class.method", api, is_async)
