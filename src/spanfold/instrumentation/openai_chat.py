@@ -236,6 +236,15 @@ def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
     )
 
 
+def _reasoning(delta: Any) -> Any:
+    """A delta's ``reasoning_content``: not a declared field (some servers send it), so among the pydantic extras, or
+    a field in a later SDK. Read directly: this runs once per chunk, and ``m.get``'s type checks cost more."""
+    extra = delta.__pydantic_extra__
+    if extra and "reasoning_content" in extra:
+        return extra["reasoning_content"]
+    return delta.__dict__.get("reasoning_content")
+
+
 class ChatStreamAccumulator:
     """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index)."""
 
@@ -264,7 +273,7 @@ class ChatStreamAccumulator:
                     choice.text.append(delta.content)
                 if delta.refusal:
                     choice.refusal.append(delta.refusal)
-                reasoning = m.get(delta, "reasoning_content")  # not a declared field: some servers send it
+                reasoning = _reasoning(delta)
                 if isinstance(reasoning, str) and reasoning:
                     choice.reasoning.append(reasoning)
                 if delta.tool_calls:
