@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -150,6 +151,7 @@ def worker(kind: str) -> list[tuple[str, float]]:
         ("whole worker path: Assembler.add + flush", best_us(assemble, 1) * per),
     ]
     writer.close()
+    shutil.rmtree(directory, ignore_errors=True)
     return rows
 
 

@@ -5,6 +5,10 @@ Run by ``bench/overhead.py`` (fresh process per configuration and round); usable
     python bench/workload.py --config spanfold --workload stream --history 10
     python bench/workload.py --config openinference --workload stream --verify   # what the config records
 
+Workloads: ``sync``, ``stream`` (53 chunks), ``async``: the same call repeated, ``--history`` messages of history;
+``agent``: each batch of calls is one agent run that starts from ``--history`` messages and adds the reply and a new
+user message per call (history growth: work per call should follow what is new).
+
 Each batch ends by draining the configuration (spanfold folds and writes what the batch left, a peer exports it),
 so all the work the calls caused is inside the clock. Per batch it takes the wall time (``perf_counter``) and the
 CPU time of the whole process (``process_time``: every thread, so spanfold's folding worker and the peers' batch
@@ -309,13 +313,18 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
     out = []
     stream = workload == "stream"
     for _ in range(calls // batch):
+        if workload == "agent":  # each batch one agent run: it starts from the history, each call adds 2 messages
+            msgs = history(n_history)
         t0 = _clock()
-        for _ in range(batch):
+        for i in range(batch):
             if stream:
                 for _chunk in client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS, stream=True):
                     pass
             else:
-                client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
+                reply = client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
+                if workload == "agent":
+                    msgs.append({"role": "assistant", "content": reply.choices[0].message.content})
+                    msgs.append({"role": "user", "content": f"Thanks. And the forecast for tomorrow, day {i}?"})
         DRAIN[0]()
         out.append(_per_call(t0, batch))
     return out
@@ -348,7 +357,7 @@ def verify(workload: str, n_history: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config", choices=sorted(CONFIGS), required=True)
-    parser.add_argument("--workload", choices=("sync", "stream", "async"), default="sync")
+    parser.add_argument("--workload", choices=("sync", "stream", "async", "agent"), default="sync")
     parser.add_argument("--history", type=int, default=10)
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--batch", type=int, default=50)
