@@ -101,14 +101,17 @@ def _respond(answer: Answer, request: httpx2.Request) -> httpx2.Response:
 
 
 class Script:
-    """A transport answering every request with the same :class:`Answer`; remembers the requests' headers."""
+    """A transport answering every request with the same :class:`Answer`; remembers the requests' headers and
+    bodies (what the SDK sent must not change under spanfold)."""
 
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
         self.headers: list[dict[str, str]] = []
+        self.bodies: list[bytes] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.headers.append(dict(request.headers))
+        self.bodies.append(request.content)
         return _respond(self.answer, request)
 
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 import spanfold
+from spanfold import counters
 from spanfold.instrumentation import tools
 
 from .conftest import Answer, FaultLog, Harness, Script, anthropic_client, aoutcome, openai_client, outcome, unwrapped
@@ -30,8 +31,10 @@ from .strategies import (
     ANTHROPIC_EVENT,
     CHAT_BODY,
     CHAT_CHUNK,
+    JSON,
     RESPONSES_BODY,
     RESPONSES_EVENT,
+    TEXT,
     answers,
 )
 
@@ -96,17 +99,19 @@ def _one_example(harness: Harness, api: Api, is_async: bool, data: st.DataObject
     raw = data.draw(st.booleans(), "raw")
     answer = data.draw(answers(api.body, api.event, stream, api.named_events), "answer")
 
-    def run() -> tuple[Any, Any]:
-        client = api.client(Script(answer), is_async)
+    def run() -> tuple[Any, Any, list[bytes]]:
+        script = Script(answer)
+        client = api.client(script, is_async)
         if is_async:
-            return asyncio.run(aoutcome(lambda: api.call(client, stream, raw)))
-        return outcome(lambda: api.call(client, stream, raw))
+            return (*asyncio.run(aoutcome(lambda: api.call(client, stream, raw))), script.bodies)
+        return (*outcome(lambda: api.call(client, stream, raw)), script.bodies)
 
-    expected, _ = run()
+    expected, _, sent = run()
     assert harness.take_spans() == []
     with harness.on():
-        got, produced = run()
+        got, produced, sent_traced = run()
     assert got == expected
+    assert sent_traced == sent  # the very same request went out
     assert unwrapped(produced) is harness.returned.last(), "the wrapper must hand back the SDK's own object"
     spans = harness.take_spans()
     assert len(spans) == 1, [s.name for s in spans]
@@ -216,3 +221,114 @@ def test_a_raising_span_processor_never_reaches_the_app(
     assert len(harness.take_spans()) == 8 + 6 + 8  # tools and agents both times, and the 6 model calls
     faults = fault_log.check_logged_once()
     assert sum(faults.values()) >= 14
+
+
+class Hostile:
+    """A value in the user's request that fights back: comparing, hashing, ``str()``, iterating or reading it raises."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("hostile __eq__")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "Hostile()"  # (hypothesis prints failing examples)
+
+    def __str__(self) -> str:
+        raise RuntimeError("hostile __str__")
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"hostile .{name}")
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("hostile __iter__")
+
+
+ODD = JSON | st.builds(Hostile)
+PART = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "image_url", "input_audio", "file", "refusal", "image", "tool_result", "odd"])},
+    optional={
+        "text": ODD,
+        "image_url": st.fixed_dictionaries({"url": st.sampled_from(["https://x/y.png", "data:image/png;base64,AAAA"])})
+        | ODD,
+        "input_audio": st.fixed_dictionaries({"data": TEXT, "format": TEXT}) | ODD,
+        "content": ODD,
+        "tool_use_id": ODD,
+        "source": ODD,
+    },
+)
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "developer", "tool"]) | ODD},
+    optional={
+        "content": TEXT | st.lists(PART, max_size=3) | ODD,
+        "tool_calls": st.lists(st.fixed_dictionaries({"id": ODD, "type": ODD, "function": ODD}), max_size=2) | ODD,
+        "tool_call_id": ODD,
+        "name": ODD,
+    },
+)
+MESSAGES = st.one_of(
+    st.lists(MESSAGE | ODD, max_size=4),
+    st.lists(MESSAGE, max_size=4).map(tuple),
+    st.lists(MESSAGE, max_size=4).map(lambda ms: ("generator", ms)),  # made into a generator per call
+    ODD,
+)
+EXTRA = st.fixed_dictionaries(
+    {}, optional={"temperature": ODD, "max_tokens": ODD, "tools": st.lists(ODD, max_size=2) | ODD, "user": ODD}
+)
+
+
+def _fresh(value: Any) -> Any:
+    """A one-shot generator is made anew for each call (both calls must see the same input)."""
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "generator":
+        return (m for m in value[1])
+    return value
+
+
+REQUEST_CALLS = {
+    "openai.chat": (
+        openai_client,
+        CHAT_BODY,
+        lambda c, msgs, extra: c.chat.completions.create(model="gpt-4o", messages=msgs, **extra),
+    ),
+    "openai.responses": (
+        openai_client,
+        RESPONSES_BODY,
+        lambda c, msgs, extra: c.responses.create(
+            model="gpt-4o", input=msgs, instructions=extra.get("user", "be brief")
+        ),
+    ),
+    "anthropic.messages": (
+        anthropic_client,
+        ANTHROPIC_BODY,
+        lambda c, msgs, extra: c.messages.create(
+            model="claude-x", max_tokens=16, messages=msgs, system=extra.get("user", "be brief")
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REQUEST_CALLS))
+def test_arbitrary_requests_go_out_unchanged(name: str, harness: Harness, fault_log: FaultLog) -> None:
+    """Arbitrary, malformed and hostile request arguments (odd types, objects whose every method raises, one-shot
+    generators): the same request bytes go out (or the same exception is raised) with spanfold as without."""
+    make_client, body, call = REQUEST_CALLS[name]
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(messages=MESSAGES, extra=EXTRA, reply=body)
+    def check(messages: Any, extra: dict[str, Any], reply: Any) -> None:
+        def run() -> tuple[Any, list[bytes]]:
+            script = Script(Answer.json(reply))
+            client = make_client(script)
+            return outcome(lambda: call(client, _fresh(messages), extra))[0], script.bodies
+
+        expected = run()
+        before = counters.snapshot().get(f"fault.{name}.request", 0)
+        with harness.on():
+            got = run()
+        assert got == expected
+        spans = len(harness.take_spans())
+        # One span; or none when spanfold could not read the request (a counted fault: the call went on untraced).
+        assert spans == 1 or (spans == 0 and counters.snapshot()[f"fault.{name}.request"] == before + 1)
+
+    check()
+    fault_log.check_logged_once()

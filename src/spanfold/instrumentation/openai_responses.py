@@ -21,7 +21,7 @@ and ``conversation`` -> ``gen_ai.conversation.id`` (the fold joins a chain whose
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from spanfold import semconv
@@ -227,7 +227,11 @@ def tool_definition(tool: Any) -> dict[str, Any]:
 
 def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | None, dict[str, Any]]:
     """The span name target (the model) and the request attributes of ``create`` / ``parse``."""
-    m.materialize(kwargs, "input", "tools")
+    m.materialize(kwargs, "tools")
+    items = kwargs.get("input")
+    if isinstance(items, Iterator):  # read a copy; the SDK (which rejects a generator here) still gets one
+        items = list(items)
+        kwargs["input"] = (item for item in items)
     model = kwargs.get("model")
     model = model if isinstance(model, str) else None
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model}
@@ -248,7 +252,6 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     instructions = kwargs.get("instructions")
     if isinstance(instructions, str):
         attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps([m.text_part(instructions, capture)])
-    items = kwargs.get("input")
     if isinstance(items, str):
         attrs[semconv.INPUT_MESSAGES] = messages_json([item_pieces(items, capture)])
     elif m.given(items):
