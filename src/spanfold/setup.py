@@ -165,6 +165,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         if not _atexit_registered:
             atexit.register(_at_exit)
             _install_sigterm()
+            _flush_in_multiprocessing_children()
             _atexit_registered = True
         return handle
 
@@ -187,6 +188,23 @@ def _at_exit() -> None:
             handle.flush(timeout=10.0)
         except Exception as exc:  # never make the user's exit noisy
             counters.fault("atexit.flush", exc)
+
+
+def _flush_in_multiprocessing_children() -> None:
+    """A ``multiprocessing`` child (fork start method) ends with ``os._exit``, skipping atexit: flush from its exit
+    finalizers instead, registered in each child after the fork (``multiprocessing`` clears them at the fork)."""
+    try:
+        from multiprocessing import util
+
+        util.register_after_fork(_at_exit, _register_child_flush)
+    except Exception as exc:
+        counters.fault("multiprocessing.hook", exc)
+
+
+def _register_child_flush(_: object) -> None:
+    from multiprocessing import util
+
+    util.Finalize(None, _at_exit, exitpriority=100)
 
 
 def _install_sigterm() -> None:

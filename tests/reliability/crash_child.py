@@ -10,10 +10,13 @@ Modes:
 * ``count``: write N traces, print ``done``, and exit normally (atexit must flush them).
 * ``term``: write N traces, print ``ready``, then wait for SIGTERM (the handler must flush them).
 * ``term_handler``: like ``term`` with the app's own SIGTERM handler installed first (it must still run).
+* ``fork``: N ``multiprocessing`` workers (fork start method) write one trace each, then the parent one; prints the
+  parent's and the workers' pids.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
@@ -56,6 +59,15 @@ def main(argv: list[str]) -> None:
             if k == 1:
                 spanfold.flush(timeout=30)
                 print("ready", flush=True)
+    if mode == "fork":
+        workers = [multiprocessing.get_context("fork").Process(target=one, args=(0, size)) for _ in range(n)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        one(0, size)
+        print(os.getpid(), *(w.pid for w in workers), flush=True)
+        return
     for k in range(n):
         one(k, size)
     if mode == "count":

@@ -177,6 +177,22 @@ def test_sigterm_flushes_then_runs_the_apps_own_handler(tmp_path: Path) -> None:
     assert len(check_directory(out)) == QUEUED
 
 
+def test_multiprocessing_fork_workers_flush_before_they_exit(tmp_path: Path) -> None:
+    """``multiprocessing`` children end with ``os._exit`` (no atexit): each worker's trace must still be written."""
+    out = tmp_path / "traces"
+    proc = subprocess.run(
+        [sys.executable, str(CHILD), "fork", str(out), "3", "10"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    pids = proc.stdout.split()
+    assert len(pids) == 4
+    assert sorted(check_directory(out)) == sorted(f"{pid}:0" for pid in pids)
+
+
 # --- a root that never ends ----------------------------------------------------------------------------------
 
 
