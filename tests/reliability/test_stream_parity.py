@@ -373,3 +373,84 @@ def test_helper_final_message_parity(source: str, harness: Harness, ends: Ends) 
     assert got == expected
     assert taken == [1]
     _check_one_end(harness, ends, error=False)
+
+
+class _Stall(httpx2.AsyncByteStream):
+    """An SSE body that sends ``first`` and then never another byte."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+
+    async def __aiter__(self) -> Any:
+        yield self.first
+        await asyncio.Event().wait()
+
+
+def _stalling(stream: bool) -> Callable[[httpx2.Request], Any]:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        if not stream:
+            await asyncio.Event().wait()  # the response never comes
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": []}
+        first = f"data: {json.dumps(chunk)}\n\n".encode()
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_Stall(first), request=request
+        )
+
+    return handler
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["awaiting_the_response", "awaiting_a_chunk"])
+def test_cancelled_task(stream: bool, harness: Harness, ends: Ends) -> None:
+    """A task cancelled while spanfold's wrapper (or stream proxy) awaits: the cancellation reaches the task as it
+    would without spanfold, and the span ends exactly once."""
+
+    async def app() -> list[Any]:
+        client = openai_client(_stalling(stream), True)
+
+        async def call() -> None:
+            s = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], stream=stream
+            )
+            async for _ in s:
+                pass
+
+        task = asyncio.ensure_future(call())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError as exc:
+            return ["cancelled", type(exc).__name__, task.cancelled()]
+        return ["finished"]
+
+    expected = asyncio.run(app())
+    with harness.on():
+        got = asyncio.run(app())
+    assert got == expected == ["cancelled", "CancelledError", True]
+    gc.collect()
+    spans = harness.take_spans()
+    assert len(spans) == 1 and len(ends.ends) == 1
+
+
+def test_keyboard_interrupt_mid_stream(harness: Harness, ends: Ends) -> None:
+    """Ctrl-C while a stream is being read: the KeyboardInterrupt reaches the user untouched; one span end."""
+
+    def app() -> Any:
+        transport = Rendered("chat", 2, KeyboardInterrupt())
+        client = openai_client(transport)
+        seen = []
+        try:
+            for chunk in client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], stream=True
+            ):
+                seen.append(_desc(chunk))
+        except KeyboardInterrupt as exc:
+            seen.append(("interrupted", repr(exc)))
+        return seen
+
+    expected = app()
+    with harness.on():
+        got = app()
+    assert got == expected
+    assert got[-1][0] == "interrupted" and len(got) == 3
+    assert len(harness.take_spans()) == 1 and len(ends.ends) == 1
