@@ -9,16 +9,25 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from spanfold import counters
+from spanfold import config, counters
+from spanfold.exporter.processor import FoldingSpanProcessor
 from spanfold.exporter.writers import JsonlWriter
 from spanfold.trace.model import Message, Trace, TraceMeta
 
+from .test_bounded_memory import bench as _bench_module
 from .test_crash_safety import check_directory
+
+
+def _bench() -> Any:
+    return _bench_module
+
 
 CHILD = Path(__file__).with_name("fault_child.py")
 PHASES = ("deleted", "disk_full", "permission")
@@ -79,3 +88,53 @@ def test_the_retry_buffer_is_bounded_and_counts_what_it_drops(tmp_path: Path) ->
     assert writer.pending == 0
     lines = (blocker / "traces" / "traces.jsonl").read_text().splitlines()
     assert [json.loads(x)[0]["content"] for x in lines] == ["3", "4", "5", "6", "7"]
+
+
+class StuckWriter:
+    """A writer whose ``write`` hangs until released (a wedged network filesystem)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.written = 0
+
+    def write(self, trace: Trace) -> None:
+        self.entered.set()
+        self.release.wait(30)
+        self.written += 1
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_hung_writer_never_blocks_the_app_and_the_queue_stays_bounded() -> None:
+    """While the writer hangs, the app's spans keep ending (``on_end`` only enqueues): the queue holds at most
+    ``max_queue_size`` spans, the rest are dropped and counted, a flush with a timeout returns False instead of
+    hanging; once the writer is released, what was queued is written."""
+    bench = _bench()
+    writer = StuckWriter()
+    processor = FoldingSpanProcessor([writer], config.load({"max_queue_size": 100, "trace_timeout": 3600.0}))
+    try:
+        spans = [span for run in range(200) for _, span in bench.run_spans(run) if span is not None]
+        processor.on_end(spans[0])
+        processor.on_end(spans[1])
+        processor.on_end(spans[2])
+        processor.on_end(spans[3])  # one whole run: its root ended, it is folded, the writer hangs on it
+        assert writer.entered.wait(10)
+        for span in spans[4:]:
+            processor.on_end(span)  # returns at once: the app is not held up
+        queued = processor.stats()["queue_depth"]
+        dropped = counters.snapshot()["dropped_spans"]
+        assert queued <= 2 * 100  # start markers and spans: 2 x max_queue_size
+        assert dropped == len(spans) - 4 - queued > 0
+        assert processor.force_flush(200) is False  # bounded wait, no hang
+        writer.release.set()
+        assert processor.force_flush(30_000)
+    finally:
+        writer.release.set()
+        processor.shutdown()
+    # The hung run, then every run with a queued span once released (a stuck run's, incomplete, at shutdown).
+    assert writer.written == len({span.context.trace_id for span in spans[: 4 + queued]})
