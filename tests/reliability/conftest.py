@@ -233,7 +233,12 @@ async def adescribe(result: Any) -> Any:
 WRAPPED = (
     [("openai.resources.chat.completions.completions", cls, "create") for cls in ("Completions", "AsyncCompletions")]
     + [("openai.resources.responses.responses", cls, "create") for cls in ("Responses", "AsyncResponses")]
-    + [("anthropic.resources.messages.messages", cls, "create") for cls in ("Messages", "AsyncMessages")]
+    + [("openai.resources.chat.completions.completions", cls, "parse") for cls in ("Completions", "AsyncCompletions")]
+    + [
+        (f"anthropic.resources.{beta}messages.messages", cls, "create")
+        for beta in ("", "beta.")
+        for cls in ("Messages", "AsyncMessages")
+    ]
 )
 
 

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from pydantic import BaseModel
 
 import spanfold
 from spanfold import counters
@@ -38,8 +39,8 @@ from .strategies import (
     answers,
 )
 
-#: Examples per (API, sync/async) test; 6 tests, two SDK calls per example.
-EXAMPLES = 60
+#: Examples per (API, sync/async) test; 10 tests, two SDK calls per example.
+EXAMPLES = 50
 
 CHAT_MESSAGES = [
     {"role": "system", "content": "Be brief."},
@@ -84,8 +85,25 @@ def _messages(client: Any, stream: bool, raw: bool) -> Any:
     )
 
 
+class Answer_(BaseModel):  # a structured-output schema for ``parse``
+    answer: str
+
+
+def _chat_parse(client: Any, stream: bool, raw: bool) -> Any:
+    """``parse`` (no streaming: the flag only changes what the server answers)."""
+    target = client.chat.completions.with_raw_response if raw else client.chat.completions
+    return target.parse(model="gpt-4o", messages=CHAT_MESSAGES, response_format=Answer_)
+
+
+def _beta_messages(client: Any, stream: bool, raw: bool) -> Any:
+    target = client.beta.messages.with_raw_response if raw else client.beta.messages
+    return target.create(model="claude-x", max_tokens=64, messages=ANTHROPIC_MESSAGES, stream=stream)
+
+
 APIS = {
     "openai.chat": Api(openai_client, CHAT_BODY, CHAT_CHUNK, False, _chat),
+    "openai.chat.parse": Api(openai_client, CHAT_BODY, CHAT_CHUNK, False, _chat_parse),
+    "anthropic.beta.messages": Api(anthropic_client, ANTHROPIC_BODY, ANTHROPIC_EVENT, True, _beta_messages),
     "openai.responses": Api(openai_client, RESPONSES_BODY, RESPONSES_EVENT, False, _responses),
     "anthropic.messages": Api(anthropic_client, ANTHROPIC_BODY, ANTHROPIC_EVENT, True, _messages),
 }
