@@ -181,11 +181,11 @@ def stop() -> None:
         redact.configure(None)
 
 
-def _at_exit() -> None:
+def _at_exit(timeout: float = 10.0) -> None:
     handle = _handle
     if handle is not None:
         try:
-            handle.flush(timeout=10.0)
+            handle.flush(timeout=timeout)
         except Exception as exc:  # never make the user's exit noisy
             counters.fault("atexit.flush", exc)
 
@@ -221,8 +221,12 @@ def _install_sigterm() -> None:
         counters.fault("sigterm.install", exc)
 
 
+#: The longest SIGTERM waits for the flush (a wedged disk must not eat a container's grace period; a flush takes ms).
+SIGTERM_FLUSH_S = 3.0
+
+
 def _on_sigterm(previous: Any, signum: int, frame: Any) -> None:
-    _at_exit()
+    _at_exit(SIGTERM_FLUSH_S)
     if callable(previous):
         previous(signum, frame)
         return
