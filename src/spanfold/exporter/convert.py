@@ -204,5 +204,5 @@ def fingerprint(msg: Message) -> Fingerprint:
     if msg.role == "tool":
         return ("tool", msg.tool_call_id)
     content = msg.content if not isinstance(msg.content, list) else dumps(msg.content)
-    calls = tuple((tc.id, tc.name) for tc in msg.tool_calls)
+    calls = tuple([(tc.id, tc.name) for tc in msg.tool_calls]) if msg.tool_calls else ()
     return (msg.role, content, calls)
