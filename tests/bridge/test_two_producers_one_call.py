@@ -3,12 +3,15 @@ one model step: the same flat trace and token totals as with one producer."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from spanfold import counters
+from spanfold.exporter.fold import fold
+from spanfold.exporter.records import SpanRecord
 
 from .producers import Harness, run_openllmetry
 
@@ -28,3 +31,23 @@ def test_sdk_native_span_beside_a_peers_span_is_one_step(harness: Harness) -> No
     assert counters.snapshot().get("fold.duplicate_model_steps") == 3
     assert trace.to_invariant() == alone.fold().to_invariant()
     assert trace.meta.usage == alone.fold().meta.usage
+
+
+def _chat(span_id: int, start: int, end: int, text: str, response_id: str = "chatcmpl-same") -> SpanRecord:
+    attrs = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "m",
+        "gen_ai.response.id": response_id,
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]),
+    }
+    return SpanRecord(1, span_id, 9, f"chat m {span_id}", start, end, attrs)
+
+
+def test_separate_calls_answered_with_one_id_stay_apart() -> None:
+    """A mock server may give every response the same id: calls one after the other are still two steps."""
+    root = SpanRecord(1, 9, None, "run", 0, 100, {})
+    trace = fold([root, _chat(1, 10, 20, "first"), _chat(2, 30, 40, "second")], trace_id="t")
+    assert [e.content for e in trace.events] == ["first", "ok", "second", "ok"]
+    nested = fold([root, _chat(1, 10, 40, "first"), _chat(2, 15, 35, "first")], trace_id="t")
+    assert [e.content for e in nested.events] == ["first", "ok"]

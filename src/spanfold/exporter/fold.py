@@ -105,19 +105,27 @@ def _richness(step: ModelStep) -> tuple[int, int, int]:
     return (len(step.outputs), len(step.inputs), -step.start_ns)
 
 
+def _nested(a: ModelStep, b: ModelStep) -> bool:
+    """One span's time window holds the other's."""
+    return (a.start_ns <= b.start_ns and b.end_ns <= a.end_ns) or (b.start_ns <= a.start_ns and a.end_ns <= b.end_ns)
+
+
 def drop_duplicate_calls(steps: dict[int, Step]) -> None:
     """One API call recorded by two producers (the anthropic SDK's own span beside another instrumentation's) is
-    one model step: of the model steps with the same response id, the richest is kept; the others are counted."""
-    kept: dict[str, ModelStep] = {}
+    one model step: model steps with the same parent and response id whose time windows nest are the same call; the
+    richest is kept, the others counted. (Separate calls answered with one id, as mock servers do, never nest.)"""
+    kept: dict[tuple[int | None, str], list[ModelStep]] = {}
     for step in list(steps.values()):
         if not isinstance(step, ModelStep) or step.response_id is None:
             continue
-        other = kept.get(step.response_id)
-        if other is None:
-            kept[step.response_id] = step
+        same = kept.setdefault((step.parent_id, step.response_id), [])
+        twin = next((other for other in same if _nested(other, step)), None)
+        if twin is None:
+            same.append(step)
             continue
-        winner, loser = (step, other) if _richness(step) > _richness(other) else (other, step)
-        kept[step.response_id] = winner
+        loser = step if _richness(twin) >= _richness(step) else twin
+        if loser is twin:
+            same[same.index(twin)] = step
         del steps[loser.span_id]
         counters.incr("fold.duplicate_model_steps")
 
