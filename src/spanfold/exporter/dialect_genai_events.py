@@ -38,9 +38,7 @@ same buffer with :meth:`EventBuffer.add`. Never imports :mod:`spanfold.instrumen
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
@@ -49,6 +47,7 @@ from opentelemetry.sdk._logs import LogRecordProcessor
 
 from spanfold import counters, semconv
 from spanfold.exporter.dialect_shapes import chat_message, dumps, tool_call
+from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.records import SpanRecord
 
 #: Event name -> the role of the input message it carries (``gen_ai.choice`` is the output).
@@ -70,15 +69,7 @@ class EventBuffer:
     def __init__(self, max_spans: int = MAX_SPANS) -> None:
         self.max_spans = max_spans
         self._reset()
-        if hasattr(os, "register_at_fork"):  # a forked child starts empty, with a lock no parent thread holds
-            reset = weakref.WeakMethod(self._reset)
-
-            def after_in_child() -> None:
-                method = reset()
-                if method is not None:
-                    method()
-
-            os.register_at_fork(after_in_child=after_in_child)
+        reinit_in_child(self._reset)
 
     def _reset(self) -> None:
         self._events: OrderedDict[int, list[tuple[str, Any]]] = OrderedDict()

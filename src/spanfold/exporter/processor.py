@@ -14,10 +14,8 @@ feed one too.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -29,6 +27,7 @@ from spanfold import config as config_module
 from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.assembler import Assembler, Policy, trace_hex
+from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.records import SpanRecord, from_readable
 from spanfold.exporter.writers import Writer
 
@@ -77,15 +76,7 @@ class FoldWorker:
         self._lifecycle = threading.Lock()
         self._reset_state(self._initial_writers)
         self._start()
-        if hasattr(os, "register_at_fork"):
-            weak = weakref.WeakMethod(self._at_fork_reinit)
-
-            def after_in_child() -> None:
-                reinit = weak()
-                if reinit is not None:
-                    reinit()
-
-            os.register_at_fork(after_in_child=after_in_child)
+        reinit_in_child(self._at_fork_reinit)
 
     # --- state -------------------------------------------------------------------------------------------
 

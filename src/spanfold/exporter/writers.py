@@ -25,13 +25,13 @@ import json
 import os
 import re
 import threading
-import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 from spanfold import counters
 from spanfold.config import Config
+from spanfold.exporter.forks import reinit_in_child
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
 
@@ -151,15 +151,7 @@ class _RetryingWriter:
     def __init__(self, max_retry_traces: int, max_retry_bytes: int) -> None:
         self._lock = threading.Lock()
         self._pending = _RetryBuffer(max_retry_traces, max_retry_bytes)
-        if hasattr(os, "register_at_fork"):
-            weak = weakref.WeakMethod(self._at_fork_reinit)
-
-            def after_in_child() -> None:
-                reinit = weak()
-                if reinit is not None:
-                    reinit()
-
-            os.register_at_fork(after_in_child=after_in_child)
+        reinit_in_child(self._at_fork_reinit)
 
     def _at_fork_reinit(self) -> None:
         """A forked child drops what its parent still had to write (the parent writes it)."""
