@@ -12,6 +12,7 @@ Phases (each: break the path, run 3 traces, flush, record what waits, repair the
 from __future__ import annotations
 
 import json
+import multiprocessing.util  # noqa: F401  (spanfold.init() imports it: before dropping privileges)
 import os
 import resource
 import shutil
