@@ -72,6 +72,17 @@ AGENT_ID: Final = "gen_ai.agent.id"
 PROVIDER_OPENAI: Final = "openai"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 
+#: Anthropic ``stop_reason`` -> the semconv output-message ``finish_reason`` enum; others are kept as they come.
+#: (spanfold's own Anthropic spans and the anthropic SDK's native-span dialect map it alike.)
+ANTHROPIC_FINISH_REASONS: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_call",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
 # --- part types ----------------------------------------------------------------------------------------
 PART_TEXT: Final = "text"
 PART_TOOL_CALL: Final = "tool_call"

@@ -51,17 +51,19 @@ STOP_REASON: Final = "anthropic.message.stop_reason"
 CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
 TOOL_RESULT_CONTENT: Final = "anthropic.tool_result.content"
 
-#: Anthropic ``stop_reason`` -> the semconv ``finish_reason`` enum (as spanfold's own Anthropic spans map it).
-FINISH_REASONS: Final = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_call",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
+FINISH_REASONS: Final = semconv.ANTHROPIC_FINISH_REASONS
 #: The SDK's placeholders for media it leaves out -> content-less parts of the contract.
 _MEDIA: Final = {"anthropic_image": "image", "anthropic_document": "document"}
+
+
+def loads(value: Any) -> Any:
+    """A JSON string parsed (None when it is not JSON); other values as they are."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
 
 
 def is_native(scope: str | None, name: str) -> bool:
@@ -69,15 +71,6 @@ def is_native(scope: str | None, name: str) -> bool:
     if scope:
         return scope == SCOPE or scope.startswith(SCOPE + ".")
     return name in (MODEL_SPAN, TOOL_RUNNER_SPAN) or name.startswith(TOOL_SPAN_PREFIXES)
-
-
-def _loads(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
 
 
 def _dumps(value: Any) -> str:
@@ -141,14 +134,14 @@ def _model_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
     cache_write = out.pop(CACHE_WRITE_INPUT_TOKENS, None)
     if cache_write is not None and semconv.USAGE_CACHE_CREATION_INPUT_TOKENS not in out:
         out[semconv.USAGE_CACHE_CREATION_INPUT_TOKENS] = cache_write
-    inputs = _loads(attrs.get(semconv.INPUT_MESSAGES))
+    inputs = loads(attrs.get(semconv.INPUT_MESSAGES))
     if inputs is not None:
         out[semconv.INPUT_MESSAGES] = _dumps(split_messages(inputs))
-    outputs = _loads(attrs.get(semconv.OUTPUT_MESSAGES))
+    outputs = loads(attrs.get(semconv.OUTPUT_MESSAGES))
     if outputs is not None:
         reason = FINISH_REASONS.get(stop_reason, stop_reason) if isinstance(stop_reason, str) else ""
         out[semconv.OUTPUT_MESSAGES] = _dumps(split_messages(outputs, finish_reason=reason))
-    system = _loads(attrs.get(semconv.SYSTEM_INSTRUCTIONS))
+    system = loads(attrs.get(semconv.SYSTEM_INSTRUCTIONS))
     if isinstance(system, list):
         out[semconv.SYSTEM_INSTRUCTIONS] = _dumps([_part(p) for p in system])
     out.setdefault(semconv.OPERATION_NAME, semconv.OP_CHAT)
@@ -159,7 +152,7 @@ def _tool_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(attrs)
     content = out.pop(TOOL_RESULT_CONTENT, None)
     if content is not None and semconv.TOOL_CALL_RESULT not in out:
-        result = blocks_text(_loads(content))
+        result = blocks_text(loads(content))
         out[semconv.TOOL_CALL_RESULT] = result if isinstance(result, str) else _dumps(result)
     out.setdefault(semconv.OPERATION_NAME, semconv.OP_EXECUTE_TOOL)
     return out

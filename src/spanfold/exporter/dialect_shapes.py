@@ -22,6 +22,7 @@ from typing import Any, TypeAlias
 
 from spanfold import counters, semconv
 from spanfold.exporter.dialect_anthropic_native import blocks_text, split_messages
+from spanfold.exporter.dialect_anthropic_native import loads as loads  # the dialects share one lenient JSON reader
 
 Part: TypeAlias = dict[str, Any]
 Message: TypeAlias = dict[str, Any]
@@ -31,16 +32,6 @@ Indexed: TypeAlias = dict[int, dict[str, Any]]
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def loads(value: Any) -> Any:
-    """A JSON string parsed (None when it is not JSON); other values as they are."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
 
 
 def indexed(attrs: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str, Indexed]:

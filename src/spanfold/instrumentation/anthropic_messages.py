@@ -30,15 +30,7 @@ ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
 #: server, not in the request (the beta tool runner threads by default), like ``openai.request.previous_response_id``.
 REQUEST_PREVIOUS_MESSAGE_ID: Final = "anthropic.request.previous_message_id"
 
-#: Anthropic ``stop_reason`` -> the semconv output-message ``finish_reason``; others are kept as they come.
-FINISH_REASONS: Final = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_call",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
+FINISH_REASONS: Final = semconv.ANTHROPIC_FINISH_REASONS
 
 REQUEST_PARAMS: Final = {
     "max_tokens": semconv.REQUEST_MAX_TOKENS,
