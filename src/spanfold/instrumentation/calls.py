@@ -93,12 +93,9 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any
         return result
 
 
-class RawResponseProxy(wrapt.ObjectProxy[Any]):
-    """``with_raw_response`` result: the span finishes from what ``.parse()`` gives (a stream is proxied).
-
-    A non-streaming body is parsed at once (the SDK caches the parse, so the user's own ``.parse()`` returns
-    the very same object); a streaming one is proxied when the user parses it, or ended when this is collected.
-    """
+class _RawProxy(wrapt.ObjectProxy[Any]):
+    """A ``with_raw_response`` result whose span finishes from what ``.parse()`` gives (a stream is proxied), or
+    ends when this is collected unparsed. Subclasses say when and how the body is parsed."""
 
     def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
         super().__init__(wrapped)
@@ -106,13 +103,9 @@ class RawResponseProxy(wrapt.ObjectProxy[Any]):
         self._self_call = call
         self._self_capture = capture
         self._self_parsed: Any = None
-        if not _streams(wrapped):
-            self._self_parsed = _complete(api, call, wrapped.parse(), capture)
 
-    def parse(self, *args: Any, **kwargs: Any) -> Any:
-        result = self.__wrapped__.parse(*args, **kwargs)
-        if args or kwargs:
-            return result
+    def _self_parsed_as(self, result: Any) -> Any:
+        """What the user's ``.parse()`` (no arguments) returns: the first parse finishes the span."""
         if self._self_parsed is None:
             self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_capture)
         return self._self_parsed
@@ -123,24 +116,28 @@ class RawResponseProxy(wrapt.ObjectProxy[Any]):
             call.finish()
 
 
+class RawResponseProxy(_RawProxy):
+    """A non-streaming body is parsed at once (the SDK caches the parse, so the user's own ``.parse()`` returns the
+    very same object); a streaming one when the user parses it."""
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
+        super().__init__(wrapped, api, call, capture)
+        if not _streams(wrapped):
+            self._self_parsed_as(wrapped.parse())
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.__wrapped__.parse(*args, **kwargs)
+        return result if args or kwargs else self._self_parsed_as(result)
+
+
 def _streams(raw: Any) -> bool:
     """Whether a raw response holds a stream (openai: ``_stream``; anthropic: ``_is_sse_stream``)."""
     return bool(getattr(raw, "_stream", False) or getattr(raw, "_is_sse_stream", False))
 
 
-class AsyncRawResponseProxy(wrapt.ObjectProxy[Any]):
-    """:class:`RawResponseProxy` for raw responses whose ``parse()`` is a coroutine.
-
-    The async wrapper awaits :meth:`_self_prime` before returning it, which parses a non-streaming body at once (the
-    SDK caches the parse); a stream is proxied when the user awaits ``.parse()``, or ended when this is collected.
-    """
-
-    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
-        super().__init__(wrapped)
-        self._self_api = api
-        self._self_call = call
-        self._self_capture = capture
-        self._self_parsed: Any = None
+class AsyncRawResponseProxy(_RawProxy):
+    """For raw responses whose ``parse()`` is a coroutine: the async wrapper awaits :meth:`_self_prime` before
+    returning it, which parses a non-streaming body at once (the SDK caches the parse)."""
 
     async def _self_prime(self) -> None:
         if _streams(self.__wrapped__):
@@ -151,20 +148,11 @@ class AsyncRawResponseProxy(wrapt.ObjectProxy[Any]):
             counters.fault(f"{self._self_api.kind}.raw_parse", exc)
             self._self_call.finish()
             return
-        self._self_parsed = _complete(self._self_api, self._self_call, parsed, self._self_capture)
+        self._self_parsed_as(parsed)
 
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
         result = await self.__wrapped__.parse(*args, **kwargs)
-        if args or kwargs:
-            return result
-        if self._self_parsed is None:
-            self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_capture)
-        return self._self_parsed
-
-    def __del__(self) -> None:
-        call = getattr(self, "_self_call", None)
-        if call is not None and not call.ended and self._self_parsed is None:
-            call.finish()
+        return result if args or kwargs else self._self_parsed_as(result)
 
 
 def sync_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
