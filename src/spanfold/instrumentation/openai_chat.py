@@ -24,11 +24,6 @@ REQUEST_PARAMS = {
 }
 
 
-def _given(value: Any) -> bool:
-    """True for a value the caller passed (the SDK marks absent ones with ``omit`` / ``NOT_GIVEN``)."""
-    return value is not None and type(value).__name__ not in ("Omit", "NotGiven")
-
-
 # --- input ---------------------------------------------------------------------------------------------
 
 
@@ -126,26 +121,26 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model if isinstance(model, str) else None}
     for key, attr in REQUEST_PARAMS.items():
         value = kwargs.get(key)
-        if _given(value) and isinstance(value, (int, float)):
+        if m.given(value) and isinstance(value, (int, float)):
             attrs[attr] = value
     n = kwargs.get("n")
-    if _given(n) and n != 1:
+    if m.given(n) and n != 1:
         attrs[semconv.REQUEST_CHOICE_COUNT] = n
     stop = kwargs.get("stop")
-    if _given(stop):
+    if m.given(stop):
         attrs[semconv.REQUEST_STOP_SEQUENCES] = [stop] if isinstance(stop, str) else m.as_list(stop)
     fmt = kwargs.get("response_format")
-    if _given(fmt):
+    if m.given(fmt):
         kind = m.get(fmt, "type") if isinstance(fmt, Mapping) else "json_schema"
         attrs[semconv.OUTPUT_TYPE] = "text" if kind == "text" else "json"
     messages = kwargs.get("messages")
     if isinstance(messages, Iterator):
         messages = kwargs["messages"] = list(messages)
-    if _given(messages):
+    if m.given(messages):
         convert = _convert_with_content if capture else _convert_without_content
         attrs[semconv.INPUT_MESSAGES] = _INPUT_CACHE[capture].json_list(m.as_list(messages), convert)
     tools = kwargs.get("tools")
-    if capture and _given(tools):
+    if capture and m.given(tools):
         if isinstance(tools, Iterator):
             tools = kwargs["tools"] = list(tools)
         attrs[semconv.TOOL_DEFINITIONS] = _TOOLS_CACHE.json_list(m.as_list(tools), tool_definition)
