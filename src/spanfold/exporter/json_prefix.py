@@ -16,7 +16,8 @@ array's result is its elements through ``element``, the earlier elements taken f
 
 The results share their elements: callers must not mutate the parsed values. Bounded: texts shorter than the key are
 not kept (they are cheap), a text replaces the one it extends, and the cache is emptied once the texts it took in
-since it was last emptied pass ``max_chars`` characters.
+since it was last emptied pass ``max_chars`` characters (2M by default: the histories of some 30 long agent runs at
+once; their parsed messages take a few times the text's size).
 Thread-safe without a lock: entries are immutable tuples, replaced whole.
 """
 
@@ -39,7 +40,7 @@ class ArrayPrefixCache:
 
     __slots__ = ("_chars", "_element", "_entries", "hits", "max_chars")
 
-    def __init__(self, element: Callable[[Any], Any] | None = None, max_chars: int = 8_000_000) -> None:
+    def __init__(self, element: Callable[[Any], Any] | None = None, max_chars: int = 2_000_000) -> None:
         self._element = element
         self._entries: dict[str, tuple[_Entry, ...]] = {}
         self._chars = 0
