@@ -271,11 +271,6 @@ def test_concurrent_unparented_runs_with_identical_starts_are_stitched(
     _check(traces, runs, identical_start=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stitch.Stitcher: an un-parented tool span without tool_call_id joins the conversation that registered its "
-    "(name, arguments) last, and the key is not consumed, so concurrent runs making the same tool call all land in one",
-)
 def test_concurrent_unparented_runs_making_the_same_tool_call_are_stitched(traces: list[Trace]) -> None:
     """Different users, the same tool call (``get_weather("Paris")``, no ``tool_call_id=``): each run's tool span
     must join its own run, one each."""

@@ -3,16 +3,18 @@
 An agent that never opens an ``invoke_agent`` span makes one OTel trace per model call (and per ``@tool`` call). A
 new call joins an open conversation when its input history extends that conversation's history (the inputs and
 first-choice outputs of one of its calls), when it continues one of its responses (``previous_response_id``), or
-shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id (or on a call with
-its name and arguments). Lookups are hashes: a rolling hash over the message fingerprints, so finding the
-conversation a call extends costs O(its inputs), never a comparison with every open conversation.
+shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id, or, without an id,
+the conversation that has waited longest on a call with its name and arguments (else its name): each waiting call
+takes one tool run, so concurrent runs making the same call get one each. Lookups are hashes: a rolling hash over
+the message fingerprints, so finding the conversation a call extends costs O(its inputs), never a comparison with
+every open conversation.
 
 Pure bookkeeping: no threads, no I/O (the processor closes conversations and writes them).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -25,6 +27,16 @@ _STATUS_RANK: dict[TraceStatus, int] = {"complete": 0, "incomplete": 1, "truncat
 
 
 @dataclass(slots=True, eq=False)
+class _Waiting:
+    """A tool call a conversation waits on; ``taken`` once a tool run answered it (or the conversation closed)."""
+
+    conv: Conversation
+    call_id: str | None
+    keys: tuple[Hashable, ...]
+    taken: bool = False
+
+
+@dataclass(slots=True, eq=False)
 class Conversation:
     """Member traces of one stitched run, in the order they completed."""
 
@@ -34,6 +46,7 @@ class Conversation:
     steps: dict[int, Step | None] = field(default_factory=dict)
     status: TraceStatus = "complete"
     keys: list[Hashable] = field(default_factory=list)
+    waiting: list[_Waiting] = field(default_factory=list)
     touched: float = 0.0
 
     def add(self, trace_id: int, records: list[SpanRecord], steps: dict[int, Step | None], status: TraceStatus) -> None:
@@ -79,6 +92,9 @@ class Stitcher:
     def __init__(self) -> None:
         self.open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
         self._index: dict[Hashable, Conversation] = {}
+        #: Calls waiting for their tool run: by call id, and in arrival order by (name, arguments) and by name.
+        self._calls: dict[str, _Waiting] = {}
+        self._queues: dict[Hashable, deque[_Waiting]] = {}
         self._serial = 0
 
     def __len__(self) -> int:
@@ -132,18 +148,45 @@ class Stitcher:
             self._register(conv, ("conversation", step.conversation_id))
         for e in out_events:
             for tc in e.tool_calls:
-                if tc.id is not None:
-                    self._register(conv, ("call", tc.id))
-                self._register(conv, ("signature", tc.name, args_key(tc.arguments)))
-                self._register(conv, ("tool", tc.name))
+                self._wait(conv, tc.id, ("signature", tc.name, args_key(tc.arguments)), ("tool", tc.name))
 
     # --- tool runs ---------------------------------------------------------------------------------------
 
+    def _wait(self, conv: Conversation, call_id: str | None, *keys: Hashable) -> None:
+        waiting = _Waiting(conv, call_id, keys)
+        conv.waiting.append(waiting)
+        if call_id is not None:
+            self._calls[call_id] = waiting
+        for key in keys:
+            self._queues.setdefault(key, deque()).append(waiting)
+
+    def _trim(self, key: Hashable) -> deque[_Waiting] | None:
+        """The queue of ``key`` without the answered calls at its head (dropped when empty)."""
+        queue = self._queues.get(key)
+        while queue and queue[0].taken:
+            queue.popleft()
+        if queue is not None and not queue:
+            del self._queues[key]
+            return None
+        return queue
+
+    def _take(self, waiting: _Waiting | None) -> Conversation | None:
+        if waiting is None or waiting.taken:
+            return None
+        waiting.taken = True
+        for key in waiting.keys:
+            self._trim(key)
+        return waiting.conv
+
     def _find_tool(self, step: ToolStep) -> Conversation | None:
         if step.call_id is not None:
-            return self._lookup(("call", step.call_id))
+            return self._take(self._calls.pop(step.call_id, None))
         name = step.name or ""
-        return self._lookup(("signature", name, args_key(step.arguments))) or self._lookup(("tool", name))
+        for key in (("signature", name, args_key(step.arguments)), ("tool", name)):
+            queue = self._trim(key)
+            if queue:
+                return self._take(queue[0])
+        return None
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -164,8 +207,6 @@ class Stitcher:
             self._register_model(conv, root, seed, inputs)
         else:
             conv = self._find_tool(root) or self._new()
-            if root.call_id is not None:
-                self._index.pop(("call", root.call_id), None)
         conv.add(trace_id, records, steps, status)
         conv.touched = now
         self.open.move_to_end(conv.serial)
@@ -190,6 +231,11 @@ class Stitcher:
             if self._index.get(key) is conv:
                 del self._index[key]
         conv.keys.clear()
+        for waiting in conv.waiting:  # calls never answered: out of the queues
+            self._take(waiting)
+            if waiting.call_id is not None and self._calls.get(waiting.call_id) is waiting:
+                del self._calls[waiting.call_id]
+        conv.waiting.clear()
         return conv
 
     def close_all(self) -> list[Conversation]:
