@@ -117,6 +117,12 @@ OPTIONS: Mapping[str, Option] = {
     "max_spans_per_trace": Option(
         ("SPANFOLD_MAX_SPANS_PER_TRACE",), _positive_int, 20_000, "spans kept per trace (more: truncated)"
     ),
+    "max_attribute_bytes_per_trace": Option(
+        ("SPANFOLD_MAX_ATTRIBUTE_BYTES_PER_TRACE",),
+        _positive_int,
+        64 * 1024 * 1024,
+        "bytes of span attribute text kept per trace (more: spans dropped, trace truncated)",
+    ),
     "trace_timeout": Option(
         ("SPANFOLD_TRACE_TIMEOUT",),
         _positive_float,
@@ -158,6 +164,7 @@ class Config:
     max_queue_size: int
     max_traces_in_flight: int
     max_spans_per_trace: int
+    max_attribute_bytes_per_trace: int
     trace_timeout: float
     stitch_idle: float
     redact: Any

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import config, counters
@@ -124,6 +123,23 @@ def test_traces_over_the_in_flight_limit_are_cut_oldest_first_and_counted() -> N
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="no limit on attribute bytes per trace yet (issue 8 asks for one)")
 def test_attribute_bytes_over_the_per_trace_limit_are_counted_and_the_trace_marked_truncated() -> None:
-    assert "max_attribute_bytes_per_trace" in config.OPTIONS
+    assert config.load({}, {"SPANFOLD_MAX_ATTRIBUTE_BYTES_PER_TRACE": "1000"}).max_attribute_bytes_per_trace == 1000
+    writer = bench.CountingWriter()
+    written: list[Any] = []
+    writer.write = written.append  # type: ignore[method-assign]
+    spans = _wide_trace(100)
+    sizes = [sum(len(v) for v in (span.attributes or {}).values() if isinstance(v, str)) for span in spans]
+    processor = _processor(writer, max_attribute_bytes_per_trace=sum(sizes[:30]))  # room for 30 tool spans
+    try:
+        for span in spans:
+            processor.on_end(span)
+        assert processor.force_flush(30_000)
+    finally:
+        processor.shutdown()
+    (trace,) = written
+    assert trace.meta.status == "truncated"
+    assert [e.tool_call_id for e in trace.events] == [f"c{k}" for k in range(30)]  # what fits; the root is kept
+    stats = counters.snapshot()
+    assert stats["traces_truncated"] == 1
+    assert stats["dropped_spans"] == 100 - 30

@@ -16,9 +16,10 @@ Which span is the root is the policy's ``root`` rule: the local root in one proc
 trace's own root (no parent at all) for a receiver that gathers the parts of a trace from many processes.
 
 Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, counted ``traces_incomplete``),
-``max_spans_per_trace`` (``traces_truncated``, ``dropped_spans``) and ``trace_timeout`` for traces whose root never
-comes. Un-parented calls are stitched (:mod:`spanfold.exporter.stitch`) within the process they came from (as
-far as the resource tells: one stitcher per resource) and closed after ``stitch_idle`` seconds.
+``max_spans_per_trace`` and ``max_attribute_bytes_per_trace`` (``traces_truncated``, ``dropped_spans``; the root
+span is always kept) and ``trace_timeout`` for traces whose root never comes. Un-parented calls are stitched
+(:mod:`spanfold.exporter.stitch`) within the process they came from (as far as the resource tells: one stitcher per
+resource) and closed after ``stitch_idle`` seconds.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def process_key(resource: Mapping[str, Any]) -> Hashable:
         return repr(sorted(resource.items(), key=lambda kv: kv[0]))
 
 
+def attribute_bytes(record: SpanRecord) -> int:
+    """The characters of a span's text attributes (message histories dominate a trace's memory)."""
+    return sum(len(value) for value in record.attributes.values() if isinstance(value, str))
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """When a trace is done (see the module docstring) and whether un-parented calls are stitched."""
@@ -80,6 +86,7 @@ class _Buffer:
     root_seen: bool = False
     truncated: bool = False
     touched: float = 0.0
+    attribute_bytes: int = 0
 
 
 class Assembler:
@@ -122,12 +129,18 @@ class Assembler:
                 buf.root_seen = True
                 if self.policy.quiet is not None:
                     self._rooted[buf.trace_id] = buf
-        elif len(buf.records) >= self.config.max_spans_per_trace:
-            if not buf.truncated:
-                buf.truncated = True
-                counters.incr("traces_truncated")
-            counters.incr("dropped_spans")
-            return
+        else:
+            size = attribute_bytes(record)
+            if (
+                len(buf.records) >= self.config.max_spans_per_trace
+                or buf.attribute_bytes + size > self.config.max_attribute_bytes_per_trace
+            ):
+                if not buf.truncated:
+                    buf.truncated = True
+                    counters.incr("traces_truncated")
+                counters.incr("dropped_spans")
+                return
+            buf.attribute_bytes += size
         buf.records.append(record)
         self.spans += 1
         if self.policy.quiet is None and buf.root_seen and not buf.open:
