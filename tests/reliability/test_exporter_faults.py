@@ -55,6 +55,8 @@ def test_disk_full_permission_denied_and_deleted_directory(world_dir: Path) -> N
     for phase in PHASES:
         assert report[f"{phase}.pending"] == 3, phase  # kept while the path was broken
         assert report[f"{phase}.pending_after"] == 0, phase  # and written once it worked again
+        assert report[f"{phase}.flushed"] is False, phase  # flush() says when traces are not on disk yet
+        assert report[f"{phase}.flushed_after"] is True, phase
     stats = report["stats"]
     assert stats["fault.writer.io"] >= 3 * len(PHASES)
     assert stats["faults"] == stats["fault.writer.io"]

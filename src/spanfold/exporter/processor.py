@@ -112,7 +112,8 @@ class FoldWorker:
 
     def flush(self, timeout_s: float, *, final: bool = False) -> bool:
         """Block until everything queued before the call is folded and written (open conversations included) and
-        the writers flushed (``final``: closed, and the worker stops). False when ``timeout_s`` passed first."""
+        the writers flushed (``final``: closed, and the worker stops). False when ``timeout_s`` passed first, or when
+        a writer still holds traces it could not write (disk full, directory gone: they wait in its retry buffer)."""
         if threading.current_thread() is self.thread:
             return False
         with self._lifecycle:
@@ -126,7 +127,7 @@ class FoldWorker:
         done = marker.done.wait(max(timeout_s, 0))
         if final:
             self.thread.join(max(timeout_s, 0))
-        return done
+        return done and not any(getattr(w, "pending", 0) for w in self.assembler.writers)
 
     # --- writers -----------------------------------------------------------------------------------------
 
