@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from spanfold.checks.errors import SpecError, SpecPath
+from spanfold.text import clip as clip  # re-exported: the checks' reasons clip with it
 
 ArgsMatch = Literal["exact", "superset", "subset", "ignore"]
 ARGS_MATCH_MODES: tuple[ArgsMatch, ...] = ("exact", "superset", "subset", "ignore")
@@ -21,10 +22,6 @@ ARGS_MATCH_MODES: tuple[ArgsMatch, ...] = ("exact", "superset", "subset", "ignor
 VALUE_LIMIT = 60
 #: Longest rendering of a call's argument list inside a reason.
 ARGS_LIMIT = 120
-
-
-def clip(text: str, limit: int = VALUE_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def show(value: Any, limit: int = VALUE_LIMIT) -> str:

@@ -35,6 +35,7 @@ from spanfold.checks.matching import (
 )
 from spanfold.checks.result import CheckResult, make_result
 from spanfold.checks.view import Call, TraceLike, TraceView, view_of
+from spanfold.text import plural
 
 Mode = Literal["any_order", "in_order", "exact", "subset", "superset"]
 MODES: tuple[Mode, ...] = ("any_order", "in_order", "exact", "subset", "superset")
@@ -123,10 +124,6 @@ def parse_mode(raw: Any, path: SpecPath) -> Mode:
 Outcome = tuple[int, int, list[str]]  # hits, total, reasons
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _near(exp: ExpectedCall, calls: Sequence[Call]) -> str | None:
     """The first call with the expected name, and why it did not match."""
     for call in calls:
@@ -196,7 +193,7 @@ def _any_order(expected: list[ExpectedCall], minimums: dict[str, int], calls: li
         if got >= need:
             hits += 1
         else:
-            reasons.append(f"{tool}: called {_plural(got, 'time')}, expected at least {need}")
+            reasons.append(f"{tool}: called {plural(got, 'time')}, expected at least {need}")
     groups: dict[str, tuple[ExpectedCall, int]] = {}
     for exp in expected:
         first, n = groups.get(exp.key(), (exp, 0))
@@ -208,7 +205,7 @@ def _any_order(expected: list[ExpectedCall], minimums: dict[str, int], calls: li
             hits += 1
             continue
         plain = exp.args is None and exp.output.kind == "any"
-        count = f"called {_plural(got, 'time')}" if plain else _plural(got, "matching call")
+        count = f"called {plural(got, 'time')}" if plain else plural(got, "matching call")
         reason = f"{exp.describe()}: {count}, expected at least {need}"
         near = _near(exp, [c for c in calls if not exp.matches(c)]) if exp.args is not None else None
         reasons.append(reason if near is None else f"{reason}; {near}")
@@ -226,7 +223,7 @@ def _in_order(expected: list[ExpectedCall], minimums: dict[str, int], calls: lis
             continue
         what = f"call {pos + 1}: expected {exp.describe()} (expected[{j}])"
         if pos >= len(calls):
-            reasons.append(f"{what} but the trace has {_plural(len(calls), 'tool call')}")
+            reasons.append(f"{what} but the trace has {plural(len(calls), 'tool call')}")
             continue
         here = calls[pos]
         got = f"{what} but got {show_call(here.name, here.args)}"
@@ -250,12 +247,12 @@ def _exact(expected: list[ExpectedCall], minimums: dict[str, int], calls: list[C
     n_exp, n_act = len(expected), len(calls)
     if n_exp > n_act:
         missing = ", ".join(e.describe() for e in expected[n_act:])
-        reasons.append(f"call {n_act + 1}: expected {missing} but the trace has {_plural(n_act, 'tool call')}")
+        reasons.append(f"call {n_act + 1}: expected {missing} but the trace has {plural(n_act, 'tool call')}")
     elif n_act > n_exp:
         extra = calls[n_exp]
         reasons.append(
             f"call {n_exp + 1}: unexpected extra call {show_call(extra.name, extra.args)} "
-            f"(expected {_plural(n_exp, 'call')}, got {n_act})"
+            f"(expected {plural(n_exp, 'call')}, got {n_act})"
         )
     return hits, max(n_exp, n_act), reasons
 
@@ -291,11 +288,11 @@ def _superset(expected: list[ExpectedCall], minimums: dict[str, int], calls: lis
         if present:
             listed = sum(1 for e in expected if e.key() == exp.key())
             verb = "matches" if present == 1 else "match"
-            reasons.append(f"{what}: listed {listed} times but only {_plural(present, 'call')} {verb}")
+            reasons.append(f"{what}: listed {listed} times but only {plural(present, 'call')} {verb}")
             continue
         near = _near(exp, calls)
         tail = f"; {near}" if near else ""
-        reasons.append(f"{what} not found among the {_plural(len(calls), 'tool call')}{tail}")
+        reasons.append(f"{what} not found among the {plural(len(calls), 'tool call')}{tail}")
     hits = sum(1 for m in match if m is not None)
     return hits, len(expected), reasons
 

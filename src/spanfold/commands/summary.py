@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from spanfold.commands.inputs import Reporter, finish, no_traces, records
+from spanfold.text import clip_left
 from spanfold.trace.model import TraceMeta, TraceSummary
 from spanfold.trace.read import Record
 from spanfold.trace.render import format_ms
@@ -62,7 +63,7 @@ class Row:
         tools = ", ".join(f"{name} x{n}" for name, n in self.summary.tool_calls_by_name.items())
         tokens = f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" if meta.usage.input_tokens else "-"
         return [
-            _clip_left(self.label, COLUMNS[0][1]),
+            clip_left(self.label, COLUMNS[0][1]),
             meta.trace_id[:16] or "-",
             str(self.summary.event_count),
             str(self.calls),
@@ -71,11 +72,6 @@ class Row:
             format_ms(meta.duration_ms) if meta.duration_ms is not None else "-",
             tools or "-",
         ]
-
-
-def _clip_left(text: str, width: int) -> str:
-    """Long paths keep their end (file name and line)."""
-    return text if len(text) <= width else "..." + text[len(text) - width + 3 :]
 
 
 def _line(cells: list[str]) -> str:

@@ -7,14 +7,11 @@ from pathlib import Path
 import click
 
 from spanfold.commands.inputs import Reporter, finish, no_traces, values
+from spanfold.text import plural
 from spanfold.trace.validate import SCHEMAS, validate_value
 
 #: Shapes without trace events (counted apart).
 _RECORDS = ("metadata", "agentv-summary")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @click.command("validate")
@@ -50,10 +47,10 @@ def command(files: tuple[Path, ...], fmt: str | None) -> None:
                 valid += 1
         if seen == 0 and reporter.problems == before:
             reporter.problem(no_traces(name))
-    counted = _plural(valid, "trace") + " valid"
+    counted = plural(valid, "trace") + " valid"
     if records:
-        counted += f" (and {_plural(records, 'metadata record')})"
+        counted += f" (and {plural(records, 'metadata record')})"
     if invalid:
-        counted = f"{_plural(invalid, 'trace')} invalid, {counted}"
+        counted = f"{plural(invalid, 'trace')} invalid, {counted}"
     click.echo(counted)
     finish(reporter, failed=invalid > 0)
