@@ -15,7 +15,7 @@ from spanfold.version import __version__
 #: name -> ("module:attribute" of a click command, one-line help shown by ``spanfold --help``).
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("spanfold.demo:command", "Run a tool-using agent against the embedded mock LLM server; show its trace."),
-    "check": ("spanfold.checks.command:check", "Run a spec's trajectory and message checks over JSONL traces."),
+    "check": ("spanfold.commands.check:command", "Run a spec's trajectory and message checks over JSONL traces."),
     "validate": ("spanfold.commands.validate:command", "Check trace files against the formats' JSON Schemas."),
     "convert": ("spanfold.commands.convert:command", "Convert traces between invariant, agentv and compact formats."),
     "summary": ("spanfold.commands.summary:command", "One row per trace: events, tool calls, errors, tokens, time."),

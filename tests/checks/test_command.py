@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from spanfold.checks.command import check
+from spanfold.commands.check import command as check
 
 from .conftest import make_trace
 

@@ -6,8 +6,6 @@ not JSON or not a trace, an invalid spec), reported one line each as ``FILE:LINE
 
 from __future__ import annotations
 
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,10 +17,10 @@ from spanfold.checks.errors import SpecError
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
+from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError
+from spanfold.text import clip, clip_left, plural
 from spanfold.trace.read import Problem, read_records
 
-#: Exit statuses.
-OK, FAILED, BAD_INPUT = 0, 1, 2
 #: Widest trace / check column and reason in the table (``--verbose`` prints reasons whole).
 COLUMN, REASON = 48, 100
 
@@ -86,15 +84,6 @@ def _pick(inputs: Inputs, picks: Sequence[int]) -> None:
     inputs.traces = chosen
 
 
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _clip_left(text: str, width: int) -> str:
-    """Long paths keep their end (file name and line)."""
-    return text if len(text) <= width else "..." + text[len(text) - width + 3 :]
-
-
 def _table(rows: list[tuple[LoadedTrace, CheckResult]], verbose: bool) -> list[str]:
     if not rows:
         return []
@@ -103,9 +92,9 @@ def _table(rows: list[tuple[LoadedTrace, CheckResult]], verbose: bool) -> list[s
     fmt = f"{{:<{w_trace}}}  {{:<{w_check}}}  {{:>5}}  {{:<6}}  {{}}"
     out = [fmt.format("TRACE", "CHECK", "SCORE", "RESULT", "REASON").rstrip()]
     for trace, result in rows:
-        reason = result.first_reason if verbose else _clip(result.first_reason, REASON)
+        reason = result.first_reason if verbose else clip(result.first_reason, REASON)
         line = fmt.format(
-            _clip_left(trace.label, w_trace), _clip(result.name, w_check), f"{result.score:.2f}", result.status, reason
+            clip_left(trace.label, w_trace), clip(result.name, w_check), f"{result.score:.2f}", result.status, reason
         )
         out.append(line.rstrip())
         if verbose:
@@ -151,19 +140,17 @@ def _junit(rows: list[tuple[LoadedTrace, CheckResult]], inputs: Inputs) -> ET.El
     return root
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _write_junit(path: Path, root: ET.Element) -> None:
+    """The report, written whole or not at all (its directory made if missing); :class:`OutputError` if it cannot be."""
+    ET.indent(root)
+    text = ET.tostring(root, encoding="utf-8", xml_declaration=True).decode("utf-8") + "\n"
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    with AtomicOutput(path) as out:
+        out.write(text)
+        out.commit()
 
 
 @click.command("check")
@@ -185,7 +172,9 @@ def write_atomic(path: Path, data: bytes) -> None:
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every reason, whole.")
-def check(traces: tuple[Path, ...], spec_file: Path, picks: tuple[int, ...], junit: Path | None, verbose: bool) -> None:
+def command(
+    traces: tuple[Path, ...], spec_file: Path, picks: tuple[int, ...], junit: Path | None, verbose: bool
+) -> None:
     """Run the checks of SPEC on every trace in TRACES (JSONL files, one trace per line, or directories of them).
 
     Exit status 0 when all pass, 1 when any check fails, 2 on bad input.
@@ -208,14 +197,12 @@ def check(traces: tuple[Path, ...], spec_file: Path, picks: tuple[int, ...], jun
     failed = sum(1 for _, r in rows if not r.passed)
     summary = f"{len(rows) - failed} passed, {failed} failed ({len(spec.checks)} checks x {len(inputs.traces)} traces)"
     if inputs.errors:
-        summary += f", {len(inputs.errors)} input error" + ("s" if len(inputs.errors) > 1 else "")
+        summary += f", {plural(len(inputs.errors), 'input error')}"
     click.echo(summary)
     if junit is not None:
-        root = _junit(rows, inputs)
-        ET.indent(root)
         try:
-            write_atomic(junit, ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n")
-        except OSError as exc:
-            click.echo(f"{junit}: cannot write: {exc}", err=True)
+            _write_junit(junit, _junit(rows, inputs))
+        except OutputError as exc:
+            click.echo(str(exc), err=True)
             ctx.exit(BAD_INPUT)
     ctx.exit(BAD_INPUT if inputs.errors else FAILED if failed else OK)
