@@ -176,3 +176,36 @@ def test_agent_sync_decorator(global_spans: Any) -> None:
     assert run() == 5
     assert run() == 5
     assert [s.name for s in global_spans.get_finished_spans()] == ["invoke_agent deco"] * 2
+
+
+async def test_generator_tools_are_not_traced_and_keep_their_semantics(global_spans: Any) -> None:
+    @spanfold.tool
+    def search(query: str) -> Any:
+        yield f"{query}: first"
+        received = yield f"{query}: second"
+        yield f"got {received}"
+
+    @spanfold.tool(name="stream_rows")
+    async def rows(n: int) -> Any:
+        for i in range(n):
+            yield i
+
+    gen = search("otel", tool_call_id="call_9")  # the id is taken off, as for any tool
+    assert next(gen) == "otel: first"
+    assert next(gen) == "otel: second"
+    assert gen.send("x") == "got x"
+    assert [i async for i in rows(3, tool_call_id="call_10")] == [0, 1, 2]
+    assert global_spans.get_finished_spans() == ()  # a span around the call would hide the result from the fold
+
+
+def test_agent_objects_leave_no_context_state_behind() -> None:
+    """One ContextVar for every agent: running many decorated agents does not grow the context."""
+    import contextvars
+
+    @spanfold.agent("bot")
+    def run() -> int:
+        return 1
+
+    before = len(contextvars.copy_context())
+    assert sum(run() for _ in range(200)) == 200
+    assert len(contextvars.copy_context()) <= before + 1

@@ -124,6 +124,17 @@ def _end_error(span: Span | None, exc: BaseException) -> None:
 
 def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
     spec = _ToolSpec(fn, name, description)
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        # A generator's body runs after the call returns, item by item: a span around the call would record neither
+        # its time nor its result, and hide the result the model is sent next. Untraced (``tool_call_id=`` still
+        # taken off), its output reaches the flat trace from the next model call's inputs.
+        @functools.wraps(fn)
+        def untraced(*args: Any, **kwargs: Any) -> Any:
+            if not spec.accepts_call_id:
+                kwargs.pop(CALL_ID_KEYWORD, None)
+            return fn(*args, **kwargs)
+
+        return untraced  # type: ignore[return-value]
 
     if inspect.iscoroutinefunction(fn):
 
@@ -170,12 +181,19 @@ def tool(fn: F | None = None, /, *, name: str | None = None, description: str | 
     """Trace every call of a tool function as an ``execute_tool {name}`` span.
 
     Use bare (``@spanfold.tool``) or with options (``@spanfold.tool(name="search")``), on sync or async
-    functions. Pass ``tool_call_id=`` in a call to record the model's tool-call id (it reaches the function
-    only when the function declares that parameter); without it the fold pairs the call by name and arguments.
+    functions; generator functions are not traced (their items reach the trace through the next model call's
+    inputs). Pass ``tool_call_id=`` in a call to record the model's tool-call id (it reaches the function only when
+    the function declares that parameter); without it the fold pairs the call by name and arguments.
     """
     if fn is not None:
         return _wrap_tool(fn, name, description)
     return lambda f: _wrap_tool(f, name, description)
+
+
+#: The agent runs open in this thread / asyncio task, innermost last: ``(agent, span, context token)``. One variable for
+#: every agent object (a ContextVar per object would stay in each context for good), so one agent object may be
+#: entered concurrently and nested.
+_OPEN_AGENTS: ContextVar[tuple[tuple[agent, Span, object], ...]] = ContextVar("spanfold_agents", default=())
 
 
 class agent:
@@ -187,8 +205,6 @@ class agent:
     def __init__(self, name: str, *, conversation_id: str | None = None) -> None:
         self.name = name
         self.conversation_id = conversation_id
-        # Per thread and per asyncio task, so one agent object may be entered concurrently.
-        self._open: ContextVar[tuple[tuple[Span, object], ...]] = ContextVar("spanfold_agent", default=())
 
     def __enter__(self) -> agent:
         try:
@@ -204,7 +220,7 @@ class agent:
                 attributes=attrs,
             )
             token = otel_context.attach(otel_trace.set_span_in_context(span))
-            self._open.set((*self._open.get(), (span, token)))
+            _OPEN_AGENTS.set((*_OPEN_AGENTS.get(), (self, span, token)))
         except Exception as exc:
             counters.fault("agent.start", exc)
         return self
@@ -212,11 +228,11 @@ class agent:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        stack = self._open.get()
-        if not stack:
+        stack = _OPEN_AGENTS.get()
+        if not stack or stack[-1][0] is not self:  # entering failed, or exits out of order: nothing of ours is open
             return
-        span, token = stack[-1]
-        self._open.set(stack[:-1])
+        _, span, token = stack[-1]
+        _OPEN_AGENTS.set(stack[:-1])
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
             if exc is not None:
