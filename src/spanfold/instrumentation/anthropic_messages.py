@@ -230,14 +230,9 @@ def result_attributes(
 ) -> dict[str, Any]:
     reason = FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason else ""
     outputs = content_messages("assistant", content, capture, finish_reason=reason)
-    attrs: dict[str, Any] = {
-        semconv.RESPONSE_ID: message_id,
-        semconv.RESPONSE_MODEL: model,
-        semconv.RESPONSE_FINISH_REASONS: [stop_reason] if stop_reason else None,
-        semconv.OUTPUT_MESSAGES: m.dumps(outputs),
-    }
-    attrs.update(usage_attributes(usage))
-    return attrs
+    return m.result_attributes(
+        message_id, model, [stop_reason] if stop_reason else None, m.dumps(outputs), usage_attributes(usage)
+    )
 
 
 def response_attributes(response: Any, capture: bool) -> dict[str, Any]:

@@ -187,6 +187,21 @@ def clear_caches() -> None:
         cache.clear()
 
 
+def result_attributes(
+    response_id: Any, model: Any, finish_reasons: list[Any] | None, output_messages_json: str, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """The attributes of a completed call, for every provider: response id and model, finish reasons (None when
+    there are none), the output messages as JSON, then the provider's usage attributes."""
+    attrs: dict[str, Any] = {
+        semconv.RESPONSE_ID: response_id,
+        semconv.RESPONSE_MODEL: model,
+        semconv.RESPONSE_FINISH_REASONS: finish_reasons,
+        semconv.OUTPUT_MESSAGES: output_messages_json,
+    }
+    attrs.update(usage)
+    return attrs
+
+
 def given(value: Any) -> bool:
     """True for a value the caller passed (the SDKs mark absent ones with ``omit`` / ``NOT_GIVEN``)."""
     return value is not None and type(value).__name__ not in ("Omit", "NotGiven")

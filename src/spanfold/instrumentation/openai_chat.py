@@ -212,14 +212,13 @@ def _usage_attributes(usage: Any) -> dict[str, Any]:
 def _result_attributes(
     response_id: Any, model: Any, choices: list[Choice], usage: Any, capture: bool
 ) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        semconv.RESPONSE_ID: response_id,
-        semconv.RESPONSE_MODEL: model,
-        semconv.RESPONSE_FINISH_REASONS: [c.finish_reason for c in choices if c.finish_reason] or None,
-        semconv.OUTPUT_MESSAGES: m.dumps([c.to_message(capture) for c in choices]),
-    }
-    attrs.update(_usage_attributes(usage))
-    return attrs
+    return m.result_attributes(
+        response_id,
+        model,
+        [c.finish_reason for c in choices if c.finish_reason] or None,
+        m.dumps([c.to_message(capture) for c in choices]),
+        _usage_attributes(usage),
+    )
 
 
 def response_attributes(response: Any, capture: bool) -> dict[str, Any]:

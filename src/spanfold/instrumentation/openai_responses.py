@@ -299,14 +299,13 @@ def result_attributes(
     response_id: Any, model: Any, items: list[Any], status: Any, incomplete: Any, usage: Any, capture: bool
 ) -> dict[str, Any]:
     raw, reason = finish_reason(status, incomplete, items)
-    attrs: dict[str, Any] = {
-        semconv.RESPONSE_ID: response_id,
-        semconv.RESPONSE_MODEL: model,
-        semconv.RESPONSE_FINISH_REASONS: [raw] if raw else None,
-        semconv.OUTPUT_MESSAGES: messages_json((item_pieces(item, capture) for item in items), reason),
-    }
-    attrs.update(usage_attributes(usage))
-    return attrs
+    return m.result_attributes(
+        response_id,
+        model,
+        [raw] if raw else None,
+        messages_json((item_pieces(item, capture) for item in items), reason),
+        usage_attributes(usage),
+    )
 
 
 def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
