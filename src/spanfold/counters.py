@@ -7,6 +7,7 @@ A fault inside spanfold never reaches the user's program: it is caught, counted 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import Counter
 from typing import Any
@@ -16,6 +17,16 @@ logger = logging.getLogger("spanfold")
 _lock = threading.Lock()
 _counters: Counter[str] = Counter()
 _logged: set[str] = set()
+
+
+def _fresh_lock_in_child() -> None:
+    """A forked child gets a new lock: a parent thread may have held this one at the fork."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 def incr(name: str, n: int = 1) -> None:
@@ -32,7 +43,7 @@ def fault(kind: str, exc: BaseException | None = None, detail: str = "") -> None
         first = kind not in _logged
         _logged.add(kind)
     if first:
-        msg = f"spanfold: internal fault ({kind}){': ' + detail if detail else ''}; the call goes on untraced"
+        msg = f"spanfold: internal fault ({kind}){': ' + detail if detail else ''}; your program is not affected"
         logger.warning(msg, exc_info=exc if exc is not None else False)
 
 
