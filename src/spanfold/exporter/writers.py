@@ -148,10 +148,23 @@ class _RetryBuffer:
 class _RetryingWriter:
     """Shared machinery: encode under no lock, write in order under the lock, keep what failed for later."""
 
-    def __init__(self, max_retry_traces: int, max_retry_bytes: int) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        format: str = "invariant",
+        *,
+        max_retry_traces: int = MAX_RETRY_TRACES,
+        max_retry_bytes: int = MAX_RETRY_BYTES,
+    ) -> None:
+        self.format = _check_format(format)
+        self.directory = Path(directory)
         self._lock = threading.Lock()
         self._pending = _RetryBuffer(max_retry_traces, max_retry_bytes)
         reinit_in_child(self._at_fork_reinit)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """What a writer sets up once its directory and format are known (nothing by default)."""
 
     def _at_fork_reinit(self) -> None:
         """A forked child drops what its parent still had to write (the parent writes it)."""
@@ -190,19 +203,9 @@ class _RetryingWriter:
 class JsonlWriter(_RetryingWriter):
     """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``)."""
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        format: str = "invariant",
-        *,
-        max_retry_traces: int = MAX_RETRY_TRACES,
-        max_retry_bytes: int = MAX_RETRY_BYTES,
-    ) -> None:
-        super().__init__(max_retry_traces, max_retry_bytes)
-        self.format = _check_format(format)
-        self.directory = Path(directory)
-        self.events_path = self.directory / EVENTS_FILES[format]
-        self.meta_path: Path | None = self.directory / META_FILE if format == "invariant" else None
+    def _prepare(self) -> None:
+        self.events_path = self.directory / EVENTS_FILES[self.format]
+        self.meta_path: Path | None = self.directory / META_FILE if self.format == "invariant" else None
         #: (inode, size) of the events and metadata files after this writer's last append, both whole and aligned.
         self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
         try:
@@ -295,18 +298,6 @@ def document(trace: Trace, fmt: str) -> dict[str, Any]:
 class JsonFileWriter(_RetryingWriter):
     """One pretty ``<directory>/<trace_id>.json`` per trace (temporary file + ``os.replace``, never half-written).
     A trace id written before (late spans, a second local root) gets ``<trace_id>-1.json``, ..."""
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        format: str = "invariant",
-        *,
-        max_retry_traces: int = MAX_RETRY_TRACES,
-        max_retry_bytes: int = MAX_RETRY_BYTES,
-    ) -> None:
-        super().__init__(max_retry_traces, max_retry_bytes)
-        self.format = _check_format(format)
-        self.directory = Path(directory)
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         body = json.dumps(document(trace, self.format), ensure_ascii=False, indent=2, default=str) + "\n"
