@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from spanfold import config as config_module
 from spanfold import counters
@@ -43,7 +43,12 @@ class Handle:
     processor: FoldingSpanProcessor | None = None
     instrumented: list[str] = field(default_factory=list)
     owns_provider: bool = False
-    otlp: bool = False  # raw spans also exported over OTLP/HTTP
+    otlp_processor: SpanProcessor | None = None  # raw spans also exported over OTLP/HTTP
+
+    @property
+    def otlp(self) -> bool:
+        """Whether the raw spans also go out over OTLP/HTTP."""
+        return self.otlp_processor is not None
 
     @property
     def output(self) -> str:
@@ -54,13 +59,19 @@ class Handle:
         if self.processor is None:
             return True
         seconds = FLUSH_FOREVER_S if timeout is None else max(timeout, 0.0)
-        return bool(self.processor.force_flush(int(seconds * 1000)))
+        written = bool(self.processor.force_flush(int(seconds * 1000)))
+        if self.otlp_processor is not None:
+            self.otlp_processor.force_flush(int(seconds * 1000))
+        return written
 
     def shutdown(self) -> None:
-        """Flush, stop the worker, restore the patched libraries."""
+        """Flush, stop the worker and the OTLP export, restore the patched libraries. (The provider keeps the
+        processors, shut: it has no way to remove one; a later ``init()`` adds fresh ones.)"""
         registry.uninstrument_all()
         if self.processor is not None:
             self.processor.shutdown()
+        if self.otlp_processor is not None:
+            self.otlp_processor.shutdown()
 
 
 _lock = threading.RLock()
@@ -73,13 +84,18 @@ def current() -> Handle | None:
     return _handle
 
 
+_installed: list[TracerProvider] = []  # the global provider spanfold installed (OTel allows setting it once)
+
+
 def _provider() -> tuple[TracerProvider, bool]:
-    """The SDK TracerProvider the user already set, else a new global one (second item: we made it)."""
+    """The SDK TracerProvider the user already set, else a new global one (second item: spanfold made it, in this
+    ``init()`` or an earlier one)."""
     existing = otel_trace.get_tracer_provider()
     if isinstance(existing, TracerProvider):
-        return existing, False
+        return existing, existing in _installed
     provider = TracerProvider()
     otel_trace.set_tracer_provider(provider)
+    _installed.append(provider)
     if otel_trace.get_tracer_provider() is not provider:  # someone else won a race to set it
         current_provider = otel_trace.get_tracer_provider()
         if isinstance(current_provider, TracerProvider):
@@ -122,19 +138,20 @@ def _otlp_endpoint(cfg: Config, owns_provider: bool) -> str | None:
     return None
 
 
-def _add_otlp(provider: TracerProvider, endpoint: str) -> bool:
-    """A standard BatchSpanProcessor + OTLPSpanExporter (extra ``spanfold[otlp]``); False when not installed."""
+def _add_otlp(provider: TracerProvider, endpoint: str) -> SpanProcessor | None:
+    """A standard BatchSpanProcessor + OTLPSpanExporter (extra ``spanfold[otlp]``); None when not installed."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
         logger.warning("spanfold: OTLP export asked for but not installed: pip install 'spanfold[otlp]'")
         counters.incr("otlp_unavailable")
-        return False
+        return None
     if endpoint and not endpoint.rstrip("/").endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint or None)))
-    return True
+    processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint or None))
+    provider.add_span_processor(processor)
+    return processor
 
 
 def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
@@ -158,7 +175,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         handle = Handle(config=cfg, enabled=True, provider=provider, processor=processor, owns_provider=owns)
         endpoint = _otlp_endpoint(cfg, owns)
         if endpoint is not None:
-            handle.otlp = _add_otlp(provider, endpoint)
+            handle.otlp_processor = _add_otlp(provider, endpoint)
         _listen_to_genai_events()
         handle.instrumented = registry.instrument_all(provider, SETTINGS, cfg.instrument)
         _handle = handle

@@ -265,3 +265,17 @@ def test_sigterm_writes_everything_held(tmp_path: Path, weather_spans: list[Read
             server.wait()
     (line,) = (out / "traces.jsonl").read_text().splitlines()
     assert json.loads(line) == folded_in_process(weather_spans)
+
+
+def test_init_after_shutdown_exports_each_span_once(served: Any, tmp_path: Path) -> None:
+    """shutdown() stops the OTLP export it started; a second init() starts one, so spans go out once, not twice."""
+    s = served(wait=60)
+    endpoint = s.url.removesuffix("/v1/traces")
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "SPANFOLD_OUTPUT": str(tmp_path / "app")}
+    app = APP.replace("spanfold.init()\n", "spanfold.init()\nspanfold.shutdown()\nspanfold.init()\n", 1)
+    done = subprocess.run([sys.executable, "-c", app], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (meta,) = [json.loads(line) for line in (tmp_path / "app" / "traces.meta.jsonl").read_text().splitlines()]
+    (received,) = s.stop()
+    assert [e["role"] for e in received] == WEATHER_ROLES
+    assert s.writer.traces[0].meta.span_count == meta["metadata"]["span_count"]
