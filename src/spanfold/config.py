@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -47,24 +47,26 @@ def _format(name: str, raw: str) -> str:
     return value
 
 
-def _positive_float(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r}: expected a number of seconds") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r}: expected a positive number")
-    return value
+_Number = TypeVar("_Number", int, float)
 
 
-def _positive_int(name: str, raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r}: expected a whole number") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r}: expected a positive number")
-    return value
+def _positive(kind: Callable[[str], _Number], expected: str) -> Callable[[str, str], _Number]:
+    """A parser of positive numbers of ``kind``; ``expected`` says what text that is not one should have been."""
+
+    def parse(name: str, raw: str) -> _Number:
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r}: {expected}") from None
+        if value <= 0:
+            raise ConfigError(f"{name}={raw!r}: expected a positive number")
+        return value
+
+    return parse
+
+
+_positive_float = _positive(float, "expected a number of seconds")
+_positive_int = _positive(int, "expected a whole number")
 
 
 def _str(name: str, raw: str) -> str:
