@@ -123,10 +123,6 @@ class Reply:
         """Exactly this body (JSON text or a raw SSE stream), as recorded."""
         return cls(kind="raw", status=status, raw_response=RawResponse(status, content_type, body))
 
-    @property
-    def finished_by_tools(self) -> bool:
-        return bool(self.tool_calls)
-
     def output_tokens(self) -> int:
         """Output tokens reported when ``usage`` is not given: ``count_tokens`` of the text and the calls."""
         if self.usage is not None:

@@ -57,10 +57,6 @@ class Message:
     timestamp: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def is_tool_output(self) -> bool:
-        return self.role == "tool"
-
     def text(self) -> str:
         """The content as plain text (chunks joined; images left out)."""
         if self.content is None:
