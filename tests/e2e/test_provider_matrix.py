@@ -207,3 +207,17 @@ def test_stream_broken_off_records_the_error(traced: Any, server: MockLLMServer,
     assert events[-1]["role"] == "error"
     assert events[-1]["error"]["type"].endswith(type(info.value).__qualname__)
     assert spanfold.stats().get("faults", 0) == 0
+
+
+def test_a_stitched_run_is_bounded_like_any_trace(tmp_path: Any, _global_provider: Any, server: MockLLMServer) -> None:
+    """Without an agent span every call is its own OTel trace; the conversation they are stitched into obeys the
+    per-trace limits: past them it is written, marked truncated, and what follows starts a new one."""
+    spanfold.init(output=str(tmp_path), max_spans_per_trace=4)
+    try:
+        demo.openai_chat_agent(demo.PROVIDERS["openai"].client(server))  # 3 model calls + 3 tool runs: 6 spans
+        assert spanfold.flush(timeout=30)
+    finally:
+        spanfold.shutdown()
+    metas = [json.loads(line)["metadata"] for line in (tmp_path / "traces.meta.jsonl").read_text().splitlines()]
+    assert [(m["status"], m["span_count"]) for m in metas] == [("truncated", 5), ("complete", 1)]
+    assert spanfold.stats()["traces_truncated"] == 1

@@ -124,23 +124,22 @@ class Assembler:
         """An ended span."""
         buf = self._buffer(record.trace_id, now)
         buf.open.discard(record.span_id)
-        if self.policy.root(record):
+        size = attribute_bytes(record)
+        if self.policy.root(record):  # always kept
             if not buf.root_seen:
                 buf.root_seen = True
                 if self.policy.quiet is not None:
                     self._rooted[buf.trace_id] = buf
-        else:
-            size = attribute_bytes(record)
-            if (
-                len(buf.records) >= self.config.max_spans_per_trace
-                or buf.attribute_bytes + size > self.config.max_attribute_bytes_per_trace
-            ):
-                if not buf.truncated:
-                    buf.truncated = True
-                    counters.incr("traces_truncated")
-                counters.incr("dropped_spans")
-                return
-            buf.attribute_bytes += size
+        elif (
+            len(buf.records) >= self.config.max_spans_per_trace
+            or buf.attribute_bytes + size > self.config.max_attribute_bytes_per_trace
+        ):
+            if not buf.truncated:
+                buf.truncated = True
+                counters.incr("traces_truncated")
+            counters.incr("dropped_spans")
+            return
+        buf.attribute_bytes += size
         buf.records.append(record)
         self.spans += 1
         if self.policy.quiet is None and buf.root_seen and not buf.open:
@@ -236,6 +235,15 @@ class Assembler:
         if stitcher is None:
             stitcher = self._stitchers[key] = Stitcher()
         conv = stitcher.add(root, buf.trace_id, buf.records, steps, status, buf.touched)
+        conv.attribute_bytes += buf.attribute_bytes
+        if (
+            len(conv.records) > self.config.max_spans_per_trace
+            or conv.attribute_bytes > self.config.max_attribute_bytes_per_trace
+        ):  # a stitched run is bounded like any trace: written now, marked truncated; what follows starts anew
+            conv.status = "truncated"
+            counters.incr("traces_truncated")
+            self._write_conversation(stitcher.close(conv))
+            return
         while len(stitcher) > self.config.max_traces_in_flight:
             oldest = next(iter(stitcher.open.values()))
             if oldest is conv:

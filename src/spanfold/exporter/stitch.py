@@ -48,6 +48,7 @@ class Conversation:
     keys: list[Hashable] = field(default_factory=list)
     waiting: list[_Waiting] = field(default_factory=list)
     touched: float = 0.0
+    attribute_bytes: int = 0  # of its members' spans (the assembler bounds it)
 
     def add(self, trace_id: int, records: list[SpanRecord], steps: dict[int, Step | None], status: TraceStatus) -> None:
         self.trace_ids.append(trace_id)
