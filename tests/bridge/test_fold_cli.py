@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from click.testing import CliRunner
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 
+from spanfold import config
 from spanfold.cli import main
+from spanfold.commands import fold as fold_command
 
 from .conftest import (
     WEATHER_ROLES,
@@ -23,8 +26,8 @@ from .conftest import (
 )
 
 
-def fold(*args: str) -> Any:
-    return CliRunner().invoke(main, ["fold", *args], catch_exceptions=False)
+def fold(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner(env=env).invoke(main, ["fold", *args], catch_exceptions=False)
 
 
 def lines(path: Path) -> list[Any]:
@@ -172,3 +175,70 @@ def test_bad_input_names_file_and_line_and_leaves_output_alone(
     (tmp_path / "a-file").write_text("")
     result = fold(str(tmp_path / "good.jsonl"), "-o", str(tmp_path / "a-file" / "out"))
     assert result.exit_code == 2 and result.output.startswith(f"{tmp_path / 'a-file' / 'out'}: cannot write")
+
+
+def test_fold_holds_everything_whatever_the_environment(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
+    """The SPANFOLD_* variables of the in-process tracer (limits, format, disabled) never change what fold writes."""
+    assert fold_command._UNBOUNDED.keys() == {name for name in config.OPTIONS if name.startswith("max_")}
+    assert set(fold_command._UNBOUNDED.values()) == {sys.maxsize}
+    (tmp_path / "spans.jsonl").write_text(collector_lines(weather_spans))
+    env = {
+        "SPANFOLD_MAX_ATTRIBUTE_BYTES_PER_TRACE": "100",
+        "SPANFOLD_MAX_SPANS_PER_TRACE": "1",
+        "SPANFOLD_MAX_TRACES_IN_FLIGHT": "1",
+        "SPANFOLD_TRACE_TIMEOUT": "abc",  # not even read
+        "SPANFOLD_FORMAT": "agentv",
+        "SPANFOLD_DISABLED": "true",
+        "SPANFOLD_FILE_PER_TRACE": "true",
+    }
+    result = fold(str(tmp_path / "spans.jsonl"), "-o", str(tmp_path / "out"), env=env)
+    assert result.exit_code == 0, result.output
+    (events,) = lines(tmp_path / "out" / "traces.jsonl")
+    assert events == folded_in_process(weather_spans)
+    (meta,) = [m["metadata"] for m in lines(tmp_path / "out" / "traces.meta.jsonl")]
+    assert meta["status"] == "complete" and meta["span_count"] == 7
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["traces.jsonl", "traces.meta.jsonl"]
+
+
+def test_fold_appends_to_the_traces_already_there(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
+    (tmp_path / "spans.jsonl").write_text(collector_lines(weather_spans))
+    out = tmp_path / "out"
+    assert fold(str(tmp_path / "spans.jsonl"), "-o", str(out)).exit_code == 0
+    result = fold(str(tmp_path / "spans.jsonl"), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert "into 1 trace(s)" in result.output
+    assert lines(out / "traces.jsonl") == [folded_in_process(weather_spans)] * 2  # the first run's trace is kept
+    metas = [m["metadata"] for m in lines(out / "traces.meta.jsonl")]
+    assert [m["span_count"] for m in metas] == [7, 7]
+    assert oct((out / "traces.jsonl").stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_bad_input_creates_no_output_directory(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
+    good = collector_lines(weather_spans).encode()
+    corrupt = bytearray(gzip.compress(good * 20))
+    corrupt[20:40] = bytes(20)  # deflate data broken, header intact
+    cases = {
+        "empty.jsonl": (b"", ": no spans in this file"),
+        "blank.jsonl": (b"\n\n", ": no spans in this file"),
+        "corrupt.jsonl.gz": (bytes(corrupt), ":1: cannot read: Error -3 while decompressing data"),
+        "cut.jsonl.gz": (gzip.compress(good * 20)[:-30], ":20: cannot read: Compressed file ended"),  # the last line
+        "deep.jsonl": (b"[" * 5000 + b"]" * 5000 + b"\n", ":1: bad JSON: nested too deeply"),
+        "deep-second.jsonl": (good + b'{"resourceSpans": ' + b"[" * 5000 + b"]" * 5000 + b"}\n", ":2: bad JSON"),
+    }
+    for name, (content, expected) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        result = fold(str(tmp_path / name), "-o", str(tmp_path / "new" / "out"))
+        assert result.exit_code == 2, (name, result.output)
+        assert result.output.startswith(f"{tmp_path / name}{expected}"), (name, result.output)
+        assert len(result.output.splitlines()) == 1 and "Traceback" not in result.output, name
+        assert not (tmp_path / "new").exists(), name
+
+
+def test_an_unwritable_trace_file_is_named(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
+    (tmp_path / "spans.jsonl").write_text(collector_lines(weather_spans))
+    (tmp_path / "out" / "traces.meta.jsonl").mkdir(parents=True)
+    result = fold(str(tmp_path / "spans.jsonl"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [f"{tmp_path / 'out' / 'traces.meta.jsonl'}: cannot write: Is a directory"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["traces.jsonl", "traces.meta.jsonl"]
+    assert (tmp_path / "out" / "traces.jsonl").read_text() == ""

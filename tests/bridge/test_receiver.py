@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanfold import counters
+from spanfold.exporter import otlp_json as otlp_json_module
 from spanfold.exporter.receiver import Receiver, ReceiverThread, ServeOptions
 from spanfold.exporter.writers import MemoryWriter
 
@@ -279,3 +280,40 @@ def test_init_after_shutdown_exports_each_span_once(served: Any, tmp_path: Path)
     (received,) = s.stop()
     assert [e["role"] for e in received] == WEATHER_ROLES
     assert s.writer.traces[0].meta.span_count == meta["metadata"]["span_count"]
+
+
+def test_deeply_nested_json_gets_400_not_500(served: Any, weather_spans: list[ReadableSpan]) -> None:
+    s = served(wait=60)
+    deep = b'{"resourceSpans": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    status, _, body = s.post(deep, "application/json")
+    assert status == 400 and json.loads(body)["message"] == "bad JSON: nested too deeply"
+    status, _, body = s.post(json.dumps(otlp_json(weather_spans)).encode(), "application/json")
+    assert status == 200 and body == b"{}"  # still serving
+    assert counters.snapshot()["receiver.status_400"] == 1
+    assert [[e["role"] for e in t] for t in s.stop()] == [WEATHER_ROLES]
+
+
+def test_anyvalues_nested_past_the_recursion_limit_reject_that_span(weather_spans: list[ReadableSpan]) -> None:
+    """The JSON parser gives up first on a body; a document built another way reaches the AnyValue decoder."""
+    value: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(5000):
+        value = {"arrayValue": {"values": [value]}}
+    doc = otlp_json(weather_spans)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = [{"key": "deep", "value": value}]
+    decoded = otlp_json_module.decode_request(doc)
+    assert decoded.rejected == 1 and len(decoded.records) == len(weather_spans) - 1
+    assert decoded.messages == ["resourceSpans[0].scopeSpans[0].spans[0]: nested too deeply"]
+
+
+def test_serve_with_a_bad_environment_variable_says_so_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spanfold", "serve", "--port", "0", "--output", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPANFOLD_MAX_QUEUE_SIZE": "x"},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["spanfold serve: SPANFOLD_MAX_QUEUE_SIZE='x': expected a whole number"]
+    assert not (tmp_path / "out").exists()

@@ -2,18 +2,20 @@
 
 Reads OTLP/JSON export requests and the OpenTelemetry Collector file exporter's JSON lines (gzip too), a line at a
 time; the spans of one trace may be spread over any of the files (several processes, several runs of the Collector).
-Every trace is folded once all files are read, with un-parented calls stitched as in-process. The output files
-(``traces.jsonl`` + ``traces.meta.jsonl``, or ``traces.agentv.jsonl``) are written beside the target in a temporary
-directory and moved into place only when everything was read: bad input (``FILE:LINE: problem``, exit 2) leaves
-``OUT_DIR`` as it was.
+Every trace is folded once all files are read, with un-parented calls stitched as in-process. The traces are then
+appended to ``traces.jsonl`` + ``traces.meta.jsonl`` (or ``traces.agentv.jsonl``) in ``OUT_DIR`` by the usual
+:class:`~spanfold.exporter.writers.JsonlWriter` (whole lines, under its lock, as ``spanfold.init()`` and ``spanfold
+serve`` append): bad input (``FILE:LINE: problem``, exit 2) leaves ``OUT_DIR`` as it was, or not there at all.
+
+Nothing limits what is held (the input bounds it) and the ``SPANFOLD_*`` environment is not read: only the command's
+own options change what is folded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +25,11 @@ import click
 from spanfold import config as config_module
 from spanfold.exporter.assembler import Assembler, Policy, trace_root
 from spanfold.exporter.otlp_json import FileProblem, read_file
-from spanfold.exporter.writers import EVENTS_FILES, META_FILE, JsonlWriter
+from spanfold.exporter.writers import EVENTS_FILES, META_FILE, JsonlWriter, MemoryWriter
+from spanfold.trace.model import Trace
 
-#: Files are read whole before anything is folded: no limit on traces or spans held (the input bounds them).
-_UNBOUNDED = {"max_traces_in_flight": sys.maxsize, "max_spans_per_trace": sys.maxsize}
+#: Every limit (``max_*`` option) off: files are read whole before anything is folded.
+_UNBOUNDED = {name: sys.maxsize for name in config_module.OPTIONS if name.startswith("max_")}
 
 
 class FoldError(Exception):
@@ -40,8 +43,62 @@ class Folded:
     files: tuple[Path, ...]
 
 
-def _outputs(fmt: str) -> list[str]:
-    return [EVENTS_FILES[fmt], META_FILE] if fmt == "invariant" else [EVENTS_FILES[fmt]]
+def _outputs(out_dir: Path, fmt: str) -> list[Path]:
+    names = [EVENTS_FILES[fmt], META_FILE] if fmt == "invariant" else [EVENTS_FILES[fmt]]
+    return [out_dir / name for name in names]
+
+
+def _cannot_write(path: Path, exc: OSError) -> FoldError:
+    return FoldError(f"{os.fspath(path)}: cannot write: {exc.strerror or exc}")
+
+
+def _check_output(out_dir: Path) -> None:
+    """Fail before reading anything when ``out_dir`` cannot be made (creates nothing)."""
+    existing = out_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise FoldError(f"{os.fspath(out_dir)}: cannot write: {os.fspath(existing)} is not a directory")
+
+
+def _read(paths: Sequence[str | os.PathLike[str]], assembler: Assembler) -> int:
+    """Every span of ``paths`` into ``assembler``; the number of spans."""
+    spans = 0
+    for path in paths:
+        before = spans
+        try:
+            with contextlib.closing(read_file(path)) as requests:
+                for _, decoded in requests:
+                    for record in decoded.records:
+                        assembler.add(record, 0.0)
+                    spans += len(decoded.records)
+        except FileProblem as exc:
+            raise FoldError(f"{os.fspath(path)}:{exc.line}: {exc.problem}") from None
+        except OSError as exc:
+            raise FoldError(f"{os.fspath(path)}: cannot read: {exc.strerror or exc}") from None
+        if spans == before:
+            raise FoldError(f"{os.fspath(path)}: no spans in this file")
+    return spans
+
+
+def _append(traces: list[Trace], out_dir: Path, fmt: str) -> list[Path]:
+    """Append ``traces`` to the files in ``out_dir`` (created if need be, 0700 / 0600 as the writer makes them)."""
+    targets = _outputs(out_dir, fmt)
+    try:
+        os.makedirs(out_dir, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise _cannot_write(out_dir, exc) from None
+    for target in targets:  # open each as the writer will, so that an unwritable one is named before any append
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+        except OSError as exc:
+            raise _cannot_write(target, exc) from None
+    writer = JsonlWriter(out_dir, fmt, max_retry_traces=sys.maxsize, max_retry_bytes=sys.maxsize)
+    for trace in traces:
+        writer.write(trace)
+        if writer.pending:
+            raise FoldError(f"{os.fspath(out_dir)}: cannot write the traces (disk full or no permission?)")
+    return targets
 
 
 def fold_files(
@@ -51,41 +108,17 @@ def fold_files(
     *,
     stitch: bool = True,
 ) -> Folded:
-    """Fold the spans of ``paths`` into ``output``; :class:`FoldError` (and ``output`` untouched) on bad input."""
+    """Fold the spans of ``paths`` and append the traces to ``output``; :class:`FoldError` (and ``output``
+    untouched) on bad input."""
     out_dir = Path(output)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".spanfold-fold-", dir=out_dir))
-    except OSError as exc:
-        raise FoldError(f"{os.fspath(out_dir)}: cannot write: {exc.strerror or exc}") from None
-    try:
-        config = config_module.load({"output": str(staging), "format": fmt, **_UNBOUNDED})
-        writer = JsonlWriter(staging, fmt)
-        assembler = Assembler([writer], config, Policy(quiet=float("inf"), root=trace_root, stitch=stitch))
-        spans = 0
-        for path in paths:
-            try:
-                for _, decoded in read_file(path):
-                    for record in decoded.records:
-                        assembler.add(record, 0.0)
-                    spans += len(decoded.records)
-            except FileProblem as exc:
-                raise FoldError(f"{os.fspath(path)}:{exc.line}: {exc.problem}") from None
-            except OSError as exc:
-                raise FoldError(f"{os.fspath(path)}: cannot read: {exc.strerror or exc}") from None
-        before = writer.pending
-        assembler.flush(0.0, final=True)
-        if writer.pending or before:
-            raise FoldError(f"{os.fspath(out_dir)}: cannot write the traces (disk full or no permission?)")
-        targets = []
-        for name in _outputs(fmt):
-            (staging / name).touch(mode=0o600)
-            os.replace(staging / name, out_dir / name)
-            targets.append(out_dir / name)
-        traces = sum(1 for _ in (out_dir / EVENTS_FILES[fmt]).open(encoding="utf-8"))
-        return Folded(spans=spans, traces=traces, files=tuple(targets))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    _check_output(out_dir)
+    config = config_module.load({"output": os.fspath(out_dir), "format": fmt, **_UNBOUNDED}, environ={})
+    folded = MemoryWriter()
+    assembler = Assembler([folded], config, Policy(quiet=float("inf"), root=trace_root, stitch=stitch))
+    spans = _read(paths, assembler)
+    assembler.flush(0.0, final=True)
+    files = _append(folded.traces, out_dir, fmt)
+    return Folded(spans=spans, traces=len(folded.traces), files=tuple(files))
 
 
 @click.command("fold")
@@ -94,7 +127,8 @@ def fold_files(
 @click.option("--format", "fmt", type=click.Choice(sorted(EVENTS_FILES)), default="invariant", show_default=True)
 @click.option("--no-stitch", is_flag=True, help="Keep every un-parented model call its own trace.")
 def command(spans: tuple[str, ...], output: str, fmt: str, no_stitch: bool) -> None:
-    """Fold OTLP/JSON span files (OTLP/JSON requests, Collector file-exporter JSON lines) into flat traces."""
+    """Fold OTLP/JSON span files (OTLP/JSON requests, Collector file-exporter JSON lines) into flat traces,
+    appended to the trace files in OUTPUT. Exit status 0, or 2 on bad input (nothing is written then)."""
     try:
         result = fold_files(spans, output, fmt, stitch=not no_stitch)
     except FoldError as exc:

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from spanfold.config import ConfigError
 from spanfold.exporter.writers import EVENTS_FILES
 
 _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
@@ -63,6 +64,9 @@ def command(
 
     try:
         flushed = serve(options, ready, stopping)
+    except ConfigError as exc:  # a bad SPANFOLD_* environment variable
+        click.echo(f"spanfold serve: {exc}", err=True)
+        sys.exit(2)
     except OSError as exc:
         click.echo(f"spanfold serve: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
         sys.exit(2)

@@ -22,7 +22,8 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any, Final
 
 from spanfold.exporter.otlp_common import (
@@ -38,6 +39,8 @@ from spanfold.exporter.records import SpanEvent, SpanRecord, StatusName
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _EMPTY: Mapping[str, Any] = {}
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+#: The problem of a value nested past Python's recursion limit (in the JSON, or AnyValues in AnyValues).
+TOO_DEEP: Final = "nested too deeply"
 
 
 class FileProblem(OtlpError):
@@ -235,14 +238,24 @@ def decode_request(doc: Any) -> Decoded:
                     out.records.append(span(raw, resource, scope_name))
                 except (ValueError, TypeError, AttributeError) as exc:
                     out.reject(f"{where}.scopeSpans[{j}].spans[{k}]", str(exc))
+                except RecursionError:
+                    out.reject(f"{where}.scopeSpans[{j}].spans[{k}]", TOO_DEEP)
     return out
+
+
+def _loads(data: bytes) -> Any:
+    """``json.loads``; ``ValueError`` for a value nested too deeply to parse too (no ``RecursionError``)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def decode_body(body: bytes) -> Decoded:
     """An OTLP/HTTP JSON request body."""
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        doc = _loads(body)
+    except ValueError as exc:  # UnicodeDecodeError included
         raise OtlpError(f"bad JSON: {exc}") from None
     return decode_request(doc)
 
@@ -266,36 +279,36 @@ def _strict(decoded: Decoded, line: int) -> Decoded:
 
 def _decode_line(text: bytes, line: int) -> Decoded:
     try:
-        doc = json.loads(text)
+        doc = _loads(text)
     except ValueError as exc:  # UnicodeDecodeError included
         raise FileProblem(line, f"bad JSON: {exc}") from None
     return _strict(_decode_checked(doc, line), line)
 
 
-def read_file(path: str | os.PathLike[str]) -> Iterator[tuple[int, Decoded]]:
+def read_file(path: str | os.PathLike[str]) -> Generator[tuple[int, Decoded], None, None]:
     """Each export request in an OTLP/JSON file with the line it starts on. Raises :class:`FileProblem` (with the
     line) at the first thing that cannot be read, a rejected span included."""
     with _open(path) as stream:
+        first, lineno = b"", 0  # lineno: the last line read
         try:
-            first, lineno = b"", 0
             for lineno, first in enumerate(stream, 1):  # noqa: B007 (used after the loop)
                 if first.strip():
                     break
             if not first.strip():
                 return
             try:
-                doc = json.loads(first)
+                doc = _loads(first)
             except ValueError:
                 doc = None
             if not isinstance(doc, Mapping):  # one document over several lines (or a list of requests)
                 yield from _read_document(first + stream.read(), lineno)
                 return
             yield lineno, _strict(_decode_checked(doc, lineno), lineno)
-            for number, text in enumerate(stream, lineno + 1):
+            for lineno, text in enumerate(stream, lineno + 1):  # noqa: B020 (the last line read, for problems)
                 if text.strip():
-                    yield number, _decode_line(text, number)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise FileProblem(1, f"cannot read: {exc}") from None
+                    yield lineno, _decode_line(text, lineno)
+        except (OSError, EOFError, zlib.error) as exc:  # a corrupt or truncated gzip stream (BadGzipFile: OSError)
+            raise FileProblem(lineno + 1, f"cannot read: {exc}") from None
 
 
 def _decode_checked(doc: Any, line: int) -> Decoded:
@@ -307,10 +320,10 @@ def _decode_checked(doc: Any, line: int) -> Decoded:
 
 def _read_document(data: bytes, first_line: int) -> Iterator[tuple[int, Decoded]]:
     try:
-        doc = json.loads(data)
+        doc = _loads(data)
     except json.JSONDecodeError as exc:
         raise FileProblem(first_line + exc.lineno - 1, f"bad JSON: {exc.msg} (column {exc.colno})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # UnicodeDecodeError and nesting included
         raise FileProblem(first_line, f"bad JSON: {exc}") from None
     for doc_item in doc if isinstance(doc, list) else [doc]:
         yield first_line, _strict(_decode_checked(doc_item, first_line), first_line)
