@@ -28,6 +28,7 @@ from spanfold import counters
 from spanfold.exporter.convert import Fingerprint, args_key, fingerprint, message_events, system_event
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep, safe_step
 from spanfold.exporter.records import SpanRecord
+from spanfold.semconv import PART_TOOL_CALL_RESPONSE
 from spanfold.trace.model import Message, Trace, TraceMeta, Usage
 
 SERVICE_NAME = "service.name"
@@ -237,19 +238,36 @@ class _Folder:
             self.by_name.setdefault(tc.name, deque()).append(call)
             thread.batch.append(call)
 
-    def release(self, thread: _Thread) -> None:
-        """Emit the tool results held for the thread's last batch of calls, in the model's order."""
+    def release(self, thread: _Thread, step: ModelStep | None = None) -> None:
+        """Emit the tool results held for the thread's last batch of calls, in the model's order. A call of the batch
+        with no tool span gets its result from ``step``'s inputs, in its place (only when some result is held: else
+        the inputs give the model's order by themselves)."""
         batch, thread.batch = thread.batch, []
+        held = any(call.result is not None for call in batch)
+        answers = self.input_answers(step) if held and step is not None else {}
         for call in batch:
             if call.result is not None:
                 result, call.result = call.result, None
                 self.emit(thread, result, None, None)  # time and span were set when it was held
+            elif call.id in answers and call.id not in self.shown_tool_ids and step is not None:
+                self.emit(thread, answers[call.id], step.start_ns, step.span_id)
+
+    def input_answers(self, step: ModelStep) -> dict[str | None, Message]:
+        """The tool results among a step's input messages, by call id."""
+        out: dict[str | None, Message] = {}
+        for raw in step.inputs:
+            parts = raw.get("parts") or ()
+            if raw.get("role") == "tool" or any(p.get("type") == PART_TOOL_CALL_RESPONSE for p in parts):
+                for msg in message_events(raw, self.call_names):
+                    if msg.role == "tool" and msg.tool_call_id is not None:
+                        out[msg.tool_call_id] = msg
+        return out
 
     # --- steps -------------------------------------------------------------------------------------------
 
     def model(self, step: ModelStep) -> None:
         thread = self.thread_of(step)
-        self.release(thread)
+        self.release(thread, step)
         if step.model:
             self.models.add(step.model)
         if step.usage is not None:
