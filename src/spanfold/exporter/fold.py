@@ -441,8 +441,3 @@ def fold(spans: Iterable[SpanRecord], *, trace_id: str, steps: Mapping[int, Step
     folder = _Folder(records, steps)
     events = folder.run()
     return Trace(events=events, meta=folder.meta(trace_id))
-
-
-def has_steps(records: Iterable[SpanRecord], steps: Mapping[int, Step | None]) -> bool:
-    """Whether any span of a trace is a GenAI step (other traces are not written)."""
-    return any(steps.get(r.span_id) is not None for r in records)
