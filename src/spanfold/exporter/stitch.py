@@ -18,8 +18,8 @@ from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
-from spanfold.exporter.convert import Fingerprint, args_key, fingerprint, message_events, system_event
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.exporter.events import Fingerprint, args_key, fingerprint, message_events, system_event
 from spanfold.exporter.records import SpanRecord
 from spanfold.trace.model import TraceStatus
 
