@@ -81,3 +81,18 @@ def test_demo_command_in_a_fresh_process(tmp_path: Path) -> None:
     (line,) = (tmp_path / "traces.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(line) == expected_events("call_mock_")
     assert oct((tmp_path / "traces.jsonl").stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_demo_into_a_directory_that_cannot_be_made(_global_provider: Any) -> None:
+    result = CliRunner().invoke(main, ["demo", "-o", "/proc/spanfold-demo/x"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == ["/proc/spanfold-demo/x: cannot write traces (No such file or directory)"]
+    assert "Traceback" not in result.output
+
+
+def test_demo_whose_traces_cannot_be_written(tmp_path: Path, _global_provider: Any) -> None:
+    (tmp_path / "traces.jsonl").mkdir()  # the writer's warning comes first; the demo's own line last, exit 2
+    result = CliRunner().invoke(main, ["demo", "-o", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    last = result.stderr.splitlines()[-1]
+    assert last == f"{tmp_path}: cannot write traces (the writer failed: see the warning above)"

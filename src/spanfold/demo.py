@@ -7,6 +7,7 @@ deterministic weather agent (two parallel ``get_weather`` calls, a ``convert_tem
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,9 +155,15 @@ PROVIDERS: dict[str, Provider] = {
 }
 
 
+class DemoError(Exception):
+    """The demo's traces could not be written (the message is the one-line problem)."""
+
+
 def _last_trace(path: Path) -> Trace:
     """The trace the demo just appended, with its metadata from the sibling file."""
     traces = [r.trace for r in read_records(path) if isinstance(r, Record) and r.trace is not None]
+    if not traces:
+        raise DemoError(f"{path}: no trace was written")
     return traces[-1]
 
 
@@ -164,10 +171,15 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     """Run the demo agent on ``provider`` (a key of :data:`PROVIDERS`); return the trace file it appended to."""
     chosen = PROVIDERS[provider]
     directory = Path(output) if output else Path(tempfile.mkdtemp(prefix="spanfold-demo-"))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DemoError(f"{directory}: cannot write traces ({exc.strerror or exc})") from None
     handle = spanfold.init(output=str(directory))
     with MockLLMServer(scenarios.weather_agent) as server, spanfold.agent("weather-bot"):
         answer = chosen.agent(chosen.client(server), stream=stream)
-    spanfold.flush()
+    if not spanfold.flush():
+        raise DemoError(f"{directory}: cannot write traces (the writer failed: see the warning above)")
     path = Path(handle.output) / "traces.jsonl"
     if echo:
         click.echo(f"{click.style('agent answered', bold=True)}: {answer}\n")
@@ -194,5 +206,8 @@ def command(output: str | None, provider: str, stream: bool) -> None:
     """Run a tool-using agent against the embedded mock LLM server and show its flat trace."""
     try:
         run(output, provider=provider, stream=stream)
+    except DemoError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(2)
     finally:
         spanfold.shutdown()

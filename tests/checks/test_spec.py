@@ -301,3 +301,24 @@ def test_yaml_anchors_and_merge_keys(tmp_path: Path) -> None:
         )
     )
     assert isinstance(spec.checks[0], TrajectoryCheck) and spec.checks[0].mode == "in_order"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "error"),
+    [
+        ("spec.yaml", "[" * 5000 + "]" * 5000 + "\n", "spec.yaml:1: not valid YAML: nested too deeply"),
+        ("spec.yaml", "expected_messages: " + "[" * 900 + "]" * 900 + "\n", "spec.yaml:1: not valid YAML: nested"),
+        ("spec.json", "[" * 5000 + "]" * 5000, "spec.json: not valid JSON: nested too deeply"),
+        ("spec.yaml", "a: &a [*a]\n", "spec.yaml:1: a YAML alias inside the node it names"),
+        ("spec.yaml", "checks:\n  - &c {type: tool_trajectory, expected: [*c]}\n", "spec.yaml:2: a YAML alias inside"),
+    ],
+)
+def test_too_deep_or_self_containing_specs(tmp_path: Path, name: str, text: str, error: str) -> None:
+    assert error_of(tmp_path, text, name).startswith(error)
+
+
+def test_an_alias_used_twice_is_no_cycle(tmp_path: Path) -> None:
+    """Shared nodes (the same anchor under two keys, aliases of aliases) are fine: only a node inside itself is not."""
+    text = "description: &m [{role: user}]\nchecks:\n  - &c {type: expected_messages, expected_messages: *m}\n"
+    spec = load_spec(spec_file(tmp_path, text + "  - *c\n"))
+    assert [c.name for c in spec.checks] == ["expected_messages", "expected_messages-2"]

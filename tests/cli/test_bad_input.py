@@ -157,3 +157,23 @@ def test_bad_options(cli: Cli, tmp_path: Path) -> None:
         result = cli(*args)
         assert result.exit_code == 2 and "Traceback" not in result.output, args
         assert "Error:" in result.stderr, args
+
+
+def test_an_unwritable_metadata_sibling_leaves_no_temporary_file(cli: Cli, tmp_path: Path) -> None:
+    src = tmp_path / "t.jsonl"
+    src.write_text(f"{GOOD}\n")
+    (tmp_path / "x.meta.jsonl").mkdir()
+    result = cli("convert", "--to", "invariant", src, "-o", tmp_path / "x.jsonl")
+    assert_one_line_problem(result, f"{tmp_path / 'x.meta.jsonl'}: cannot write: is a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl", "x.meta.jsonl"]
+
+
+@pytest.mark.parametrize("command", ["validate", *sorted(READERS)])
+def test_yaml_nested_too_deeply_or_containing_itself(cli: Cli, tmp_path: Path, command: str) -> None:
+    args = READERS.get(command, ["validate", "FILE"])
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 900 + "]" * 900 + "\n")
+    assert_one_line_problem(run(cli, args, deep), f"{deep}:1: not valid YAML: nested too deeply")
+    cycle = tmp_path / "cycle.yaml"  # a trace whose extra key holds itself: no JSON can be written of it
+    cycle.write_text("- {role: user, content: hi}\n- {role: assistant, content: hello, extra: &a [1, *a]}\n")
+    assert_one_line_problem(run(cli, args, cycle), f"{cycle}:2: a YAML alias inside the node it names")

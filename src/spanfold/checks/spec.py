@@ -35,6 +35,7 @@ from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
 from spanfold.checks.trajectory import TrajectoryCheck
 from spanfold.checks.view import TraceLike, TraceView, view_of
+from spanfold.trace.read import TOO_DEEP, YAML_CYCLE, yaml_cycle
 
 Check: TypeAlias = "TrajectoryCheck | MessagesCheck"
 Lines: TypeAlias = dict[SpecPath, int]
@@ -148,7 +149,12 @@ def compose(text: str, file: str) -> tuple[Any, Lines]:
     lines: Lines = {}
     try:
         node = loader.get_single_node()
+        cycle = None if node is None else yaml_cycle(node)
+        if cycle is not None:
+            raise SpecError(YAML_CYCLE, file=file, line=cycle.start_mark.line + 1)
         return (None if node is None else _build(loader, node, (), lines, file)), lines
+    except RecursionError:
+        raise SpecError(f"not valid YAML: {TOO_DEEP}", file=file, line=loader.line + 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "syntax error"
@@ -178,11 +184,20 @@ def parse_spec(data: Any, *, file: str | None = None, lines: Lines | None = None
 
 def loads_spec(text: str, *, file: str = "<spec>") -> Spec:
     """A spec from YAML (or JSON) text."""
+    try:
+        return _loads_spec(text, file)
+    except RecursionError:  # data that parsed but is too deep for the checks to read
+        raise SpecError(TOO_DEEP, file=file) from None
+
+
+def _loads_spec(text: str, file: str) -> Spec:
     if file.endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SpecError(f"not valid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+        except RecursionError:
+            raise SpecError(f"not valid JSON: {TOO_DEEP}", file=file) from None
         try:
             _, lines = compose(text, file)
         except SpecError:  # valid JSON that YAML 1.1 reads otherwise: keep the data, lose the lines

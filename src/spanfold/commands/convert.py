@@ -44,7 +44,11 @@ class _Output:
         self.main = main.write
         meta_path = _meta_path(out) if meta else None
         if meta_path is not None:
-            sibling = AtomicOutput(meta_path)
+            try:
+                sibling = AtomicOutput(meta_path)
+            except OutputError:
+                main.discard()  # no temporary file left beside OUT
+                raise
             self.files.append(sibling)
             self.meta = sibling.write
 

@@ -30,6 +30,9 @@ META_SUFFIX = ".meta.jsonl"
 YAML_SUFFIXES = (".yaml", ".yml")
 #: Called with the number of bytes read so far (progress bars).
 Progress = Callable[[int], None]
+#: Problems of input no trace (or spec) can be made of: nested past Python's recursion limit, a YAML value in itself.
+TOO_DEEP = "nested too deeply"
+YAML_CYCLE = "a YAML alias inside the node it names (a value that contains itself)"
 
 
 @dataclass(slots=True)
@@ -90,7 +93,7 @@ def _decode_line(raw: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise ValueError(json_problem(exc)) from None
     except RecursionError:
-        raise ValueError("not valid JSON: nested too deeply") from None
+        raise ValueError(f"not valid JSON: {TOO_DEEP}") from None
 
 
 def _open(path: Path) -> BinaryIO:
@@ -146,7 +149,34 @@ def _whole_json(handle: BinaryIO, name: str, progress: Progress | None) -> Itera
             return
         yield Problem(name, exc.lineno, json_problem(exc))
     except RecursionError:
-        yield Problem(name, 1, "not valid JSON: nested too deeply")
+        yield Problem(name, 1, f"not valid JSON: {TOO_DEEP}")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def yaml_cycle(root: yaml.Node) -> yaml.Node | None:
+    """A node that contains itself (``&a [*a]``: no JSON value can hold it), or None. Each node is visited once
+    (aliases share nodes), without recursion."""
+    inside: dict[int, bool] = {id(root): True}  # True while on the current path, False once done
+    stack = [(root, iter(_children(root)))]
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            inside[id(node)] = False
+            stack.pop()
+        elif inside.get(id(child)):
+            return child
+        elif id(child) not in inside:
+            inside[id(child)] = True
+            stack.append((child, iter(_children(child))))
+    return None
 
 
 def _yaml(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Value | Problem]:
@@ -161,12 +191,19 @@ def _yaml(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Va
     try:
         while loader.check_node():
             node = loader.get_node()
-            if node is not None:
+            if node is None:
+                continue
+            cycle = yaml_cycle(node)
+            if cycle is not None:
+                yield Problem(name, cycle.start_mark.line + 1, YAML_CYCLE)
+            else:
                 yield Value(name, node.start_mark.line + 1, loader.construct_document(node))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         yield Problem(name, mark.line + 1 if mark is not None else None, f"not valid YAML: {problem}")
+    except RecursionError:
+        yield Problem(name, loader.line + 1, f"not valid YAML: {TOO_DEEP}")
     finally:
         loader.dispose()
 
@@ -195,7 +232,7 @@ def decode_value(value: Value) -> Record | Problem:
     except TraceError as exc:
         return Problem(value.file, value.line, f"not a trace: {exc}")
     except RecursionError:
-        return Problem(value.file, value.line, "not a trace: nested too deeply")
+        return Problem(value.file, value.line, f"not a trace: {TOO_DEEP}")
 
 
 def meta_sibling(path: str | os.PathLike[str]) -> Path | None:
