@@ -175,7 +175,7 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DemoError(f"{directory}: cannot write traces ({exc.strerror or exc})") from None
-    handle = spanfold.init(output=str(directory))
+    handle = spanfold.init(output=str(directory), format="invariant")  # the demo shows the Invariant file
     with MockLLMServer(scenarios.weather_agent) as server, spanfold.agent("weather-bot"):
         answer = chosen.agent(chosen.client(server), stream=stream)
     if not spanfold.flush():
