@@ -21,6 +21,8 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
 
+from .conftest import EXPECTED_SHAPE, shape
+
 MODEL = "claude-mock-4"
 SYSTEM = demo.SYSTEM
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
@@ -95,24 +97,6 @@ def invariant_of(system: str | None, history: list[Any]) -> list[dict[str, Any]]
                 event["tool_calls"] = calls
             events.append(event)
     return events
-
-
-def shape(events: list[dict[str, Any]]) -> list[tuple[str, list[str] | None]]:
-    return [
-        (e["role"], [c["function"]["name"] for c in e["tool_calls"]] if e.get("tool_calls") else None) for e in events
-    ]
-
-
-EXPECTED_SHAPE = [
-    ("system", None),
-    ("user", None),
-    ("assistant", ["get_weather", "get_weather"]),
-    ("tool", None),
-    ("tool", None),
-    ("assistant", ["convert_temperature"]),
-    ("tool", None),
-    ("assistant", None),
-]
 
 
 def agent_loop(client: anthropic.Anthropic, *, stream: bool = False, use_tools: bool = True) -> list[Any]:

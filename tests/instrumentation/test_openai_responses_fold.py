@@ -19,6 +19,8 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, Reply, scenarios
 
+from .conftest import EXPECTED_SHAPE, shape
+
 MODEL = "gpt-4.1-mini"
 TOOLS = scenarios.WEATHER_TOOLS_RESPONSES
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
@@ -92,24 +94,6 @@ def invariant_of(instructions: str | None, items: list[Any]) -> list[dict[str, A
         else:
             events.append({"role": field(item, "role"), "content": field(item, "content")})
     return [{k: v for k, v in e.items()} for e in events]
-
-
-def shape(events: list[dict[str, Any]]) -> list[tuple[str, list[str] | None]]:
-    return [
-        (e["role"], [c["function"]["name"] for c in e["tool_calls"]] if e.get("tool_calls") else None) for e in events
-    ]
-
-
-EXPECTED_SHAPE = [
-    ("system", None),
-    ("user", None),
-    ("assistant", ["get_weather", "get_weather"]),
-    ("tool", None),
-    ("tool", None),
-    ("assistant", ["convert_temperature"]),
-    ("tool", None),
-    ("assistant", None),
-]
 
 
 def run_calls(output: list[Any]) -> list[dict[str, Any]]:
