@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+import spanfold
+from spanfold.testing import MockLLMServer, scenarios
+
 #: Real OpenAI and Anthropic API responses (from OpenLLMetry's public test recordings, Apache-2.0; see its README),
 #: copied from the workspace's shared/recordings so a clean checkout of the repository has them.
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
@@ -63,3 +66,44 @@ def global_spans(_global_exporter: Any) -> Iterator[Any]:
     _global_exporter.clear()
     yield _global_exporter
     _global_exporter.clear()
+
+
+class Traced:
+    """spanfold initialised for one test, writing to a temporary directory."""
+
+    def __init__(self, handle: Any, directory: Path) -> None:
+        self.handle = handle
+        self.directory = directory
+
+    def traces(self) -> list[list[dict[str, Any]]]:
+        """Every trace written so far (after a flush), each an Invariant event list."""
+        assert spanfold.flush(timeout=30)
+        path = self.directory / "traces.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    def metas(self) -> list[dict[str, Any]]:
+        path = self.directory / "traces.meta.jsonl"
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    def one(self) -> list[dict[str, Any]]:
+        traces = self.traces()
+        assert len(traces) == 1, f"expected one trace, got {len(traces)}: {traces}"
+        return traces[0]
+
+
+@pytest.fixture
+def traced(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
+    directory = tmp_path / "traces"
+    handle = spanfold.init(output=str(directory), capture_content=True)
+    try:
+        yield Traced(handle, directory)
+    finally:
+        spanfold.shutdown()
+
+
+@pytest.fixture
+def server() -> Iterator[MockLLMServer]:
+    with MockLLMServer(scenarios.weather_agent) as srv:
+        yield srv

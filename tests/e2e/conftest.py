@@ -3,55 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
-
-import spanfold
-from spanfold.testing import MockLLMServer, scenarios
-
-
-class Traced:
-    """spanfold initialised for one test, writing to a temporary directory."""
-
-    def __init__(self, handle: Any, directory: Path) -> None:
-        self.handle = handle
-        self.directory = directory
-
-    def traces(self) -> list[list[dict[str, Any]]]:
-        """Every trace written so far (after a flush), each an Invariant event list."""
-        assert spanfold.flush(timeout=30)
-        path = self.directory / "traces.jsonl"
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-    def metas(self) -> list[dict[str, Any]]:
-        path = self.directory / "traces.meta.jsonl"
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-    def one(self) -> list[dict[str, Any]]:
-        traces = self.traces()
-        assert len(traces) == 1, f"expected one trace, got {len(traces)}: {traces}"
-        return traces[0]
-
-
-@pytest.fixture
-def traced(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
-    directory = tmp_path / "traces"
-    handle = spanfold.init(output=str(directory), capture_content=True)
-    try:
-        yield Traced(handle, directory)
-    finally:
-        spanfold.shutdown()
-
-
-@pytest.fixture
-def server() -> Iterator[MockLLMServer]:
-    with MockLLMServer(scenarios.weather_agent) as srv:
-        yield srv
 
 
 def invariant_of(history: list[Any]) -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,36 +26,6 @@ MODEL = "claude-mock-4"
 SYSTEM = demo.SYSTEM
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
 TOOLS = scenarios.WEATHER_TOOLS_ANTHROPIC
-
-
-class Traced:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    def traces(self) -> list[list[dict[str, Any]]]:
-        assert spanfold.flush(timeout=30)
-        path = self.directory / "traces.jsonl"
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
-
-    def one(self) -> list[dict[str, Any]]:
-        traces = self.traces()
-        assert len(traces) == 1, traces
-        return traces[0]
-
-
-@pytest.fixture
-def traced(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
-    spanfold.init(output=str(tmp_path), capture_content=True)
-    try:
-        yield Traced(tmp_path)
-    finally:
-        spanfold.shutdown()
-
-
-@pytest.fixture
-def server() -> Iterator[MockLLMServer]:
-    with MockLLMServer(scenarios.weather_agent) as srv:
-        yield srv
 
 
 def client_for(server: MockLLMServer, **options: Any) -> anthropic.Anthropic:
@@ -123,13 +92,13 @@ def agent_loop(client: anthropic.Anthropic, *, stream: bool = False, use_tools: 
     raise AssertionError("agent did not finish")
 
 
-def test_single_call(traced: Traced, server: MockLLMServer) -> None:
+def test_single_call(traced: Any, server: MockLLMServer) -> None:
     server.script(Reply.text("Hello there."))
     client_for(server).messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Hi!"}])
     assert traced.one() == [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello there."}]
 
 
-def test_multi_step_parallel_tools(traced: Traced, server: MockLLMServer) -> None:
+def test_multi_step_parallel_tools(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("claude-weather"):
         history = agent_loop(client_for(server))
     events = traced.one()
@@ -142,13 +111,13 @@ def test_multi_step_parallel_tools(traced: Traced, server: MockLLMServer) -> Non
     }
 
 
-def test_multi_step_streamed_helper(traced: Traced, server: MockLLMServer) -> None:
+def test_multi_step_streamed_helper(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("claude-weather"):
         history = agent_loop(client_for(server), stream=True)
     assert traced.one() == invariant_of(SYSTEM, history)
 
 
-async def test_multi_step_async(traced: Traced, server: MockLLMServer) -> None:
+async def test_multi_step_async(traced: Any, server: MockLLMServer) -> None:
     client = anthropic.AsyncAnthropic(api_key="sk-ant-secret", base_url=server.anthropic_base_url, max_retries=0)
     history: list[Any] = [{"role": "user", "content": QUESTION}]
     async with spanfold.agent("claude-async"):
@@ -195,12 +164,12 @@ async def test_multi_step_async(traced: Traced, server: MockLLMServer) -> None:
     assert shape(events) == EXPECTED_SHAPE
 
 
-def test_loop_without_agent_or_tool_is_one_trace(traced: Traced, server: MockLLMServer) -> None:
+def test_loop_without_agent_or_tool_is_one_trace(traced: Any, server: MockLLMServer) -> None:
     history = agent_loop(client_for(server), use_tools=False)
     assert traced.one() == invariant_of(SYSTEM, history)
 
 
-def test_multimodal_user_message(traced: Traced, server: MockLLMServer) -> None:
+def test_multimodal_user_message(traced: Any, server: MockLLMServer) -> None:
     server.script(Reply.text("A cat."))
     client_for(server).messages.create(
         model=MODEL,
@@ -227,7 +196,7 @@ def test_multimodal_user_message(traced: Traced, server: MockLLMServer) -> None:
     ]
 
 
-def test_server_error_mid_run(traced: Traced, server: MockLLMServer) -> None:
+def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
     calls = {"n": 0}
 
     def failing_second(request: MockRequest) -> Reply:
@@ -245,7 +214,7 @@ def test_server_error_mid_run(traced: Traced, server: MockLLMServer) -> None:
     assert events[5]["error"]["type"] == "anthropic.InternalServerError"
 
 
-def test_stream_broken_off(traced: Traced, server: MockLLMServer) -> None:
+def test_stream_broken_off(traced: Any, server: MockLLMServer) -> None:
     server.script(Reply.broken(after_events=4, reply=Reply.text("This answer will never be finished, sorry.")))
     with pytest.raises(Exception) as info, spanfold.agent("bot"):
         for _ in client_for(server).messages.create(
@@ -274,7 +243,7 @@ def test_content_capture_off(tmp_path: Path, _global_provider: Any, server: Mock
     assert events[3]["tool_call_id"] == events[2]["tool_calls"][0]["id"]
 
 
-def test_native_spans_folded_without_spanfold_instrumentation(traced: Traced, server: MockLLMServer) -> None:
+def test_native_spans_folded_without_spanfold_instrumentation(traced: Any, server: MockLLMServer) -> None:
     """The SDK's own spans (content mode) reach spanfold's fold with spanfold's Anthropic wrappers off: the native
     dialect makes the same flat trace, tool runner included."""
     from spanfold.instrumentation.anthropic import AnthropicInstrumentor
@@ -308,7 +277,7 @@ def test_native_spans_folded_without_spanfold_instrumentation(traced: Traced, se
     assert events[-1] == {"role": "assistant", "content": final.content[0].text}
 
 
-def test_agent_mixing_anthropic_and_openai(traced: Traced, server: MockLLMServer) -> None:
+def test_agent_mixing_anthropic_and_openai(traced: Any, server: MockLLMServer) -> None:
     """One agent: Claude plans (tool calls), the tools run, GPT (Responses) and GPT (chat) write the answer."""
     claude = client_for(server)
     gpt = openai.OpenAI(api_key="sk-secret", base_url=server.base_url, max_retries=0)

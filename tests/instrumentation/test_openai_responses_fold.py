@@ -5,7 +5,6 @@ event against an oracle built from the agent's own items (no spanfold code), ful
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +23,6 @@ from .conftest import EXPECTED_SHAPE, shape
 MODEL = "gpt-4.1-mini"
 TOOLS = scenarios.WEATHER_TOOLS_RESPONSES
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
-
-
-class Traced:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    def one(self) -> list[dict[str, Any]]:
-        assert spanfold.flush(timeout=30)
-        lines = (self.directory / "traces.jsonl").read_text(encoding="utf-8").splitlines()
-        assert len(lines) == 1, lines
-        events: list[dict[str, Any]] = json.loads(lines[0])
-        return events
-
-
-@pytest.fixture
-def traced(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
-    spanfold.init(output=str(tmp_path), capture_content=True)
-    try:
-        yield Traced(tmp_path)
-    finally:
-        spanfold.shutdown()
-
-
-@pytest.fixture
-def server() -> Iterator[MockLLMServer]:
-    with MockLLMServer(scenarios.weather_agent) as srv:
-        yield srv
 
 
 def client_for(server: MockLLMServer) -> openai.OpenAI:
@@ -142,13 +114,13 @@ def chained_loop(client: openai.OpenAI) -> list[Any]:
     raise AssertionError("agent did not finish")
 
 
-def test_single_call(traced: Traced, server: MockLLMServer) -> None:
+def test_single_call(traced: Any, server: MockLLMServer) -> None:
     server.script(Reply.text("Hello there."))
     client_for(server).responses.create(model=MODEL, input="Hi!")
     assert traced.one() == [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello there."}]
 
 
-def test_multi_step_full_history(traced: Traced, server: MockLLMServer) -> None:
+def test_multi_step_full_history(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("gpt-weather"):
         items = full_history_loop(client_for(server))
     events = traced.one()
@@ -156,14 +128,14 @@ def test_multi_step_full_history(traced: Traced, server: MockLLMServer) -> None:
     assert shape(events) == EXPECTED_SHAPE
 
 
-def test_multi_step_streamed_helper(traced: Traced, server: MockLLMServer) -> None:
+def test_multi_step_streamed_helper(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("gpt-weather"):
         items = full_history_loop(client_for(server), stream=True)
     assert traced.one() == invariant_of(demo.SYSTEM, items)
 
 
 @pytest.mark.parametrize("with_agent", [True, False])
-def test_previous_response_id_chain(traced: Traced, server: MockLLMServer, with_agent: bool) -> None:
+def test_previous_response_id_chain(traced: Any, server: MockLLMServer, with_agent: bool) -> None:
     """History not re-sent: the chain still folds into one conversation, each item once (no agent wrapper: the
     un-parented calls are stitched by ``previous_response_id``)."""
     if with_agent:
@@ -176,7 +148,7 @@ def test_previous_response_id_chain(traced: Traced, server: MockLLMServer, with_
     assert shape(events) == EXPECTED_SHAPE
 
 
-async def test_multi_step_async(traced: Traced, server: MockLLMServer) -> None:
+async def test_multi_step_async(traced: Any, server: MockLLMServer) -> None:
     client = openai.AsyncOpenAI(api_key="sk-secret", base_url=server.base_url, max_retries=0)
     items: list[Any] = [{"role": "user", "content": QUESTION}]
     async with spanfold.agent("gpt-async"):
@@ -201,7 +173,7 @@ async def test_multi_step_async(traced: Traced, server: MockLLMServer) -> None:
     assert shape(events) == EXPECTED_SHAPE
 
 
-def test_server_error(traced: Traced, server: MockLLMServer) -> None:
+def test_server_error(traced: Any, server: MockLLMServer) -> None:
     server.script(Reply.error(500, "The server had an error while processing your request."))
     with pytest.raises(openai.InternalServerError), spanfold.agent("bot"):
         client_for(server).responses.create(model=MODEL, input="Hi")
