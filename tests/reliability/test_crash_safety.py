@@ -102,20 +102,27 @@ def test_sigkill_mid_write_leaves_whole_lines_and_the_next_writer_repairs(tmp_pa
     assert whos[-2:] == [f"{finisher.pid}:0", f"{finisher.pid}:1"]
 
 
+def _write_one(directory: Path, content: str) -> None:
+    """One trace appended by a fresh writer (a new process)."""
+    writer = JsonlWriter(directory)
+    writer.write(_trace(content))
+    writer.close()
+
+
 def test_a_torn_line_is_cut_and_a_lost_metadata_line_restored_by_the_next_writer(tmp_path: Path) -> None:
     """The two states a SIGKILL can leave, made exactly: a line cut short, and an events line whose metadata line was
     never written (killed between the two writes). A fresh writer (a new process) repairs both before appending."""
-    JsonlWriter(tmp_path).write(_trace("first"))
+    _write_one(tmp_path, "first")
     with open(tmp_path / "traces.jsonl", "ab") as f:
         f.write(b'[{"role":"tool","content":"cut sh')  # torn
-    JsonlWriter(tmp_path).write(_trace("second"))
+    _write_one(tmp_path, "second")
     events, _ = split(tmp_path / "traces.jsonl")
     assert [json.loads(x)[0]["content"] for x in events] == ["first", "second"]
     assert counters.snapshot()["writer.torn_lines_cut"] == 1
 
     with open(tmp_path / "traces.jsonl", "ab") as f:
         f.write(b'[{"role":"tool","content":"no meta"}]\n')  # the metadata line never came
-    JsonlWriter(tmp_path).write(_trace("third"))
+    _write_one(tmp_path, "third")
     events, tail = split(tmp_path / "traces.jsonl")
     metas, meta_tail = split(tmp_path / "traces.meta.jsonl")
     assert tail == meta_tail == b""

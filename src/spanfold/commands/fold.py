@@ -96,8 +96,9 @@ def _append(traces: list[Trace], out_dir: Path, fmt: str) -> list[Path]:
     writer = JsonlWriter(out_dir, fmt, max_retry_traces=sys.maxsize, max_retry_bytes=sys.maxsize)
     for trace in traces:
         writer.write(trace)
-        if writer.pending:
-            raise FoldError(f"{os.fspath(out_dir)}: cannot write the traces (disk full or no permission?)")
+    writer.flush()  # appended in batches; a failed append is rolled back to the last whole line
+    if writer.pending:
+        raise FoldError(f"{os.fspath(out_dir)}: cannot write the traces (disk full or no permission?)")
     return targets
 
 

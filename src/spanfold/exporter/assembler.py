@@ -100,6 +100,7 @@ class Assembler:
         self._traces: OrderedDict[int, _Buffer] = OrderedDict()  # least recently active first
         self._rooted: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root arrived (quiet policy)
         self._stitchers: dict[Hashable, Stitcher] = {}  # one per process: calls are stitched within a process
+        self._written = False  # traces handed to the writers since they were last flushed
 
     # --- input -------------------------------------------------------------------------------------------
 
@@ -193,11 +194,21 @@ class Assembler:
         for stitcher in stitchers.values():
             for conv in stitcher.close_all():
                 self._write_conversation(conv)
-        for writer in self.writers:
-            self._call(writer, "flush")
+        self._flush_writers()  # also what a writer still holds from a failed write
         if final:
             for writer in self.writers:
                 self._call(writer, "close")
+
+    def commit(self) -> None:
+        """Flush the writers when traces were handed to them since the last time (writers may hold traces to write
+        them together: the worker commits after each batch it folds)."""
+        if self._written:
+            self._flush_writers()
+
+    def _flush_writers(self) -> None:
+        self._written = False
+        for writer in self.writers:
+            self._call(writer, "flush")
 
     def stats(self) -> dict[str, int]:
         open_conversations = sum(len(s) for s in self._stitchers.values())
@@ -263,6 +274,7 @@ class Assembler:
     def _write(self, trace: Trace) -> None:
         for writer in self.writers:
             self._call(writer, "write", trace)
+        self._written = True
         counters.incr("traces_written")
 
     @staticmethod

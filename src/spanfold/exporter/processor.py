@@ -3,6 +3,8 @@ SDK's ``BatchSpanProcessor``:
 
 * ``on_start`` / ``on_end`` only append to a bounded deque (a start marker, then the span); over the limit a span is
   dropped and counted (``dropped_spans``);
+* the worker wakes every ``poll_interval`` (0.5 s), or as soon as :data:`WAKE_AT` items wait, and handles
+  everything queued in one go: traces are folded and written in batches, never one thread switch per call;
 * a :class:`FoldWorker` thread feeds the shared :class:`~spanfold.exporter.assembler.Assembler`, which groups spans by
   trace id and folds a trace once its local root and every span it saw start have ended, stitches un-parented calls
   and bounds memory;
@@ -31,10 +33,12 @@ from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.records import SpanRecord, from_readable
 from spanfold.exporter.writers import Writer
 
-__all__ = ["POLL_INTERVAL_S", "FoldWorker", "FoldingSpanProcessor", "trace_hex"]
+__all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor", "trace_hex"]
 
 #: Longest the worker sleeps between looks at the queue and the idle timers.
 POLL_INTERVAL_S = 0.5
+#: Queue length (start markers and spans) at which ``on_end`` wakes the worker before its poll interval is up.
+WAKE_AT = 512
 #: Spans handled between two looks at the idle timers while the queue stays busy.
 _EXPIRE_EVERY = 4096
 
@@ -154,6 +158,7 @@ class FoldWorker:
                 if self._drain(queue):
                     return
                 self.assembler.expire(time.monotonic())
+                self.assembler.commit()
             except Exception as exc:  # the worker never dies
                 counters.fault("processor.worker", exc)
 
@@ -227,6 +232,7 @@ class FoldingSpanProcessor(SpanProcessor):
         self._fold = FoldWorker(writers, config, Policy(stitch=stitch), poll_interval=poll_interval)
         self.config = self._fold.config
         self._queue_limit = 2 * self.config.max_queue_size  # start markers and spans
+        self._wake_at = min(WAKE_AT, self._queue_limit // 2)
 
     # --- SpanProcessor (hot path: append only) -----------------------------------------------------------
 
@@ -247,8 +253,7 @@ class FoldingSpanProcessor(SpanProcessor):
             counters.incr("dropped_spans")
             return
         queue.append(span)
-        parent = span.parent
-        if (parent is None or parent.is_remote or len(queue) > self._queue_limit // 2) and not fold.wake.is_set():
+        if len(queue) >= self._wake_at and not fold.wake.is_set():
             fold.wake.set()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

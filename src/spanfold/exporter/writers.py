@@ -1,9 +1,11 @@
 """Writers: where folded traces go.
 
 * :class:`JsonlWriter`: one line per trace in ``traces.jsonl`` (Invariant) or ``traces.agentv.jsonl`` (AgentV), and
-  for Invariant the N-th line of ``traces.meta.jsonl`` describes the N-th trace. Each line is one ``os.write`` on an
-  ``O_APPEND`` descriptor, both lines under an ``flock`` of the events file, so processes appending to one directory
-  never interleave or misalign; a failed write is rolled back to the line boundary.
+  for Invariant the N-th line of ``traces.meta.jsonl`` describes the N-th trace. Traces are held until
+  :meth:`~JsonlWriter.flush` (the fold worker flushes after each batch it folds) or until ``batch_traces`` of them
+  wait, then appended together: one ``os.write`` per file on an ``O_APPEND`` descriptor, under one ``flock`` of the
+  events file, so processes appending to one directory never interleave or misalign; a failed write is rolled back to
+  the line boundary.
 * :class:`JsonFileWriter`: one pretty ``<trace_id>.json`` per trace, written to a temporary file and renamed.
 * :class:`MemoryWriter`: a list of :class:`~spanfold.trace.model.Trace` (tests, capture).
 
@@ -40,6 +42,9 @@ META_FILE: Final = "traces.meta.jsonl"
 #: Retry buffer bounds: traces kept while the path is broken (the oldest go first, counted).
 MAX_RETRY_TRACES: Final = 1000
 MAX_RETRY_BYTES: Final = 64 * 1024 * 1024
+#: Traces (or bytes) a :class:`JsonlWriter` holds before it appends them without waiting for a flush.
+BATCH_TRACES: Final = 512
+BATCH_BYTES: Final = 8 * 1024 * 1024
 
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
@@ -127,6 +132,19 @@ class _RetryBuffer:
             self.bytes -= dropped
             counters.incr("writer.dropped_traces")
 
+    def drain_joined(self, write: Any, join: Any) -> bool:
+        """Write every pending item at once (``write(join(items))``): all of them, or on a failure (a counted fault)
+        none of them (``write`` rolls back); True when written."""
+        if not self.items:
+            return True
+        try:
+            write(join([item for item, _ in self.items]))
+        except OSError as exc:
+            counters.fault("writer.io", exc, detail=str(exc))
+            return False
+        self.clear()
+        return True
+
     def drain(self, write: Any) -> bool:
         """Write pending items in order until one fails (a counted fault); True when all were written."""
         while self.items:
@@ -182,6 +200,14 @@ class _RetryingWriter:
     def _write_item(self, item: Any) -> None:
         raise NotImplementedError
 
+    def _drain(self) -> None:
+        """Write what is pending (under the lock)."""
+        self._pending.drain(self._write_item)
+
+    def _due(self) -> bool:
+        """Whether :meth:`write` writes at once (else it waits for :meth:`flush`)."""
+        return True
+
     def write(self, trace: Trace) -> None:
         try:
             item, size = self._encode(trace)
@@ -190,18 +216,28 @@ class _RetryingWriter:
             return
         with self._lock:
             self._pending.append(item, size)
-            self._pending.drain(self._write_item)
+            if self._due():
+                self._drain()
 
     def flush(self) -> None:
         with self._lock:
-            self._pending.drain(self._write_item)
+            self._drain()
 
     def close(self) -> None:
         self.flush()
 
 
 class JsonlWriter(_RetryingWriter):
-    """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``)."""
+    """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``): held until
+    :meth:`flush` (or :meth:`close`), or until :data:`BATCH_TRACES` traces or :data:`BATCH_BYTES` wait, then all
+    appended under one lock."""
+
+    def _due(self) -> bool:
+        pending = self._pending
+        return len(pending.items) >= BATCH_TRACES or pending.bytes >= BATCH_BYTES
+
+    def _drain(self) -> None:
+        self._pending.drain_joined(self._write_item, _join_lines)
 
     def _prepare(self) -> None:
         self.events_path = self.directory / EVENTS_FILES[self.format]
@@ -250,6 +286,13 @@ class JsonlWriter(_RetryingWriter):
         if missing > 0:
             _write_all(meta_fd, _LOST_META * missing)
             counters.incr("writer.meta_lines_restored", missing)
+
+
+def _join_lines(items: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+    """Many traces' (events lines, metadata lines) as one pair: appended with one write per file."""
+    if len(items) == 1:
+        return items[0]
+    return b"".join(e for e, _ in items), b"".join(m for _, m in items)
 
 
 def _where(fd: int) -> tuple[int, int]:
