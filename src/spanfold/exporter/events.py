@@ -6,6 +6,8 @@
 * ``tool_call`` parts -> :class:`ToolCall`; each ``tool_call_response`` part -> a tool-output event of its own;
 * ``reasoning`` parts -> the event's ``metadata["reasoning"]``, never its content;
 * with content capture off the parts carry no content: events keep roles, tool names and ids, content None.
+
+:data:`INPUTS` converts each parsed input message once for the stitcher and the fold of every call that re-sends it.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ Part: TypeAlias = dict[str, Any]
 Fingerprint: TypeAlias = tuple[Any, ...]
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)
 
 
 def response_text(value: Any) -> str | None:
@@ -206,3 +211,60 @@ def fingerprint(msg: Message) -> Fingerprint:
     content = msg.content if not isinstance(msg.content, list) else dumps(msg.content)
     calls = tuple([(tc.id, tc.name) for tc in msg.tool_calls]) if msg.tool_calls else ()
     return (msg.role, content, calls)
+
+
+_NO_NAMES: Mapping[str, str] = {}
+
+
+class EventCache:
+    """The events and fingerprints of input messages, converted once per message object.
+
+    An agent re-sends its history on every call and the parse shares those messages by identity
+    (:mod:`spanfold.exporter.json_prefix`), so the stitcher and the fold of each later call find a message here
+    instead of converting it again. An entry holds its message (an id is never reused while cached); the cache is
+    bounded by entries and by content characters, and emptied when full. Thread-safe without a lock: entries are
+    immutable tuples. The events are prototypes: take copies with :func:`copy_event`.
+    """
+
+    __slots__ = ("_chars", "_entries", "max_chars", "max_entries")
+
+    def __init__(self, max_entries: int = 8192, max_chars: int = 8_000_000) -> None:
+        self._entries: dict[int, tuple[Mapping[str, Any], tuple[Message, ...], tuple[Fingerprint, ...]]] = {}
+        self._chars = 0
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+
+    def get(self, raw: Mapping[str, Any]) -> tuple[tuple[Message, ...], tuple[Fingerprint, ...]]:
+        """``raw``'s events (converted without tool names: :func:`copy_event` adds them) and their fingerprints."""
+        entry = self._entries.get(id(raw))
+        if entry is not None and entry[0] is raw:
+            return entry[1], entry[2]
+        events = tuple(message_events(raw, _NO_NAMES))
+        prints = tuple([fingerprint(e) for e in events])
+        chars = sum(len(e.content) for e in events if isinstance(e.content, str))
+        if len(self._entries) >= self.max_entries or self._chars + chars > self.max_chars:
+            self._entries, self._chars = {}, 0
+        self._entries[id(raw)] = (raw, events, prints)
+        self._chars += chars
+        return events, prints
+
+
+def copy_event(proto: Message, call_names: Mapping[str, str]) -> Message:
+    """A fresh event from a cached one: exactly what :func:`message_events` gives with ``call_names``."""
+    name = proto.name
+    if proto.role == "tool" and proto.tool_call_id is not None:
+        name = call_names.get(proto.tool_call_id)
+    return Message(
+        proto.role,
+        proto.content,
+        list(proto.tool_calls),
+        proto.tool_call_id,
+        name,
+        proto.error,
+        proto.timestamp,
+        dict(proto.metadata) if proto.metadata else {},
+    )
+
+
+#: Input messages of model steps (shared by every fold and stitcher of the process).
+INPUTS = EventCache()

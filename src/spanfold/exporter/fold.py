@@ -26,7 +26,15 @@ from typing import Any
 
 from spanfold import counters
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep, safe_step
-from spanfold.exporter.events import Fingerprint, args_key, fingerprint, message_events, system_event
+from spanfold.exporter.events import (
+    INPUTS,
+    Fingerprint,
+    args_key,
+    copy_event,
+    fingerprint,
+    message_events,
+    system_event,
+)
 from spanfold.exporter.records import SpanRecord
 from spanfold.semconv import PART_TOOL_CALL_RESPONSE
 from spanfold.trace.model import Message, Trace, TraceMeta, Usage
@@ -311,21 +319,19 @@ class _Folder:
             matched = thread.match(seen[1], cursor, shown)
             if matched is not None:  # all of it (its calls were noted when it was first seen)
                 return matched, True
-        prints: list[Fingerprint] = []
+        protos, prints = INPUTS.get(raw)
         shown_all = True
-        for msg in message_events(raw, self.call_names):
-            self.note_calls(msg)
-            fp = fingerprint(msg)
-            prints.append(fp)
+        for proto, fp in zip(protos, prints, strict=True):
+            self.note_calls(proto)
             pos = thread.find(fp, cursor, shown)
             if pos is not None:
                 cursor = pos + 1
                 continue
             shown_all = False
-            if msg.role == "tool" and msg.tool_call_id in self.shown_tool_ids:
+            if proto.role == "tool" and proto.tool_call_id in self.shown_tool_ids:
                 continue  # its result came from the tool span
-            self.emit(thread, msg, step.start_ns, step.span_id, fp=fp)
-        self.history[id(raw)] = (raw, tuple(prints))
+            self.emit(thread, copy_event(proto, self.call_names), step.start_ns, step.span_id, fp=fp)
+        self.history[id(raw)] = (raw, prints)
         return cursor, shown_all
 
     def outputs(self, thread: _Thread, step: ModelStep) -> None:

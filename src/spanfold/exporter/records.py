@@ -1,8 +1,8 @@
 """A neutral span record: what the fold reads, whoever produced the span.
 
 Everything after the span processor works on :class:`SpanRecord`, so the same fold serves the in-process
-``FoldingSpanProcessor``, OTLP-JSON files and an OTLP receiver. Converting an SDK ``ReadableSpan`` is cheap: the
-attribute mappings are shared, not copied.
+``FoldingSpanProcessor``, OTLP-JSON files and an OTLP receiver. Converting an SDK ``ReadableSpan`` is cheap: its
+attributes become a plain dict once (the SDK's bounded mapping is slow to read), events and resource are shared.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class SpanRecord:
 
 
 def from_readable(span: ReadableSpan) -> SpanRecord:
-    """A :class:`SpanRecord` of an ended SDK span (attributes shared, not copied)."""
+    """A :class:`SpanRecord` of an ended SDK span."""
     ctx = span.context
     parent = span.parent
     status = span.status
@@ -72,7 +72,7 @@ def from_readable(span: ReadableSpan) -> SpanRecord:
         kind=span.kind.name,
         start_ns=start,
         end_ns=span.end_time or start,
-        attributes=span.attributes or _EMPTY,
+        attributes=dict(span.attributes) if span.attributes else _EMPTY,
         status_code=_STATUS.get(status.status_code, "UNSET"),
         status_description=status.description,
         events=tuple(SpanEvent(e.name, e.timestamp, e.attributes or _EMPTY) for e in events) if events else (),

@@ -19,7 +19,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep
-from spanfold.exporter.events import Fingerprint, args_key, fingerprint, message_events, system_event
+from spanfold.exporter.events import INPUTS, Fingerprint, args_key, fingerprint, message_events, system_event
 from spanfold.exporter.records import SpanRecord
 from spanfold.trace.model import TraceStatus
 
@@ -84,7 +84,7 @@ def _chain(seed: int, fps: Iterable[Fingerprint]) -> list[int]:
 
 
 def _fingerprints(messages: Iterable[dict[str, object]]) -> list[Fingerprint]:
-    return [fingerprint(e) for m in messages for e in message_events(m, {})]
+    return [fp for m in messages for fp in INPUTS.get(m)[1]]
 
 
 class Stitcher:

@@ -42,16 +42,20 @@ def get(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON for span attributes; objects JSON cannot encode become their ``str``."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_default)
-
-
 def _default(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)  # pydantic models (SDK objects) in user-built messages
     if callable(dump):
         return dump(mode="json", exclude_unset=True)
     return str(value)
+
+
+#: Built once: ``json.dumps`` with options builds an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON for span attributes; objects JSON cannot encode become their ``str``."""
+    return _ENCODER.encode(value)
 
 
 def parse_json_arguments(raw: Any) -> Any:

@@ -27,8 +27,12 @@ INVARIANT_STYLES = ("list", "object")
 UNKNOWN_TIME = "1970-01-01T00:00:00Z"
 
 
+#: One encoder for every line (``json.dumps`` with options builds a new one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)
 
 
 def invariant_line(trace: Trace) -> str:
