@@ -7,7 +7,8 @@
 * ``reasoning`` parts -> the event's ``metadata["reasoning"]``, never its content;
 * with content capture off the parts carry no content: events keep roles, tool names and ids, content None.
 
-:data:`INPUTS` converts each parsed input message once for the stitcher and the fold of every call that re-sends it.
+:data:`INPUTS` fingerprints each parsed input message once for the stitcher and the fold of every call that re-sends
+it.
 """
 
 from __future__ import annotations
@@ -216,55 +217,42 @@ def fingerprint(msg: Message) -> Fingerprint:
 _NO_NAMES: Mapping[str, str] = {}
 
 
-class EventCache:
-    """The events and fingerprints of input messages, converted once per message object.
+class FingerprintCache:
+    """The fingerprints of input messages, computed once per message object.
 
     An agent re-sends its history on every call and the parse shares those messages by identity
-    (:mod:`spanfold.exporter.json_prefix`), so the stitcher and the fold of each later call find a message here
-    instead of converting it again. An entry holds its message (an id is never reused while cached); the cache is
-    bounded by entries and by content characters, and emptied when full. Thread-safe without a lock: entries are
-    immutable tuples. The events are prototypes: take copies with :func:`copy_event`.
+    (:mod:`spanfold.exporter.json_prefix`), so the stitcher and the fold of each later call find a message's
+    fingerprints here instead of converting it again. An entry holds its message (an id is never reused while
+    cached); bounded by entries and by content characters, emptied when full. Thread-safe without a lock: entries
+    are immutable tuples.
     """
 
     __slots__ = ("_chars", "_entries", "max_chars", "max_entries")
 
-    def __init__(self, max_entries: int = 8192, max_chars: int = 8_000_000) -> None:
-        self._entries: dict[int, tuple[Mapping[str, Any], tuple[Message, ...], tuple[Fingerprint, ...]]] = {}
+    def __init__(self, max_entries: int = 4096, max_chars: int = 2_000_000) -> None:
+        self._entries: dict[int, tuple[Mapping[str, Any], tuple[Fingerprint, ...]]] = {}
         self._chars = 0
         self.max_entries = max_entries
         self.max_chars = max_chars
 
-    def get(self, raw: Mapping[str, Any]) -> tuple[tuple[Message, ...], tuple[Fingerprint, ...]]:
-        """``raw``'s events (converted without tool names: :func:`copy_event` adds them) and their fingerprints."""
+    def get(self, raw: Mapping[str, Any]) -> tuple[Fingerprint, ...] | None:
         entry = self._entries.get(id(raw))
-        if entry is not None and entry[0] is raw:
-            return entry[1], entry[2]
-        events = tuple(message_events(raw, _NO_NAMES))
+        return entry[1] if entry is not None and entry[0] is raw else None
+
+    def put(self, raw: Mapping[str, Any], events: list[Message]) -> tuple[Fingerprint, ...]:
+        """Remember (and return) the fingerprints of ``raw``'s events."""
         prints = tuple([fingerprint(e) for e in events])
         chars = sum(len(e.content) for e in events if isinstance(e.content, str))
         if len(self._entries) >= self.max_entries or self._chars + chars > self.max_chars:
             self._entries, self._chars = {}, 0
-        self._entries[id(raw)] = (raw, events, prints)
+        self._entries[id(raw)] = (raw, prints)
         self._chars += chars
-        return events, prints
+        return prints
 
-
-def copy_event(proto: Message, call_names: Mapping[str, str]) -> Message:
-    """A fresh event from a cached one: exactly what :func:`message_events` gives with ``call_names``."""
-    name = proto.name
-    if proto.role == "tool" and proto.tool_call_id is not None:
-        name = call_names.get(proto.tool_call_id)
-    return Message(
-        proto.role,
-        proto.content,
-        list(proto.tool_calls),
-        proto.tool_call_id,
-        name,
-        proto.error,
-        proto.timestamp,
-        dict(proto.metadata) if proto.metadata else {},
-    )
+    def prints(self, raw: Mapping[str, Any]) -> tuple[Fingerprint, ...]:
+        found = self.get(raw)
+        return found if found is not None else self.put(raw, message_events(raw, _NO_NAMES))
 
 
 #: Input messages of model steps (shared by every fold and stitcher of the process).
-INPUTS = EventCache()
+INPUTS = FingerprintCache()

@@ -27,10 +27,8 @@ from typing import Any
 from spanfold import counters
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep, safe_step
 from spanfold.exporter.events import (
-    INPUTS,
     Fingerprint,
     args_key,
-    copy_event,
     fingerprint,
     message_events,
     system_event,
@@ -319,18 +317,19 @@ class _Folder:
             matched = thread.match(seen[1], cursor, shown)
             if matched is not None:  # all of it (its calls were noted when it was first seen)
                 return matched, True
-        protos, prints = INPUTS.get(raw)
+        events = message_events(raw, self.call_names)
+        prints = tuple([fingerprint(msg) for msg in events])
         shown_all = True
-        for proto, fp in zip(protos, prints, strict=True):
-            self.note_calls(proto)
+        for msg, fp in zip(events, prints, strict=True):
+            self.note_calls(msg)
             pos = thread.find(fp, cursor, shown)
             if pos is not None:
                 cursor = pos + 1
                 continue
             shown_all = False
-            if proto.role == "tool" and proto.tool_call_id in self.shown_tool_ids:
+            if msg.role == "tool" and msg.tool_call_id in self.shown_tool_ids:
                 continue  # its result came from the tool span
-            self.emit(thread, copy_event(proto, self.call_names), step.start_ns, step.span_id, fp=fp)
+            self.emit(thread, msg, step.start_ns, step.span_id, fp=fp)
         self.history[id(raw)] = (raw, prints)
         return cursor, shown_all
 

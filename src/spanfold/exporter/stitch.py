@@ -84,7 +84,7 @@ def _chain(seed: int, fps: Iterable[Fingerprint]) -> list[int]:
 
 
 def _fingerprints(messages: Iterable[dict[str, object]]) -> list[Fingerprint]:
-    return [fp for m in messages for fp in INPUTS.get(m)[1]]
+    return [fp for m in messages for fp in INPUTS.prints(m)]
 
 
 class Stitcher:
