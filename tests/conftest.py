@@ -12,8 +12,28 @@ import pytest
 import spanfold
 from spanfold.testing import MockLLMServer, scenarios
 
+
 #: Real OpenAI and Anthropic API responses (from OpenLLMetry's public test recordings, Apache-2.0; see its README),
 #: copied from the workspace's shared/recordings so a clean checkout of the repository has them.
+#: The weather agent's trajectory, and the function that reads it off a folded trace (the fold tests share them).
+def shape(events: list[dict[str, Any]]) -> list[tuple[str, list[str] | None]]:
+    return [
+        (e["role"], [c["function"]["name"] for c in e["tool_calls"]] if e.get("tool_calls") else None) for e in events
+    ]
+
+
+EXPECTED_SHAPE = [
+    ("system", None),
+    ("user", None),
+    ("assistant", ["get_weather", "get_weather"]),
+    ("tool", None),
+    ("tool", None),
+    ("assistant", ["convert_temperature"]),
+    ("tool", None),
+    ("assistant", None),
+]
+
+
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
 
 

@@ -14,6 +14,7 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, MockRequest, Reply, count_tokens, scenarios
 
+from ..conftest import EXPECTED_SHAPE, shape
 from .conftest import invariant_of
 
 MODEL = demo.MODEL
@@ -44,24 +45,6 @@ def agent_loop(client: openai.OpenAI, question: str, *, stream: bool = False, us
                 result = scenarios.run_weather_tool(call.function.name, args)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     raise AssertionError("agent did not finish")
-
-
-EXPECTED_SHAPE = [
-    ("system", None),
-    ("user", None),
-    ("assistant", ["get_weather", "get_weather"]),
-    ("tool", None),
-    ("tool", None),
-    ("assistant", ["convert_temperature"]),
-    ("tool", None),
-    ("assistant", None),
-]
-
-
-def shape(events: list[dict[str, Any]]) -> list[tuple[str, list[str] | None]]:
-    return [
-        (e["role"], [c["function"]["name"] for c in e["tool_calls"]] if e.get("tool_calls") else None) for e in events
-    ]
 
 
 def test_single_call(traced: Any, server: MockLLMServer) -> None:

@@ -98,22 +98,3 @@ def replay_client(load_recording: Callable[[str], list[dict[str, Any]]]) -> Call
         ), replay
 
     return make
-
-
-#: The weather agent's trajectory, and the function that reads it off a folded trace (the fold tests share them).
-def shape(events: list[dict[str, Any]]) -> list[tuple[str, list[str] | None]]:
-    return [
-        (e["role"], [c["function"]["name"] for c in e["tool_calls"]] if e.get("tool_calls") else None) for e in events
-    ]
-
-
-EXPECTED_SHAPE = [
-    ("system", None),
-    ("user", None),
-    ("assistant", ["get_weather", "get_weather"]),
-    ("tool", None),
-    ("tool", None),
-    ("assistant", ["convert_temperature"]),
-    ("tool", None),
-    ("assistant", None),
-]

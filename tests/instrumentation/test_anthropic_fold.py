@@ -20,7 +20,7 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
 
-from .conftest import EXPECTED_SHAPE, shape
+from ..conftest import EXPECTED_SHAPE, shape
 
 MODEL = "claude-mock-4"
 SYSTEM = demo.SYSTEM

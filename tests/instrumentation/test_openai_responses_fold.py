@@ -18,7 +18,7 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, Reply, scenarios
 
-from .conftest import EXPECTED_SHAPE, shape
+from ..conftest import EXPECTED_SHAPE, shape
 
 MODEL = "gpt-4.1-mini"
 TOOLS = scenarios.WEATHER_TOOLS_RESPONSES
