@@ -7,8 +7,7 @@
 * ``reasoning`` parts -> the event's ``metadata["reasoning"]``, never its content;
 * with content capture off the parts carry no content: events keep roles, tool names and ids, content None.
 
-:data:`INPUTS` fingerprints each parsed input message once for the stitcher and the fold of every call that re-sends
-it.
+:data:`INPUTS` fingerprints each parsed input message once for the stitcher, however many calls re-send it.
 """
 
 from __future__ import annotations
@@ -18,18 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from spanfold import semconv
+from spanfold.trace.formats import dumps
 from spanfold.trace.model import Content, Message, ToolCall, parse_arguments
 
 Part: TypeAlias = dict[str, Any]
 #: What identifies a message in a history: role + content + tool-call ids (tool outputs: role + call id only).
 Fingerprint: TypeAlias = tuple[Any, ...]
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
 
 
 def response_text(value: Any) -> str | None:
@@ -221,8 +214,8 @@ class FingerprintCache:
     """The fingerprints of input messages, computed once per message object.
 
     An agent re-sends its history on every call and the parse shares those messages by identity
-    (:mod:`spanfold.exporter.json_prefix`), so the stitcher and the fold of each later call find a message's
-    fingerprints here instead of converting it again. An entry holds its message (an id is never reused while
+    (:mod:`spanfold.exporter.json_prefix`), so the stitcher finds a message's fingerprints here on each later call
+    instead of converting it again. An entry holds its message (an id is never reused while
     cached); bounded by entries and by content characters, emptied when full. Thread-safe without a lock: entries
     are immutable tuples.
     """
@@ -239,8 +232,12 @@ class FingerprintCache:
         entry = self._entries.get(id(raw))
         return entry[1] if entry is not None and entry[0] is raw else None
 
-    def put(self, raw: Mapping[str, Any], events: list[Message]) -> tuple[Fingerprint, ...]:
-        """Remember (and return) the fingerprints of ``raw``'s events."""
+    def prints(self, raw: Mapping[str, Any]) -> tuple[Fingerprint, ...]:
+        """The fingerprints of ``raw``'s events (computed and remembered on the first call)."""
+        found = self.get(raw)
+        if found is not None:
+            return found
+        events = message_events(raw, _NO_NAMES)
         prints = tuple([fingerprint(e) for e in events])
         chars = sum(len(e.content) for e in events if isinstance(e.content, str))
         if len(self._entries) >= self.max_entries or self._chars + chars > self.max_chars:
@@ -249,10 +246,6 @@ class FingerprintCache:
         self._chars += chars
         return prints
 
-    def prints(self, raw: Mapping[str, Any]) -> tuple[Fingerprint, ...]:
-        found = self.get(raw)
-        return found if found is not None else self.put(raw, message_events(raw, _NO_NAMES))
 
-
-#: Input messages of model steps (shared by every fold and stitcher of the process).
+#: Input messages of model steps (shared by every stitcher of the process).
 INPUTS = FingerprintCache()

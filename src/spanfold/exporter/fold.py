@@ -26,13 +26,7 @@ from typing import Any
 
 from spanfold import counters
 from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep, safe_step
-from spanfold.exporter.events import (
-    Fingerprint,
-    args_key,
-    fingerprint,
-    message_events,
-    system_event,
-)
+from spanfold.exporter.events import Fingerprint, args_key, fingerprint, message_events, system_event
 from spanfold.exporter.records import SpanRecord
 from spanfold.semconv import PART_TOOL_CALL_RESPONSE
 from spanfold.trace.model import Message, Trace, TraceMeta, Usage

@@ -2,8 +2,8 @@
 
 * :class:`JsonlWriter`: one line per trace in ``traces.jsonl`` (Invariant) or ``traces.agentv.jsonl`` (AgentV), and
   for Invariant the N-th line of ``traces.meta.jsonl`` describes the N-th trace. Traces are held until
-  :meth:`~JsonlWriter.flush` (the fold worker flushes after each batch it folds) or until ``batch_traces`` of them
-  wait, then appended together: one ``os.write`` per file on an ``O_APPEND`` descriptor, under one ``flock`` of the
+  :meth:`~JsonlWriter.flush` (the fold worker flushes after each batch it folds) or until :data:`BATCH_TRACES` of
+  them wait, then appended together: one ``os.write`` per file on an ``O_APPEND`` descriptor, under one ``flock`` of the
   events file, so processes appending to one directory never interleave or misalign; a failed write is rolled back to
   the line boundary.
 * :class:`JsonFileWriter`: one pretty ``<trace_id>.json`` per trace, written to a temporary file and renamed.
