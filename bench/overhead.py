@@ -37,10 +37,10 @@ WORKER = "other_threads_cpu_us_per_call"
 #: A streamed call costs several times a plain one, an agent run's call with its long history more: fewer of them
 #: keep each process short.
 CALLS_SCALE = {"sync": 1.0, "async": 1.0, "stream": 0.5, "agent": 0.2}
-#: Also kept for plain sync calls (``workload.py --inside``): calling-thread CPU the instrumentation adds inside
-#: ``create``. With the other threads' CPU it is the instrumentation's own cost, no baseline subtracted.
+#: Also kept for plain sync and async calls (``workload.py --inside``): calling-thread CPU the instrumentation adds
+#: inside ``create``. With the other threads' CPU it is the instrumentation's own cost, no baseline subtracted.
 INSIDE = "inside_us_per_call"
-INSIDE_WORKLOADS = ("sync", "agent")
+INSIDE_WORKLOADS = ("sync", "async", "agent")
 #: Below this (µs), the timers around create saw no instrumentation between them.
 WRAPS_CREATE_US = 10.0
 
@@ -138,14 +138,14 @@ def peer_table(rounds: int, calls: int) -> None:
             ratio = over["spanfold"] / best if peers and best > 0 else float("nan")
             verdict = "met" if ratio <= 0.5 else "NOT met"
             print(f"| {work} | {base:,.0f} | " + " | ".join(cells) + f" | {ratio:.2f}x | {verdict} |")
-    own_cost_table(med, configs, [("sync", 10)])
+    own_cost_table(med, configs, [("sync", 10), ("async", 10)])
 
 
 def own_cost_table(med: Medians, configs: list[str], cases: list[Case]) -> None:
     """The instrumentation's own CPU per call, measured from inside the process: no baseline subtracted."""
     print(
-        "\nInstrumentation CPU per call, measured inside the process (sync calls): calling-thread CPU spent inside "
-        "create around the SDK's own create (timers shim-calibrated by the baseline row), plus the CPU of the "
+        "\nInstrumentation CPU per call, measured inside the process (sync and async calls): calling-thread CPU spent "
+        "inside create around the SDK's own create (timers shim-calibrated by the baseline row), plus the CPU of the "
         "process's other threads (spanfold's folding worker; the peers' batch exporters). n/a: the instrumentation "
         "does not wrap create (OpenInference wraps the SDK client's request method)\n"
     )

@@ -270,19 +270,36 @@ def _timed(call: Callable[..., Any], slot: int) -> Callable[..., Any]:
     return timed
 
 
+def _timed_async(call: Callable[..., Any], slot: int) -> Callable[..., Any]:
+    """The same around a coroutine: the calls run one at a time on one thread, so the thread's CPU between the start
+    and the end of the ``await`` is the call's own (the event loop's few steps in between included)."""
+
+    async def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.thread_time_ns()
+        try:
+            return await call(self, *args, **kwargs)
+        finally:
+            INSIDE[slot] += time.thread_time_ns() - start
+
+    return timed
+
+
 def time_inside(setup: Callable[[], None]) -> None:
-    """Run ``setup`` between two timers put around ``Completions.create`` (sync calls): the time the instrumentation
-    adds on the calling thread is the outer time minus the inner, free of the SDK's own variance."""
-    from openai.resources.chat.completions.completions import Completions
+    """Run ``setup`` between two timers put around ``create`` (sync and async chat completions): the time the
+    instrumentation adds on the calling thread is the outer time minus the inner, free of the SDK's own variance."""
+    from openai.resources.chat.completions.completions import AsyncCompletions, Completions
 
-    Completions.create = _timed(Completions.create, 1)  # type: ignore[method-assign]
+    timers = ((Completions, _timed), (AsyncCompletions, _timed_async))
+    for cls, timer in timers:
+        cls.create = timer(cls.create, 1)  # type: ignore[method-assign]
     setup()
-    instrumented = Completions.__dict__["create"]  # the instrumentation's wrapper around the inner timer
+    for cls, timer in timers:
+        instrumented = cls.__dict__["create"]  # the instrumentation's wrapper around the inner timer
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return instrumented.__get__(self, Completions)(*args, **kwargs)
+        def call(self: Any, *args: Any, _wrapper: Any = instrumented, _cls: type = cls, **kwargs: Any) -> Any:
+            return _wrapper.__get__(self, _cls)(*args, **kwargs)
 
-    Completions.create = _timed(call, 0)  # type: ignore[method-assign]
+        cls.create = timer(call, 0)  # type: ignore[method-assign]
 
 
 CONFIGS: dict[str, Callable[[], None]] = {
@@ -298,7 +315,7 @@ CONFIGS: dict[str, Callable[[], None]] = {
 
 
 #: µs per call over one batch: wall, process CPU, calling thread's CPU, time the instrumentation adds inside
-#: ``create`` (``--inside``; sync calls)
+#: ``create`` (``--inside``)
 Sample = tuple[float, float, float, float]
 
 
@@ -396,7 +413,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--verify", action="store_true", help="one call: report what the configuration records")
-    parser.add_argument("--inside", action="store_true", help="also time the instrumentation inside create (sync)")
+    parser.add_argument("--inside", action="store_true", help="also time the instrumentation inside create")
     args = parser.parse_args()
     if args.inside:
         time_inside(CONFIGS[args.config])

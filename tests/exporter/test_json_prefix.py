@@ -10,8 +10,10 @@ from spanfold.exporter.json_prefix import ArrayPrefixCache
 
 
 def history(n: int) -> list[dict[str, object]]:
-    return [{"role": "user" if i % 2 else "assistant", "parts": [{"type": "text", "content": f"message {i} " * 3}]}
-            for i in range(n)]
+    return [
+        {"role": "user" if i % 2 else "assistant", "parts": [{"type": "text", "content": f"message {i} " * 3}]}
+        for i in range(n)
+    ]
 
 
 def text(messages: list[dict[str, object]], **dump: object) -> str:

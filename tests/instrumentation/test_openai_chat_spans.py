@@ -361,3 +361,36 @@ def test_history_cache_sees_replaced_values(spans: Any, replay_client: Any) -> N
     assert first[1]["parts"][0]["response"] == "The weather in San Francisco is 70 degrees and sunny."
     assert second[1]["parts"][0]["response"] == "replaced"
     assert first[0] == second[0]
+
+
+def test_server_follows_a_changed_base_url(spans: Any, replay_client: Any) -> None:
+    """``server.*`` is cached per ``base_url`` object: a client pointed elsewhere is seen at once."""
+    client, replay = replay_client("test_chat_tool_calls.json")
+    body = replay.interactions[0]["request"]["body"]
+    client.chat.completions.create(model=body["model"], messages=body["messages"])
+    client.base_url = "http://other.test:8443/v1"
+    client.chat.completions.create(model=body["model"], messages=body["messages"])
+    first, second = (spans.attrs(s) for s in spans.finished())
+    assert (first["server.address"], first.get("server.port")) == ("recorded.test", None)
+    assert (second["server.address"], second["server.port"]) == ("other.test", 8443)
+
+
+def test_results_of_every_kind_after_a_plain_response(spans: Any, replay_client: Any) -> None:
+    """A complete response's type is remembered to skip the type checks; a stream or a raw response after it is
+    still proxied and ends its own span."""
+    client, replay = replay_client("test_chat_tools.json")
+    body = replay.interactions[0]["request"]["body"]
+    plain = client.chat.completions.create(model=body["model"], messages=body["messages"], tools=body["tools"])
+    assert isinstance(plain, openai.types.chat.ChatCompletion)
+    stream_client, stream_replay = replay_client("test_chat_tools_streaming.json")
+    sbody = stream_replay.interactions[0]["request"]["body"]
+    chunks = list(stream_client.chat.completions.create(**{**sbody, "stream": True}))
+    assert chunks and all(isinstance(c, openai.types.chat.ChatCompletionChunk) for c in chunks)
+    raw_client, _ = replay_client("test_chat_tools.json")
+    raw = raw_client.chat.completions.with_raw_response.create(
+        model=body["model"], messages=body["messages"], tools=body["tools"]
+    )
+    assert raw.parse().id == plain.id
+    first, streamed, parsed = (spans.attrs(s) for s in spans.finished())
+    assert streamed["gen_ai.output.messages"][0]["parts"][-1]["type"] == "tool_call"  # accumulated from the chunks
+    assert first["gen_ai.response.id"] == parsed["gen_ai.response.id"] == plain.id

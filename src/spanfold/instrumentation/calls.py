@@ -9,7 +9,7 @@ comes back as a transparent proxy of the same stream); its exceptions propagate 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -44,15 +44,31 @@ class ModelApi:
     accumulator: Callable[[bool], Accumulator]
     classify: Callable[[Any], Result]
     server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
+    #: Types ``classify`` found to be complete responses (that answer depends on the type alone): the next result
+    #: of one of them skips ``classify``'s isinstance chain.
+    response_types: set[type] = field(default_factory=set, compare=False)
 
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
-def base_url_server(instance: Any) -> dict[str, Any]:
+#: ``base_url`` object -> its server attributes (the URL parse costs more than the rest of the request attributes);
+#: an entry holds its URL, so an id is never reused while cached.
+_SERVERS: dict[int, tuple[Any, Mapping[str, Any]]] = {}
+_SERVERS_LIMIT = 64
+
+
+def base_url_server(instance: Any) -> Mapping[str, Any]:
     """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic)."""
     url = instance._client.base_url
-    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
+    cached = _SERVERS.get(id(url))
+    if cached is not None and cached[0] is url:
+        return cached[1]
+    attrs = {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
+    if len(_SERVERS) >= _SERVERS_LIMIT:
+        _SERVERS.clear()
+    _SERVERS[id(url)] = (url, attrs)
+    return attrs
 
 
 def _begin(
@@ -73,7 +89,12 @@ def _begin(
 def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any:
     """Finish the span from ``result`` (or hand it to a stream proxy); return what the user gets."""
     try:
-        kind = api.classify(result)
+        if type(result) in api.response_types:
+            kind = Result.RESPONSE
+        else:
+            kind = api.classify(result)
+            if kind is Result.RESPONSE and len(api.response_types) < 64:
+                api.response_types.add(type(result))
         if kind is Result.RESPONSE:
             call.finish(api.response(result, capture))
             return result

@@ -8,7 +8,6 @@ events. No OpenTelemetry imports here.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -190,17 +189,23 @@ class TraceSummary:
 
     @classmethod
     def of(cls, events: list[Message]) -> TraceSummary:
-        counts: Counter[str] = Counter(tc.name for e in events for tc in e.tool_calls)
-        n_calls = sum(counts.values())
-        n_outputs = sum(1 for e in events if e.role == "tool")
-        # Each tool call and each tool output is an AgentV event of its own; a message with tool calls and
-        # no text is only its calls.
-        n_messages = sum(1 for e in events if e.role not in ("tool", "error") and (e.content or not e.tool_calls))
-        errors = sum(1 for e in events if e.error is not None or e.role == "error")
+        # Each tool call and each tool output is an AgentV event of its own; a message with tool calls and no text
+        # is only its calls; an error event is an event and an error.
+        counts: dict[str, int] = {}
+        n_events = errors = 0
+        for e in events:
+            for tc in e.tool_calls:
+                counts[tc.name] = counts.get(tc.name, 0) + 1
+            n_events += len(e.tool_calls)
+            if e.role in ("tool", "error") or e.content or not e.tool_calls:
+                n_events += 1
+            if e.error is not None or e.role == "error":
+                errors += 1
+        names = sorted(counts)
         return cls(
-            event_count=n_messages + n_calls + n_outputs + sum(1 for e in events if e.role == "error"),
-            tool_names=sorted(counts),
-            tool_calls_by_name=dict(sorted(counts.items())),
+            event_count=n_events,
+            tool_names=names,
+            tool_calls_by_name={name: counts[name] for name in names},
             error_count=errors,
         )
 
