@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx2
@@ -254,23 +254,24 @@ def setup_openinference() -> None:
     OpenAIInstrumentor().instrument(tracer_provider=_peer_provider())
 
 
-#: Calling-thread CPU ns spent in ``Completions.create`` with its instrumentation (0) and in the SDK's own
-#: ``create`` (1), all calls so far. CPU, not wall: time the folding worker holds the GIL is not in it.
+#: Calling-thread CPU ns, all calls so far: each whole call as the user makes it (0: ``create``, and for a stream the
+#: loop over its chunks, timed in :func:`run`) and the SDK's own work inside it (1: its ``create``, and the making of
+#: each chunk). CPU, not wall: time the folding worker holds the GIL is not in it.
 INSIDE = [0, 0]
 
 
-def _timed(call: Callable[..., Any], slot: int) -> Callable[..., Any]:
+def _timed(call: Callable[..., Any]) -> Callable[..., Any]:
     def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
         start = time.thread_time_ns()
         try:
             return call(self, *args, **kwargs)
         finally:
-            INSIDE[slot] += time.thread_time_ns() - start
+            INSIDE[1] += time.thread_time_ns() - start
 
     return timed
 
 
-def _timed_async(call: Callable[..., Any], slot: int) -> Callable[..., Any]:
+def _timed_async(call: Callable[..., Any]) -> Callable[..., Any]:
     """The same around a coroutine: the calls run one at a time on one thread, so the thread's CPU between the start
     and the end of the ``await`` is the call's own (the event loop's few steps in between included)."""
 
@@ -279,27 +280,41 @@ def _timed_async(call: Callable[..., Any], slot: int) -> Callable[..., Any]:
         try:
             return await call(self, *args, **kwargs)
         finally:
-            INSIDE[slot] += time.thread_time_ns() - start
+            INSIDE[1] += time.thread_time_ns() - start
+
+    return timed
+
+
+def _timed_chunks(make: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """The same around each step of the SDK's chunk generator (parse an event, build the chunk object)."""
+
+    def timed(self: Any) -> Iterator[Any]:
+        chunks = make(self)
+        while True:
+            start = time.thread_time_ns()
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            finally:
+                INSIDE[1] += time.thread_time_ns() - start
+            yield chunk
 
     return timed
 
 
 def time_inside(setup: Callable[[], None]) -> None:
-    """Run ``setup`` between two timers put around ``create`` (sync and async chat completions): the time the
-    instrumentation adds on the calling thread is the outer time minus the inner, free of the SDK's own variance."""
+    """Put timers around the SDK's own work (sync and async ``create``, the stream's chunk generator), then run
+    ``setup``: an instrumentation wraps the timed methods, so its work falls between :func:`run`'s timer around the
+    whole call and these. The difference, less the baseline's (the timers and the loop themselves), is the time the
+    instrumentation adds on the calling thread, free of the SDK's own variance."""
+    from openai import Stream
     from openai.resources.chat.completions.completions import AsyncCompletions, Completions
 
-    timers = ((Completions, _timed), (AsyncCompletions, _timed_async))
-    for cls, timer in timers:
-        cls.create = timer(cls.create, 1)  # type: ignore[method-assign]
+    Completions.create = _timed(Completions.create)  # type: ignore[method-assign]
+    AsyncCompletions.create = _timed_async(AsyncCompletions.create)  # type: ignore[method-assign]
+    Stream.__stream__ = _timed_chunks(Stream.__stream__)  # type: ignore[method-assign]
     setup()
-    for cls, timer in timers:
-        instrumented = cls.__dict__["create"]  # the instrumentation's wrapper around the inner timer
-
-        def call(self: Any, *args: Any, _wrapper: Any = instrumented, _cls: type = cls, **kwargs: Any) -> Any:
-            return _wrapper.__get__(self, _cls)(*args, **kwargs)
-
-        cls.create = timer(call, 0)  # type: ignore[method-assign]
 
 
 CONFIGS: dict[str, Callable[[], None]] = {
@@ -314,8 +329,8 @@ CONFIGS: dict[str, Callable[[], None]] = {
 # --- workloads -----------------------------------------------------------------------------------------
 
 
-#: µs per call over one batch: wall, process CPU, calling thread's CPU, time the instrumentation adds inside
-#: ``create`` (``--inside``)
+#: µs per call over one batch: wall, process CPU, calling thread's CPU, calling-thread CPU outside the SDK's own work
+#: (``--inside``: the instrumentation's, plus the timers' and the loop's own that the baseline measures)
 Sample = tuple[float, float, float, float]
 
 
@@ -347,7 +362,9 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
             for _ in range(calls // batch):
                 t0 = _clock()
                 for _ in range(batch):
+                    start = time.thread_time_ns()
                     await client_a.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
+                    INSIDE[0] += time.thread_time_ns() - start
                 DRAIN[0]()
                 out.append(_per_call(t0, batch))
             return out
@@ -367,11 +384,14 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
             msgs = history(n_history)
         t0 = _clock()
         for i in range(batch):
+            start = time.thread_time_ns()
             if stream:
                 for _chunk in client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS, stream=True):
                     pass
+                INSIDE[0] += time.thread_time_ns() - start
             else:
                 reply = client.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
+                INSIDE[0] += time.thread_time_ns() - start
                 if workload == "agent":
                     msgs.append({"role": "assistant", "content": reply.choices[0].message.content})
                     msgs.append({"role": "user", "content": f"Thanks. And the forecast for tomorrow, day {i}?"})
@@ -413,7 +433,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--verify", action="store_true", help="one call: report what the configuration records")
-    parser.add_argument("--inside", action="store_true", help="also time the instrumentation inside create")
+    parser.add_argument(
+        "--inside", action="store_true", help="also time the calling thread's work outside the SDK's own"
+    )
     args = parser.parse_args()
     if args.inside:
         time_inside(CONFIGS[args.config])

@@ -27,23 +27,41 @@ class Accumulator(Protocol):
     def attributes(self) -> Mapping[str, Any]: ...
 
 
-class StreamState:
-    """The span of one stream, its accumulator, and the exactly-once finish."""
+#: Chunks reach the accumulator in batches of this many, and at the end of the stream. Fed one at a time, between
+#: the SDK's own work on each chunk, the same code runs several times slower (cold caches); a batch also bounds what
+#: is held. The SDK does not reuse its chunk objects, and its stream helpers copy what they accumulate.
+CHUNK_BATCH = 32
 
-    __slots__ = ("accumulator", "kind", "span")
+
+class StreamState:
+    """The span of one stream, its accumulator, the chunks not yet fed to it, and the exactly-once finish."""
+
+    __slots__ = ("_add", "accumulator", "kind", "pending", "span")
 
     def __init__(self, span: ModelSpan, accumulator: Accumulator, kind: str) -> None:
         self.span = span
         self.accumulator = accumulator
         self.kind = kind
+        self.pending: list[Any] = []  # the proxies append to it
+        self._add: Callable[[Any], None] | None = accumulator.add
 
-    def chunk_fault(self, exc: Exception) -> None:
-        """The accumulator failed on a chunk; the proxy stops feeding it (one fault per stream, not per chunk)."""
-        counters.fault(f"{self.kind}.stream_chunk", exc)
+    def feed(self) -> None:
+        """Feed the held chunks to the accumulator. When it fails on one, it is fed nothing more (one fault per
+        stream, not per chunk)."""
+        add, pending = self._add, self.pending
+        if add is not None:
+            try:
+                for chunk in pending:
+                    add(chunk)
+            except Exception as exc:
+                self._add = None
+                counters.fault(f"{self.kind}.stream_chunk", exc)
+        pending.clear()
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.span.ended:
             return
+        self.feed()
         try:
             attrs = self.accumulator.attributes()
         except Exception as exc:
@@ -61,7 +79,7 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_add: Callable[[Any], None] | None = state.accumulator.add  # hot path: one call per chunk
+        self._self_pending = state.pending
 
     def __iter__(self) -> SyncStreamProxy:
         return self
@@ -75,13 +93,10 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
         except BaseException as exc:
             self._self_state.finish(exc)
             raise
-        add = self._self_add
-        if add is not None:
-            try:
-                add(chunk)
-            except Exception as exc:
-                self._self_add = None
-                self._self_state.chunk_fault(exc)
+        pending = self._self_pending
+        pending.append(chunk)
+        if len(pending) >= CHUNK_BATCH:
+            self._self_state.feed()
         return chunk
 
     def __enter__(self) -> SyncStreamProxy:
@@ -112,7 +127,7 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_add: Callable[[Any], None] | None = state.accumulator.add
+        self._self_pending = state.pending
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
@@ -126,13 +141,10 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
         except BaseException as exc:
             self._self_state.finish(exc)
             raise
-        add = self._self_add
-        if add is not None:
-            try:
-                add(chunk)
-            except Exception as exc:
-                self._self_add = None
-                self._self_state.chunk_fault(exc)
+        pending = self._self_pending
+        pending.append(chunk)
+        if len(pending) >= CHUNK_BATCH:
+            self._self_state.feed()
         return chunk
 
     async def __aenter__(self) -> AsyncStreamProxy:
