@@ -17,6 +17,7 @@ import wrapt
 from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
+from spanfold.instrumentation.messages import FragmentCache
 from spanfold.instrumentation.spans import ModelSpan, Settings
 from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy
 
@@ -45,29 +46,28 @@ class ModelApi:
     classify: Callable[[Any], Result]
     server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
     #: Types ``classify`` found to be complete responses (that answer depends on the type alone): the next result
-    #: of one of them skips ``classify``'s isinstance chain.
+    #: of one of them skips ``classify``'s isinstance chain (at most :data:`RESPONSE_TYPES_LIMIT` are remembered).
     response_types: set[type] = field(default_factory=set, compare=False)
+
+
+RESPONSE_TYPES_LIMIT = 64
 
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
-#: ``base_url`` object -> its server attributes (the URL parse costs more than the rest of the request attributes);
-#: an entry holds its URL, so an id is never reused while cached.
-_SERVERS: dict[int, tuple[Any, Mapping[str, Any]]] = {}
-_SERVERS_LIMIT = 64
+#: Server attributes per ``base_url`` object: reading the URL's host and port costs more than the rest of the request
+#: attributes, and a client keeps its URL object until it is pointed elsewhere.
+_SERVERS = FragmentCache(limit=64)
+
+
+def _server_attributes(url: Any) -> Mapping[str, Any]:
+    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
 
 
 def base_url_server(instance: Any) -> Mapping[str, Any]:
     """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic)."""
-    url = instance._client.base_url
-    cached = _SERVERS.get(id(url))
-    if cached is not None and cached[0] is url:
-        return cached[1]
-    attrs = {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
-    if len(_SERVERS) >= _SERVERS_LIMIT:
-        _SERVERS.clear()
-    _SERVERS[id(url)] = (url, attrs)
+    attrs: Mapping[str, Any] = _SERVERS.cached(instance._client.base_url, _server_attributes)
     return attrs
 
 
@@ -93,7 +93,7 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any
             kind = Result.RESPONSE
         else:
             kind = api.classify(result)
-            if kind is Result.RESPONSE and len(api.response_types) < 64:
+            if kind is Result.RESPONSE and len(api.response_types) < RESPONSE_TYPES_LIMIT:
                 api.response_types.add(type(result))
         if kind is Result.RESPONSE:
             call.finish(api.response(result, capture))

@@ -10,7 +10,7 @@ garbage-collected unfinished.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import wrapt
@@ -36,27 +36,33 @@ CHUNK_BATCH = 32
 class StreamState:
     """The span of one stream, its accumulator, the chunks not yet fed to it, and the exactly-once finish."""
 
-    __slots__ = ("_add", "accumulator", "kind", "pending", "span")
+    __slots__ = ("accumulator", "failed", "kind", "pending", "span")
 
     def __init__(self, span: ModelSpan, accumulator: Accumulator, kind: str) -> None:
         self.span = span
         self.accumulator = accumulator
         self.kind = kind
-        self.pending: list[Any] = []  # the proxies append to it
-        self._add: Callable[[Any], None] | None = accumulator.add
+        self.pending: list[Any] = []
+        self.failed = False  # the accumulator raised on a chunk: it is fed nothing more
+
+    def push(self, chunk: Any) -> None:
+        """A chunk the user got: held, and fed with the others when the batch is full."""
+        pending = self.pending
+        pending.append(chunk)
+        if len(pending) >= CHUNK_BATCH:
+            self.feed()
 
     def feed(self) -> None:
-        """Feed the held chunks to the accumulator. When it fails on one, it is fed nothing more (one fault per
-        stream, not per chunk)."""
-        add, pending = self._add, self.pending
-        if add is not None:
+        """Feed the held chunks to the accumulator (one fault per stream, not per chunk)."""
+        if not self.failed:
+            add = self.accumulator.add
             try:
-                for chunk in pending:
+                for chunk in self.pending:
                     add(chunk)
             except Exception as exc:
-                self._add = None
+                self.failed = True
                 counters.fault(f"{self.kind}.stream_chunk", exc)
-        pending.clear()
+        self.pending.clear()
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.span.ended:
@@ -79,7 +85,6 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_pending = state.pending
 
     def __iter__(self) -> SyncStreamProxy:
         return self
@@ -93,10 +98,7 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
         except BaseException as exc:
             self._self_state.finish(exc)
             raise
-        pending = self._self_pending
-        pending.append(chunk)
-        if len(pending) >= CHUNK_BATCH:
-            self._self_state.feed()
+        self._self_state.push(chunk)
         return chunk
 
     def __enter__(self) -> SyncStreamProxy:
@@ -127,7 +129,6 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_pending = state.pending
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
@@ -141,10 +142,7 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
         except BaseException as exc:
             self._self_state.finish(exc)
             raise
-        pending = self._self_pending
-        pending.append(chunk)
-        if len(pending) >= CHUNK_BATCH:
-            self._self_state.feed()
+        self._self_state.push(chunk)
         return chunk
 
     async def __aenter__(self) -> AsyncStreamProxy:
