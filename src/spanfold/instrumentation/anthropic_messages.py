@@ -64,7 +64,7 @@ def _source_part(block: Any, capture: bool) -> m.Part:
     if source_type == "text":
         return m.text_part(m.get(source, "data"), capture)
     if source_type == "content":  # a document made of content blocks: its text
-        texts = [m.get(b, "text") for b in m.as_list(m.get(source, "content")) if m.get(b, "type") == "text"]
+        texts = [m.get(b, "text") for b in m.as_list(m.field(source, "content")) if m.get(b, "type") == "text"]
         return m.text_part("".join(str(t) for t in texts), capture)
     return {"type": str(kind)}
 
@@ -108,7 +108,7 @@ def block_parts(block: Any, capture: bool) -> list[m.Part]:
     if kind == "tool_result":
         return [
             m.tool_response_part(
-                m.get(block, "tool_use_id"), tool_result_response(m.get(block, "content"), capture), capture
+                m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), capture), capture
             )
         ]
     if isinstance(kind, str) and kind.endswith("_tool_result"):
@@ -138,7 +138,7 @@ def content_messages(role: Any, content: Any, capture: bool, **extra: Any) -> li
 
 
 def input_messages(msg: Any, capture: bool) -> list[m.SemconvMessage]:
-    return content_messages(m.get(msg, "role"), m.get(msg, "content"), capture)
+    return content_messages(m.get(msg, "role"), m.field(msg, "content"), capture)
 
 
 def _with_content(msg: Any) -> list[m.SemconvMessage]:

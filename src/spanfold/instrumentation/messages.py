@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from spanfold import semconv
+from spanfold import counters, semconv
 from spanfold.instrumentation.redact import content as redacted
 
 try:  # the SDKs' response objects are pydantic models
@@ -231,13 +231,40 @@ def materialize(kwargs: dict[str, Any], *keys: str) -> None:
 
 
 def as_list(value: Any) -> list[Any]:
-    """A list from a list, tuple or any other iterable the user passed (generators included); None -> []."""
+    """A list from a list, tuple or any other re-iterable value; None -> [].
+
+    Never consumes a one-shot iterator (a generator, ``map``, ``iter(...)``): the SDK reads it after spanfold, so it
+    gives ``[]`` here. Request fields that may hold one are read through :func:`field` (nested) or made lists in the
+    call's own keyword arguments first (:func:`materialize`).
+    """
     if value is None:
         return []
     if isinstance(value, list):
         return value
     if isinstance(value, (str, bytes, dict)):
         return [value]
+    if isinstance(value, Iterator):
+        counters.incr("request.one_shot_unread")
+        return []
     if isinstance(value, Iterable):
         return list(value)
     return [value]
+
+
+def field(obj: Any, key: str) -> Any:
+    """``get(obj, key)`` for a field of a request object that the SDK reads after spanfold (message content,
+    tool calls, content blocks, tool results, item content).
+
+    The SDKs accept any iterable there. A one-shot iterator found in a plain dict is replaced, in that dict, by a list
+    of the same items before the SDK sees it: the SDK then reads the same items and sends the same bytes. One found
+    anywhere else (an object spanfold cannot safely change) is left alone and read as nothing (the field's content is
+    missing from the span, the request is untouched).
+    """
+    value = get(obj, key)
+    if isinstance(value, Iterator) and not isinstance(value, (str, bytes)):
+        if type(obj) is dict:
+            value = obj[key] = list(value)
+        else:
+            counters.incr("request.one_shot_unread")
+            return None
+    return value

@@ -67,7 +67,7 @@ def _tool_call_parts(tool_calls: Any, capture: bool) -> list[m.Part]:
 def input_message(msg: Any, capture: bool) -> m.SemconvMessage:
     """One chat message param (dict or SDK object) as a semconv message."""
     role = m.get(msg, "role")
-    content = m.get(msg, "content")
+    content = m.field(msg, "content")
     if role == "tool":
         if isinstance(content, list):
             content = "".join(str(m.get(p, "text", "")) for p in content)
@@ -77,7 +77,7 @@ def input_message(msg: Any, capture: bool) -> m.SemconvMessage:
         refusal = m.get(msg, "refusal")
         if refusal:
             parts.append(m.text_part(refusal, capture))
-        parts.extend(_tool_call_parts(m.get(msg, "tool_calls"), capture))
+        parts.extend(_tool_call_parts(m.field(msg, "tool_calls"), capture))
         legacy = m.get(msg, "function_call")
         if legacy is not None:
             parts.append(m.tool_call_part(None, m.get(legacy, "name"), m.get(legacy, "arguments"), capture))

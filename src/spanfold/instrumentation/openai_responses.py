@@ -120,10 +120,10 @@ def output_response(output: Any, capture: bool) -> Any:
 
 
 def _reasoning_text(item: Any) -> str:
-    summary = [str(m.get(s, "text") or "") for s in m.as_list(m.get(item, "summary"))]
+    summary = [str(m.get(s, "text") or "") for s in m.as_list(m.field(item, "summary"))]
     if summary:
         return "\n\n".join(summary)
-    return "\n\n".join(str(m.get(c, "text") or "") for c in m.as_list(m.get(item, "content")))
+    return "\n\n".join(str(m.get(c, "text") or "") for c in m.as_list(m.field(item, "content")))
 
 
 # --- items -> messages ---------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def item_pieces(item: Any, capture: bool) -> list[Piece]:
     kind = m.get(item, "type")
     if kind == "message" or (kind is None and m.get(item, "role") is not None):
         role = m.get(item, "role")
-        parts = _inner(content_parts(m.get(item, "content"), capture))
+        parts = _inner(content_parts(m.field(item, "content"), capture))
         return [(None, parts)] if role == "assistant" else [(str(role), parts)]
     if kind == "reasoning":
         return [(None, _inner([m.reasoning_part(_reasoning_text(item), capture)]))]
@@ -154,7 +154,7 @@ def item_pieces(item: Any, capture: bool) -> list[Piece]:
         call = m.tool_call_part(m.get(item, "call_id"), name or m.get(item, "name"), _json(m.get(item, field)), capture)
         return [(None, _inner([call]))]
     if kind == "function_call_output" or kind in OUTPUT_FIELDS or (isinstance(kind, str) and kind.endswith("_output")):
-        content = m.get(item, OUTPUT_FIELDS.get(kind, "output"))
+        content = m.field(item, OUTPUT_FIELDS.get(kind, "output"))
         response = m.tool_response_part(m.get(item, "call_id"), output_response(content, capture), capture)
         return [("tool", _inner([response]))]
     server = SERVER_CALLS.get(kind)
