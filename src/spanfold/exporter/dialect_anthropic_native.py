@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
+from spanfold.semconv import shapes
 
 #: The SDK's instrumentation scope; platform clients append their platform (``com.anthropic.sdk.python.bedrock``).
 SCOPE: Final = "com.anthropic.sdk.python"
@@ -51,7 +52,7 @@ STOP_REASON: Final = "anthropic.message.stop_reason"
 CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
 TOOL_RESULT_CONTENT: Final = "anthropic.tool_result.content"
 
-FINISH_REASONS: Final = semconv.ANTHROPIC_FINISH_REASONS
+FINISH_REASONS: Final = shapes.ANTHROPIC_FINISH_REASONS
 #: The SDK's placeholders for media it leaves out -> content-less parts of the contract.
 _MEDIA: Final = {"anthropic_image": "image", "anthropic_document": "document"}
 

@@ -31,7 +31,7 @@ Json: TypeAlias = Any
 SemconvMessage: TypeAlias = dict[str, Any]
 
 #: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).
-PREVIOUS_RESPONSE_ATTRIBUTES: Final = ("openai.request.previous_response_id", "anthropic.request.previous_message_id")
+PREVIOUS_RESPONSE_ATTRIBUTES: Final = semconv.PREVIOUS_RESPONSE_ATTRIBUTES
 EXCEPTION_EVENT: Final = "exception"
 
 

@@ -21,22 +21,15 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
+from spanfold.semconv import shapes
 
-#: ``gen_ai.request.top_k`` (GenAI semconv; not yet in :mod:`spanfold.semconv`).
-REQUEST_TOP_K: Final = "gen_ai.request.top_k"
-#: The Anthropic request id (the ``request-id`` response header), as the SDK's own spans name it.
-ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
-#: A message-threads (beta) turn that continues a thread: the id of the message it follows. Its history is on the
-#: server, not in the request (the beta tool runner threads by default), like ``openai.request.previous_response_id``.
-REQUEST_PREVIOUS_MESSAGE_ID: Final = "anthropic.request.previous_message_id"
-
-FINISH_REASONS: Final = semconv.ANTHROPIC_FINISH_REASONS
+FINISH_REASONS: Final = shapes.ANTHROPIC_FINISH_REASONS
 
 REQUEST_PARAMS: Final = {
     "max_tokens": semconv.REQUEST_MAX_TOKENS,
     "temperature": semconv.REQUEST_TEMPERATURE,
     "top_p": semconv.REQUEST_TOP_P,
-    "top_k": REQUEST_TOP_K,
+    "top_k": semconv.REQUEST_TOP_K,
 }
 
 _TOOL_CALL_BLOCKS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -191,7 +184,7 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
         attrs[semconv.REQUEST_STOP_SEQUENCES] = m.as_list(stops)
     thread = kwargs.get("thread")
     if m.given(thread) and m.get(thread, "type") == "continue":
-        attrs[REQUEST_PREVIOUS_MESSAGE_ID] = m.get(thread, "previous_message_id")
+        attrs[semconv.ANTHROPIC_PREVIOUS_MESSAGE_ID] = m.get(thread, "previous_message_id")
     system = kwargs.get("system")
     if m.given(system):
         attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(system_parts(system, capture))
@@ -247,7 +240,7 @@ def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
     )
     request_id = getattr(response, "_request_id", None)  # set by the SDK from the response headers
     if isinstance(request_id, str):
-        attrs[ANTHROPIC_REQUEST_ID] = request_id
+        attrs[semconv.ANTHROPIC_REQUEST_ID] = request_id
     return attrs
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
+from spanfold.semconv import shapes
 
-#: OpenAI finish reasons -> the semconv output-message ``finish_reason`` enum.
-FINISH_REASONS = {"tool_calls": "tool_call", "function_call": "tool_call"}
+FINISH_REASONS = shapes.OPENAI_CHAT_FINISH_REASONS
 
 #: Request keyword -> span attribute, copied when given.
 REQUEST_PARAMS = {

@@ -26,9 +26,7 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
-
-#: The previous response of a chain (its history is on the server, not in the request).
-REQUEST_PREVIOUS_RESPONSE_ID: Final = "openai.request.previous_response_id"
+from spanfold.semconv import shapes
 
 REQUEST_PARAMS: Final = {
     "temperature": semconv.REQUEST_TEMPERATURE,
@@ -36,8 +34,7 @@ REQUEST_PARAMS: Final = {
     "max_output_tokens": semconv.REQUEST_MAX_TOKENS,
 }
 
-#: Incomplete reasons -> the semconv ``finish_reason`` enum.
-FINISH_REASONS: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+FINISH_REASONS: Final = shapes.OPENAI_RESPONSES_FINISH_REASONS
 
 #: Model-made calls the client executes: item type -> (tool name, field holding the arguments).
 CLIENT_CALLS: Final = {
@@ -238,7 +235,7 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     attrs.update(m.numbers(kwargs, REQUEST_PARAMS))
     previous = kwargs.get("previous_response_id")
     if isinstance(previous, str):
-        attrs[REQUEST_PREVIOUS_RESPONSE_ID] = previous
+        attrs[semconv.OPENAI_PREVIOUS_RESPONSE_ID] = previous
     conversation = kwargs.get("conversation")
     conversation = conversation if isinstance(conversation, str) else m.get(conversation, "id")
     if isinstance(conversation, str):

@@ -1,4 +1,4 @@
-"""The contract between instrumentation/ and exporter/: GenAI semantic-convention names and shapes.
+"""Every span attribute name either half of spanfold writes or reads: GenAI semantic conventions, and vendor names.
 
 spanfold follows the latest experimental OpenTelemetry GenAI semantic conventions
 (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``). Nothing here imports OpenTelemetry.
@@ -68,20 +68,21 @@ TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 AGENT_NAME: Final = "gen_ai.agent.name"
 AGENT_ID: Final = "gen_ai.agent.id"
 
+REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+
 # --- providers (gen_ai.provider.name values) -------------------------------------------------------------
 PROVIDER_OPENAI: Final = "openai"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 
-#: Anthropic ``stop_reason`` -> the semconv output-message ``finish_reason`` enum; others are kept as they come.
-#: (spanfold's own Anthropic spans and the anthropic SDK's native-span dialect map it alike.)
-ANTHROPIC_FINISH_REASONS: Final = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_call",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
+# --- vendor attributes (written by spanfold's providers, read by the fold) -------------------------------
+#: A Responses API call that continues a chain: the previous response (its history is on the server, not re-sent).
+OPENAI_PREVIOUS_RESPONSE_ID: Final = "openai.request.previous_response_id"
+#: A message-threads (beta) turn that continues a thread: the id of the message it follows (history on the server).
+ANTHROPIC_PREVIOUS_MESSAGE_ID: Final = "anthropic.request.previous_message_id"
+#: The Anthropic request id (the ``request-id`` response header), as the SDK's own spans name it.
+ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
+#: The attributes that name the previous turn of a chain whose history lives on the server (the fold joins by them).
+PREVIOUS_RESPONSE_ATTRIBUTES: Final = (OPENAI_PREVIOUS_RESPONSE_ID, ANTHROPIC_PREVIOUS_MESSAGE_ID)
 
 # --- part types ----------------------------------------------------------------------------------------
 PART_TEXT: Final = "text"

@@ -1,0 +1,70 @@
+"""Shape rules both halves of spanfold apply to semconv messages: one definition each.
+
+* :func:`split_tool_responses`: each ``tool_call_response`` part is a ``tool`` message of its own, the other parts stay
+  in messages of their role around it, in order (providers that carry tool results inside user or assistant content,
+  Anthropic and Bedrock ``tool_result`` blocks, Gemini ``function_response`` parts, map onto the contract through it).
+* :func:`first_choice`: several assistant output messages are the choices of one call (``n > 1``); the conversation
+  goes on with the first.
+* Finish-reason tables: a provider's stop reason -> the semconv output-message ``finish_reason`` enum
+  (``stop``, ``length``, ``content_filter``, ``tool_call``, ``error``); reasons not in a table are kept as they come.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+from spanfold.semconv.names import PART_TOOL_CALL_RESPONSE
+
+T = TypeVar("T")
+
+#: OpenAI Chat Completions ``finish_reason``.
+OPENAI_CHAT_FINISH_REASONS: Final = {"tool_calls": "tool_call", "function_call": "tool_call"}
+#: OpenAI Responses ``incomplete_details.reason``.
+OPENAI_RESPONSES_FINISH_REASONS: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+#: Anthropic ``stop_reason`` (spanfold's own Anthropic spans and the anthropic SDK's native-span dialect alike).
+ANTHROPIC_FINISH_REASONS: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_call",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+
+def finish_reason(table: Mapping[str, str], raw: Any) -> str:
+    """The semconv ``finish_reason`` of a provider's raw reason ("" when there is none)."""
+    if not raw:
+        return ""
+    return table.get(raw, raw) if isinstance(raw, str) else str(raw)
+
+
+def split_tool_responses(role: Any, parts: Iterable[Any], make: Callable[[Any, list[Any]], T]) -> list[T]:
+    """``make(role, parts)`` for each run of ordinary parts and ``make("tool", [part])`` for each tool-call response,
+    in order; a message with no parts at all is one empty ``role`` message."""
+    out: list[T] = []
+    run: list[Any] = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == PART_TOOL_CALL_RESPONSE:
+            if run:
+                out.append(make(role, run))
+                run = []
+            out.append(make("tool", [part]))
+        else:
+            run.append(part)
+    if run or not out:
+        out.append(make(role, run))
+    return out
+
+
+def first_choice(outputs: Sequence[T]) -> tuple[Sequence[T], Sequence[T]]:
+    """(the messages the conversation goes on with, the other choices): several output messages that are all the
+    assistant's are the choices of one call, and only the first continues the conversation."""
+    if len(outputs) > 1 and all(_role(m) == "assistant" for m in outputs):
+        return outputs[:1], outputs[1:]
+    return outputs, ()
+
+
+def _role(message: Any) -> Any:
+    return message.get("role", "assistant") if isinstance(message, dict) else "assistant"
