@@ -48,13 +48,13 @@ def record_calls(kind: str, calls: int) -> list[Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from spanfold.instrumentation.openai import OpenAIInstrumentor
-    from spanfold.instrumentation.spans import Settings
+    from spanfold.runtime import Runtime
 
     provider = TracerProvider()
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, settings=Settings(capture_content=True))
+    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
     try:
         workload.run(kind, 10, calls, calls)
     finally:

@@ -34,7 +34,7 @@ from opentelemetry.trace import SpanContext, set_tracer_provider
 import spanfold
 from spanfold import demo
 from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, scenarios
 
 
@@ -43,7 +43,7 @@ def agent_spans() -> list[ReadableSpan]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     set_tracer_provider(provider)
-    OpenAIInstrumentor().instrument(tracer_provider=provider, settings=Settings(capture_content=True))
+    OpenAIInstrumentor().instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
     with MockLLMServer(scenarios.weather_agent) as server:
         client = openai.OpenAI(api_key="sk-bench", base_url=server.base_url, max_retries=0)
         with spanfold.agent("bench-bot"):

@@ -59,7 +59,7 @@ def record_agent_run(steps: int) -> list[Any]:
     import spanfold
     from spanfold.exporter.records import from_readable
     from spanfold.instrumentation.openai import OpenAIInstrumentor
-    from spanfold.instrumentation.spans import Settings
+    from spanfold.runtime import Runtime
 
     memory = InMemorySpanExporter()
     provider = trace.get_tracer_provider()
@@ -68,7 +68,7 @@ def record_agent_run(steps: int) -> list[Any]:
         trace.set_tracer_provider(provider)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, settings=Settings(capture_content=True))
+    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
 
     calls = 0
 

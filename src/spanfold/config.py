@@ -149,7 +149,7 @@ OPTIONS: Mapping[str, Option] = {
         _bool,
         False,
         "redact recorded content: true (built-in patterns: emails, API keys, card numbers), or pass a callable "
-        "(text -> text, run after them) or a spanfold.instrumentation.redact.Redaction to init()",
+        "(text -> text, run after them) or a spanfold.redaction.Redaction to init()",
     ),
 }
 

@@ -19,12 +19,12 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from spanfold import config as config_module
-from spanfold import counters
+from spanfold import counters, runtime
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
 from spanfold.exporter.writers import MemoryWriter, writers_for
-from spanfold.instrumentation import redact, registry
-from spanfold.instrumentation.spans import SETTINGS
+from spanfold.instrumentation import registry
+from spanfold.redaction import from_option
 from spanfold.trace.model import Trace
 
 logger = logging.getLogger("spanfold")
@@ -167,8 +167,8 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         if unknown:
             known = ", ".join(registry.INSTRUMENTORS)
             raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
-        SETTINGS.capture_content = cfg.capture_content
-        redact.configure(cfg.redact)
+        rt = runtime.Runtime(capture_content=cfg.capture_content, redaction=from_option(cfg.redact))
+        runtime.activate(rt)
         provider, owns = _provider()
         processor = FoldingSpanProcessor(writers_for(cfg) if to_files else [], cfg)
         provider.add_span_processor(processor)
@@ -177,7 +177,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         if endpoint is not None:
             handle.otlp_processor = _add_otlp(provider, endpoint)
         _listen_to_genai_events()
-        handle.instrumented = registry.instrument_all(provider, SETTINGS, cfg.instrument)
+        handle.instrumented = registry.instrument_all(provider, rt, cfg.instrument)
         _handle = handle
         if not _atexit_registered:
             atexit.register(_at_exit)
@@ -194,8 +194,7 @@ def stop() -> None:
         handle, _handle = _handle, None
     if handle is not None:
         handle.shutdown()
-        SETTINGS.capture_content = config_module.capture_content_default()  # init()'s choice ends with it
-        redact.configure(None)
+        runtime.activate(None)  # init()'s choice ends with it
 
 
 def _at_exit(timeout: float = 10.0) -> None:

@@ -19,7 +19,7 @@ from spanfold import demo
 from spanfold.exporter.fold import fold
 from spanfold.exporter.records import from_readable
 from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, scenarios
 
 #: The weather agent's folded trace, role by role (two parallel get_weather calls, then convert_temperature).
@@ -69,7 +69,7 @@ def run_weather_agent(provider: Any, agent: str | None = "bridge-bot") -> None:
     import openai
 
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, settings=Settings(capture_content=True))
+    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
     try:
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)

@@ -261,11 +261,11 @@ class Harness:
 def run_spanfold(h: Harness, *, api: str = "openai") -> Run:
     from spanfold.instrumentation.anthropic import AnthropicInstrumentor
     from spanfold.instrumentation.openai import OpenAIInstrumentor
-    from spanfold.instrumentation.spans import Settings
+    from spanfold.runtime import Runtime
 
     instrumentor = AnthropicInstrumentor() if api == "anthropic" else OpenAIInstrumentor()
     with (
-        instrumented(instrumentor, tracer_provider=h.provider, settings=Settings(capture_content=True)),
+        instrumented(instrumentor, tracer_provider=h.provider, runtime=Runtime(capture_content=True)),
         h.run() as run,
     ):
         if api == "anthropic":

@@ -16,7 +16,7 @@ from spanfold import config, counters, demo
 from spanfold.exporter.span_exporter import FoldingSpanExporter
 from spanfold.exporter.writers import MemoryWriter
 from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, scenarios
 from spanfold.trace.model import Trace
 
@@ -42,7 +42,7 @@ def test_unparented_calls_are_stitched_behind_the_batch_processor() -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(FoldingSpanExporter(writers=[writer]), schedule_delay_millis=50))
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, settings=Settings(capture_content=True))
+    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
     try:
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 
 
 class Replay:
@@ -34,10 +34,20 @@ class Replay:
 class Spans:
     """The finished spans of a test, and the switches it may flip."""
 
-    def __init__(self, exporter: InMemorySpanExporter, settings: Settings, provider: TracerProvider) -> None:
+    def __init__(
+        self, exporter: InMemorySpanExporter, settings: Runtime, provider: TracerProvider, instrumentor: Any = None
+    ) -> None:
+        self.instrumentor = instrumentor or OpenAIInstrumentor()
         self.exporter = exporter
         self.settings = settings
         self.provider = provider
+
+
+    def use(self, rt: Runtime) -> None:
+        """Re-instrument with another runtime (a runtime is fixed per instrumentation)."""
+        self.instrumentor.uninstrument()
+        self.settings = rt
+        self.instrumentor.instrument(tracer_provider=self.provider, runtime=rt)
 
     def finished(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
@@ -66,9 +76,9 @@ def spans() -> Iterator[Spans]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    settings = Settings(capture_content=True)
+    settings = Runtime(capture_content=True)
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, settings=settings)
+    instrumentor.instrument(tracer_provider=provider, runtime=settings)
     try:
         yield Spans(exporter, settings, provider)
     finally:

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from spanfold.instrumentation.anthropic import AnthropicInstrumentor
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
 from .conftest import Spans
@@ -36,11 +36,11 @@ def aspans() -> Iterator[Spans]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    settings = Settings(capture_content=True)
+    settings = Runtime(capture_content=True)
     instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, settings=settings)
+    instrumentor.instrument(tracer_provider=provider, runtime=settings)
     try:
-        yield Spans(exporter, settings, provider)
+        yield Spans(exporter, settings, provider, instrumentor)
     finally:
         instrumentor.uninstrument()
 
@@ -179,7 +179,7 @@ def test_stream_events_are_the_sdks_own(aspans: Spans, server: MockLLMServer, lo
     try:
         plain = [e.model_dump() for e in client(server).messages.create(**body)]
     finally:
-        AnthropicInstrumentor().instrument(tracer_provider=aspans.provider, settings=aspans.settings)
+        AnthropicInstrumentor().instrument(tracer_provider=aspans.provider, runtime=aspans.settings)
     assert traced == plain
 
 
@@ -418,7 +418,7 @@ def test_server_error_reaches_user_and_span(aspans: Spans, server: MockLLMServer
 
 
 def test_content_capture_off(aspans: Spans, server: MockLLMServer) -> None:
-    aspans.settings.capture_content = False
+    aspans.use(Runtime(capture_content=False))
     server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Paris"})], text="Checking the weather."))
     client(server).messages.create(
         model=MODEL, max_tokens=256, system="Secret system prompt.", messages=HISTORY, tools=TOOLS
@@ -696,4 +696,4 @@ def test_uninstrument_restores_sdk(aspans: Spans) -> None:
         assert not isinstance(Messages.__dict__["stream"], wrapt.ObjectProxy)
         assert not isinstance(_base_client.start_api_call_span, wrapt.ObjectProxy)
     finally:
-        AnthropicInstrumentor().instrument(tracer_provider=aspans.provider, settings=aspans.settings)
+        AnthropicInstrumentor().instrument(tracer_provider=aspans.provider, runtime=aspans.settings)

@@ -13,6 +13,7 @@ import wrapt
 from opentelemetry.trace import SpanKind, StatusCode
 
 from spanfold.instrumentation import streams
+from spanfold.runtime import Runtime
 
 SF_CALLS = {
     "type": "tool_call",
@@ -175,7 +176,7 @@ def test_stream_chunks_are_the_sdks_own(spans: Any, replay_client: Any) -> None:
         client2, _ = replay_client("test_chat_tools_streaming.json")
         plain = [c.model_dump() for c in client2.chat.completions.create(**body)]
     finally:
-        OpenAIInstrumentor().instrument(tracer_provider=spans.provider, settings=spans.settings)
+        OpenAIInstrumentor().instrument(tracer_provider=spans.provider, runtime=spans.settings)
     assert traced == plain
 
 
@@ -307,7 +308,7 @@ def test_server_error_reaches_user_and_span(spans: Any) -> None:
 
 
 def test_content_capture_off_keeps_structure(spans: Any, replay_client: Any) -> None:
-    spans.settings.capture_content = False
+    spans.use(Runtime(capture_content=False))
     client, replay = replay_client("test_chat_tool_calls.json")
     body = replay.interactions[0]["request"]["body"]
     client.chat.completions.create(model=body["model"], messages=body["messages"], tools=TOOLS)
@@ -350,7 +351,7 @@ def test_uninstrument_restores_sdk(spans: Any) -> None:
 
         assert not isinstance(Completions.__dict__["create"], wrapt.ObjectProxy)
     finally:
-        OpenAIInstrumentor().instrument(tracer_provider=spans.provider, settings=spans.settings)
+        OpenAIInstrumentor().instrument(tracer_provider=spans.provider, runtime=spans.settings)
 
 
 def test_history_cache_sees_replaced_values(spans: Any, replay_client: Any) -> None:

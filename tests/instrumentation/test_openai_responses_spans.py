@@ -13,6 +13,7 @@ import pydantic
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
+from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
 from .conftest import Spans
@@ -391,7 +392,7 @@ def test_server_error_reaches_user_and_span(spans: Spans, server: MockLLMServer)
 
 
 def test_content_capture_off(spans: Spans, server: MockLLMServer) -> None:
-    spans.settings.capture_content = False
+    spans.use(Runtime(capture_content=False))
     server.script(Reply.tools([PARIS], text="Checking Paris."))
     client(server).responses.create(
         model=MODEL,

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 import spanfold
-from spanfold.instrumentation.spans import SETTINGS
+from spanfold import runtime
 
 
 def _attrs(span: Any) -> dict[str, Any]:
@@ -93,11 +93,11 @@ def test_tool_content_capture_off(global_spans: Any) -> None:
     def secret(password: str) -> str:
         return "ok " + password
 
-    SETTINGS.capture_content = False
+    runtime.activate(runtime.Runtime(capture_content=False))
     try:
         secret("hunter2")
     finally:
-        SETTINGS.capture_content = True
+        runtime.activate(None)
     (span,) = global_spans.get_finished_spans()
     assert "hunter2" not in json.dumps(_attrs(span))
     assert _attrs(span)["gen_ai.tool.name"] == "secret"

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from spanfold import counters
 from spanfold.instrumentation.anthropic import AnthropicInstrumentor
 from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 
 #: Slow tests: marked ``slow`` and skipped unless SPANFOLD_SLOW=1.
 SLOW = [
@@ -291,14 +291,14 @@ class Harness:
 
     exporter: InMemorySpanExporter
     provider: TracerProvider
-    settings: Settings
+    settings: Runtime
     returned: Returned
     instrumentors: list[Any] = field(default_factory=list)
 
     @contextmanager
     def on(self) -> Iterator[None]:
         for inst in self.instrumentors:
-            inst.instrument(tracer_provider=self.provider, settings=self.settings, skip_dep_check=True)
+            inst.instrument(tracer_provider=self.provider, runtime=self.settings, skip_dep_check=True)
         try:
             yield
         finally:
@@ -322,7 +322,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")  # the SDK's own spans would go to the global provider
     yield Harness(
-        exporter, provider, Settings(capture_content=True), returned, [OpenAIInstrumentor(), AnthropicInstrumentor()]
+        exporter, provider, Runtime(capture_content=True), returned, [OpenAIInstrumentor(), AnthropicInstrumentor()]
     )
 
 

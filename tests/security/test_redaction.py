@@ -11,7 +11,8 @@ import openai
 import pytest
 
 import spanfold
-from spanfold.instrumentation import redact
+from spanfold import redaction as redact
+from spanfold import runtime
 from spanfold.testing import MockLLMServer, Reply
 
 from .conftest import OPENAI_KEY, Session, Texts, run_everything
@@ -152,11 +153,36 @@ def test_history_converted_before_redaction_is_not_reused(
 
 def test_off_after_shutdown(tmp_path: Path) -> None:
     spanfold.init(redact=True, output=str(tmp_path))
-    assert redact.ACTIVE is not None
+    assert runtime.active().redaction is not None
     spanfold.shutdown()
-    assert redact.ACTIVE is None
+    assert runtime.active().redaction is None
 
 
 def test_a_bad_option_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="redact: expected a bool, a callable or a Redaction"):
-        redact.configure(42)
+        redact.from_option(42)
+
+
+def test_media_urls_are_redacted_in_every_provider(session: Callable[..., Session], server: MockLLMServer) -> None:
+    """Image URLs are content: an Anthropic URL image block and an OpenAI image_url part carrying a secret are
+    recorded redacted (the Anthropic one used to be a hand-built part that skipped redaction)."""
+    import anthropic
+
+    from .conftest import ANTHROPIC_KEY
+
+    url = f"https://img.example/{EMAIL}/chart.png"
+    s = session(redact=True)
+    server.script(Reply.text("a chart"), Reply.text("a chart"))
+    an = anthropic.Anthropic(api_key=ANTHROPIC_KEY, base_url=server.anthropic_base_url, max_retries=0)
+    an.messages.create(
+        model="claude-x",
+        max_tokens=16,
+        messages=[{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": url}}]}],
+    )
+    oa = openai.OpenAI(api_key=OPENAI_KEY, base_url=server.base_url, max_retries=0)
+    oa.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    )
+    recorded = s.recorded()
+    assert recorded.leaks([EMAIL]) == []
+    assert recorded.text.count("https://img.example/[REDACTED:email]/chart.png") >= 2

@@ -37,23 +37,19 @@ native spans (content mode on or off).
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final
 
-import wrapt
 from opentelemetry import trace as otel_trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import Span, Tracer, get_tracer
+from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters, semconv
 from spanfold.instrumentation import anthropic_messages
 from spanfold.instrumentation import messages as m
 from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, base_url_server, sync_wrapper
-from spanfold.instrumentation.spans import SETTINGS, Settings
-from spanfold.version import __version__
+from spanfold.instrumentation.patching import Patch, TableInstrumentor, plain
+from spanfold.runtime import Runtime
 
 _MESSAGES = "anthropic.resources.messages.messages"
 _BETA_MESSAGES = "anthropic.resources.beta.messages.messages"
@@ -152,34 +148,27 @@ def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[An
     return wrapped(*args, **kwargs)
 
 
-def _tool_span_enricher(settings: Settings) -> Wrapper:
+def _tool_span_enricher(rt: Runtime) -> Wrapper:
     """``anthropic.lib._tracing._tools.end_tool_use_span(client, span, input, run)``: the tool runner's tool span gets
     the standard arguments and result attributes when spanfold captures content."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            if settings.capture_content and len(args) >= 4 and args[1].is_recording():
+            if rt.capture_content and len(args) >= 4 and args[1].is_recording():
                 span, arguments, run = args[1], args[2], args[3]
-                span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, m.dumps(arguments))
+                span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(m.dumps(arguments)))
                 result = run.result
                 if result is not None:
                     content = run.content or m.get(result, "content")
-                    response = anthropic_messages.tool_result_response(content, True)
-                    span.set_attribute(
-                        semconv.TOOL_CALL_RESULT, response if isinstance(response, str) else m.dumps(response)
-                    )
+                    response = anthropic_messages.tool_result_response(content, rt)
+                    text = response if isinstance(response, str) else m.dumps(response)
+                    span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(text))
         except Exception as exc:
             counters.fault("anthropic.tool_span", exc)
         return wrapped(*args, **kwargs)
 
     return wrapper
 
-
-#: (module, function, wrapper factory): hooks into the SDK's own tracing; absent in SDKs without it.
-NATIVE_HOOKS: tuple[tuple[str, str, Callable[[Settings], Wrapper]], ...] = (
-    ("anthropic._base_client", "start_api_call_span", lambda settings: _native_call_span),
-    ("anthropic.lib._tracing._tools", "end_tool_use_span", _tool_span_enricher),
-)
 
 # --- stream helpers ------------------------------------------------------------------------------------
 
@@ -213,36 +202,40 @@ def _stream_helper(start: Wrapper, is_async: bool) -> Wrapper:
     return wrapper
 
 
-class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """``AnthropicInstrumentor().instrument(tracer_provider=..., settings=...)``; ``uninstrument()`` restores it."""
+def _helper_patch(module: str, name: str, is_async: bool) -> Patch:
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        start = (
+            _marked_async(async_wrapper(MESSAGES, tracer, rt))
+            if is_async
+            else _marked_sync(sync_wrapper(MESSAGES, tracer, rt))
+        )
+        return _stream_helper(start, is_async)
 
-    _hooked: list[tuple[str, str]] = []
+    return Patch(module, name, factory)
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("anthropic >= 2.0, < 3",)
 
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer: Tracer = get_tracer(__name__, __version__, kwargs.get("tracer_provider"))
-        settings: Settings = kwargs.get("settings") or SETTINGS
-        sync_start = _marked_sync(sync_wrapper(MESSAGES, tracer, settings))
-        async_start = _marked_async(async_wrapper(MESSAGES, tracer, settings))
-        for module, name, is_async in METHODS:
-            wrapt.wrap_function_wrapper(module, name, async_start if is_async else sync_start)
-        for module, name, is_async in STREAM_HELPERS:
-            wrapt.wrap_function_wrapper(module, name, _stream_helper(async_start if is_async else sync_start, is_async))
-        hooked = []
-        for module, name, factory in NATIVE_HOOKS:
-            try:
-                wrapt.wrap_function_wrapper(module, name, factory(settings))
-                hooked.append((module, name))
-            except (ImportError, AttributeError) as exc:  # an SDK without its own tracing: nothing to hook
-                counters.fault(f"anthropic.hook.{name}", exc)
-        AnthropicInstrumentor._hooked = hooked
+def _method_patch(module: str, name: str, is_async: bool) -> Patch:
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        if is_async:
+            return _marked_async(async_wrapper(MESSAGES, tracer, rt))
+        return _marked_sync(sync_wrapper(MESSAGES, tracer, rt))
 
-    def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name in [(mod, name) for mod, name, _ in METHODS + STREAM_HELPERS]:
-            owner, attr = name.split(".")
-            unwrap(getattr(importlib.import_module(module), owner), attr)
-        for module, name in AnthropicInstrumentor._hooked:
-            unwrap(importlib.import_module(module), name)
-        AnthropicInstrumentor._hooked = []
+    return Patch(module, name, factory)
+
+
+PATCHES: tuple[Patch, ...] = (
+    *(_method_patch(module, name, is_async) for module, name, is_async in METHODS),
+    *(_helper_patch(module, name, is_async) for module, name, is_async in STREAM_HELPERS),
+    # hooks into the SDK's own tracing (absent in SDKs without it)
+    plain("anthropic._base_client", "start_api_call_span", _native_call_span),
+    Patch("anthropic.lib._tracing._tools", "end_tool_use_span", lambda tracer, rt: _tool_span_enricher(rt)),
+)
+
+
+class AnthropicInstrumentor(TableInstrumentor):
+    """``AnthropicInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores it."""
+
+    dependencies = ("anthropic >= 2.0, < 3",)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

@@ -21,6 +21,11 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
+from spanfold.instrumentation import params
+from spanfold.instrumentation.blocks import Block, IndexedBlocks
+from spanfold.instrumentation.history import HistoryCache
+from spanfold.runtime import Runtime
+from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
 FINISH_REASONS: Final = shapes.ANTHROPIC_FINISH_REASONS
@@ -39,37 +44,34 @@ _MODALITY: Final = {"image": "image", "document": "document"}
 # --- content blocks ------------------------------------------------------------------------------------
 
 
-def _source_part(block: Any, capture: bool) -> m.Part:
+def _source_part(block: Any, rt: Runtime) -> p.Part:
     """An ``image`` / ``document`` block by its ``source``: base64 -> blob, url -> uri, file -> file, text -> text."""
     kind = m.get(block, "type")
     modality = _MODALITY.get(kind, str(kind))
     source = m.get(block, "source")
     source_type = m.get(source, "type")
     if source_type == "base64":
-        return m.blob_part(m.get(source, "data"), m.get(source, "media_type"), modality, capture)
+        return p.blob(m.get(source, "data"), m.get(source, "media_type"), modality, rt)
     if source_type == "url":
-        part: m.Part = {"type": semconv.PART_URI, "modality": modality}
-        if capture:
-            part["uri"] = m.get(source, "url")
-        return part
+        return p.uri(m.get(source, "url"), modality, rt)
     if source_type == "file":
-        return {"type": semconv.PART_FILE, "modality": modality, "file_id": m.get(source, "file_id")}
+        return p.file(m.get(source, "file_id"), modality)
     if source_type == "text":
-        return m.text_part(m.get(source, "data"), capture)
+        return p.text(m.get(source, "data"), rt)
     if source_type == "content":  # a document made of content blocks: its text
         texts = [m.get(b, "text") for b in m.as_list(m.field(source, "content")) if m.get(b, "type") == "text"]
-        return m.text_part("".join(str(t) for t in texts), capture)
-    return {"type": str(kind)}
+        return p.text("".join(str(t) for t in texts), rt)
+    return p.other(kind)
 
 
-def tool_result_response(content: Any, capture: bool) -> Any:
+def tool_result_response(content: Any, rt: Runtime) -> Any:
     """A ``tool_result``'s content as a ``tool_call_response`` response: its text, or parts when it has media."""
     if content is None or isinstance(content, str):
         return content
     blocks = m.as_list(content)
     if all(m.get(b, "type") == "text" for b in blocks):
         return "".join(str(m.get(b, "text") or "") for b in blocks)
-    return [part for b in blocks for part in block_parts(b, capture)]
+    return [part for b in blocks for part in block_parts(b, rt)]
 
 
 def _server_result_response(block: Any) -> Any:
@@ -83,73 +85,53 @@ def _server_result_response(block: Any) -> Any:
     return content
 
 
-def block_parts(block: Any, capture: bool) -> list[m.Part]:
+def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
     """The parts of one content block (none for blocks without content, such as an empty text)."""
     if isinstance(block, str):
-        return [m.text_part(block, capture)]
+        return [p.text(block, rt)]
     kind = m.get(block, "type")
     if kind == "text":
-        return [m.text_part(m.get(block, "text"), capture)]
+        return [p.text(m.get(block, "text"), rt)]
     if kind in _TOOL_CALL_BLOCKS:
-        return [m.tool_call_part(m.get(block, "id"), m.get(block, "name"), m.get(block, "input"), capture)]
+        return [p.tool_call(m.get(block, "id"), m.get(block, "name"), m.get(block, "input"), rt)]
     if kind == "thinking":
-        return [m.reasoning_part(m.get(block, "thinking"), capture)]
+        return [p.reasoning(m.get(block, "thinking"), rt)]
     if kind == "redacted_thinking":  # encrypted: nothing readable to keep
-        return [{"type": semconv.PART_REASONING}]
+        return [p.other(semconv.PART_REASONING)]
     if kind in _MODALITY:
-        return [_source_part(block, capture)]
+        return [_source_part(block, rt)]
     if kind == "tool_result":
         return [
-            m.tool_response_part(
-                m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), capture), capture
+            p.tool_response(
+                m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), rt), rt
             )
         ]
     if isinstance(kind, str) and kind.endswith("_tool_result"):
-        return [m.tool_response_part(m.get(block, "tool_use_id"), _server_result_response(block), capture)]
-    return [{"type": str(kind)}]
+        return [p.tool_response(m.get(block, "tool_use_id"), _server_result_response(block), rt)]
+    return [p.other(kind)]
 
 
-def content_messages(role: Any, content: Any, capture: bool, **extra: Any) -> list[m.SemconvMessage]:
+def content_messages(role: Any, content: Any, rt: Runtime, **extra: Any) -> list[p.Message]:
     """One Anthropic message's content as semconv messages: each tool result in a ``tool`` message of its own, the
     other blocks in ``role`` messages around them, in block order."""
     if content is None or isinstance(content, str):
-        return [m.message(role, [m.text_part(content, capture)] if content is not None else [], **extra)]
-    out: list[m.SemconvMessage] = []
-    parts: list[m.Part] = []
-    for block in m.as_list(content):
-        for part in block_parts(block, capture):
-            if part["type"] == semconv.PART_TOOL_CALL_RESPONSE:
-                if parts:
-                    out.append(m.message(role, parts, **extra))
-                    parts = []
-                out.append(m.message("tool", [part], **extra))
-            else:
-                parts.append(part)
-    if parts or not out:
-        out.append(m.message(role, parts, **extra))
-    return out
+        return [p.message(role, [p.text(content, rt)] if content is not None else [], **extra)]
+    parts = [part for block in m.as_list(content) for part in block_parts(block, rt)]
+    return shapes.split_tool_responses(role, parts, lambda r, ps: p.message(r, ps, **extra))
 
 
-def input_messages(msg: Any, capture: bool) -> list[m.SemconvMessage]:
-    return content_messages(m.get(msg, "role"), m.field(msg, "content"), capture)
+def input_messages(msg: Any, rt: Runtime) -> list[p.Message]:
+    return content_messages(m.get(msg, "role"), m.field(msg, "content"), rt)
 
 
-def _with_content(msg: Any) -> list[m.SemconvMessage]:
-    return input_messages(msg, True)
+_HISTORY = HistoryCache(input_messages)
+_TOOLS = HistoryCache(lambda tool, rt: tool_definition(tool), limit=1024)
 
 
-def _without_content(msg: Any) -> list[m.SemconvMessage]:
-    return input_messages(msg, False)
-
-
-_INPUT_CACHE = {True: m.FragmentCache(), False: m.FragmentCache()}
-_TOOLS_CACHE = m.FragmentCache(limit=1024)
-
-
-def system_parts(system: Any, capture: bool) -> list[m.Part]:
+def system_parts(system: Any, rt: Runtime) -> list[p.Part]:
     if isinstance(system, str):
-        return [m.text_part(system, capture)]
-    return [part for block in m.as_list(system) for part in block_parts(block, capture)]
+        return [p.text(system, rt)]
+    return [part for block in m.as_list(system) for part in block_parts(block, rt)]
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -166,35 +148,34 @@ def tool_definition(tool: Any) -> dict[str, Any]:
 
 
 def _output_type(kwargs: Mapping[str, Any]) -> str | None:
-    fmt = m.get(kwargs.get("output_config"), "format") if m.given(kwargs.get("output_config")) else None
-    if m.given(kwargs.get("output_format")) or m.get(fmt, "type") == "json_schema":
+    fmt = m.get(kwargs.get("output_config"), "format") if params.given(kwargs.get("output_config")) else None
+    if params.given(kwargs.get("output_format")) or m.get(fmt, "type") == "json_schema":
         return "json"
     return None
 
 
-def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | None, dict[str, Any]]:
+def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
     """The span name target (the model) and the request attributes of ``create`` / ``parse`` / ``stream``."""
     m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")
     model = kwargs.get("model")
     model = model if isinstance(model, str) else None
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model, semconv.OUTPUT_TYPE: _output_type(kwargs)}
-    attrs.update(m.numbers(kwargs, REQUEST_PARAMS))
+    attrs.update(params.numbers(kwargs, REQUEST_PARAMS))
     stops = kwargs.get("stop_sequences")
-    if m.given(stops):
+    if params.given(stops):
         attrs[semconv.REQUEST_STOP_SEQUENCES] = m.as_list(stops)
     thread = kwargs.get("thread")
-    if m.given(thread) and m.get(thread, "type") == "continue":
+    if params.given(thread) and m.get(thread, "type") == "continue":
         attrs[semconv.ANTHROPIC_PREVIOUS_MESSAGE_ID] = m.get(thread, "previous_message_id")
     system = kwargs.get("system")
-    if m.given(system):
-        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(system_parts(system, capture))
+    if params.given(system):
+        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(system_parts(system, rt))
     messages = kwargs.get("messages")
-    if m.given(messages):
-        convert = _with_content if capture else _without_content
-        attrs[semconv.INPUT_MESSAGES] = _INPUT_CACHE[capture].json_flat_list(m.as_list(messages), convert)
+    if params.given(messages):
+        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_flat_list(m.as_list(messages), rt)
     tools = kwargs.get("tools")
-    if capture and m.given(tools):
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS_CACHE.json_list(m.as_list(tools), tool_definition)
+    if rt.capture_content and params.given(tools):
+        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
     return model, attrs
 
 
@@ -219,16 +200,16 @@ def usage_attributes(usage: Any) -> dict[str, Any]:
 
 
 def result_attributes(
-    message_id: Any, model: Any, content: list[Any], stop_reason: Any, usage: Any, capture: bool
+    message_id: Any, model: Any, content: list[Any], stop_reason: Any, usage: Any, rt: Runtime
 ) -> dict[str, Any]:
     reason = FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason else ""
-    outputs = content_messages("assistant", content, capture, finish_reason=reason)
+    outputs = content_messages("assistant", content, rt, finish_reason=reason)
     return m.result_attributes(
         message_id, model, [stop_reason] if stop_reason else None, m.dumps(outputs), usage_attributes(usage)
     )
 
 
-def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
+def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     """Attributes of a complete ``Message`` / ``BetaMessage`` / ``ParsedMessage``."""
     attrs = result_attributes(
         m.get(response, "id"),
@@ -236,7 +217,7 @@ def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
         m.as_list(m.get(response, "content")),
         m.get(response, "stop_reason"),
         m.get(response, "usage"),
-        capture,
+        rt,
     )
     request_id = getattr(response, "_request_id", None)  # set by the SDK from the response headers
     if isinstance(request_id, str):
@@ -244,28 +225,21 @@ def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
     return attrs
 
 
-class _Block:
-    """One content block of a stream: its ``content_block_start`` block and the deltas that followed."""
-
-    __slots__ = ("fragments", "start")
-
-    def __init__(self, start: Any) -> None:
-        self.start = start
-        self.fragments: list[str] = []
-
-    def block(self) -> Any:
-        kind = m.get(self.start, "type")
-        if not self.fragments:
-            return self.start
-        joined = "".join(self.fragments)
-        if kind == "text":
-            return {"type": "text", "text": (m.get(self.start, "text") or "") + joined}
-        if kind == "thinking":
-            return {"type": "thinking", "thinking": (m.get(self.start, "thinking") or "") + joined}
-        if kind in _TOOL_CALL_BLOCKS:  # the start block's ``input`` is ``{}``; the fragments make the real one
-            arguments = joined if joined.strip() else m.get(self.start, "input")
-            return {"type": kind, "id": m.get(self.start, "id"), "name": m.get(self.start, "name"), "input": arguments}
-        return self.start
+def _streamed_block(block: Block) -> Any:
+    """A content block as the stream built it: its start block completed by the deltas that followed."""
+    start = block.start
+    if not block.fragments:
+        return start
+    kind = m.get(start, "type")
+    joined = block.text()
+    if kind == "text":
+        return {"type": "text", "text": (m.get(start, "text") or "") + joined}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": (m.get(start, "thinking") or "") + joined}
+    if kind in _TOOL_CALL_BLOCKS:  # the start block's ``input`` is ``{}``; the fragments make the real one
+        arguments = joined if joined.strip() else m.get(start, "input")
+        return {"type": kind, "id": m.get(start, "id"), "name": m.get(start, "name"), "input": arguments}
+    return start
 
 
 class MessageStreamAccumulator:
@@ -273,15 +247,15 @@ class MessageStreamAccumulator:
     into the arguments, thinking), ``message_start`` (id, model, input usage) and ``message_delta`` (stop reason,
     output usage)."""
 
-    __slots__ = ("blocks", "capture", "id", "model", "stop_reason", "usage")
+    __slots__ = ("blocks", "id", "model", "rt", "stop_reason", "usage")
 
-    def __init__(self, capture: bool) -> None:
-        self.capture = capture
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
         self.id: Any = None
         self.model: Any = None
         self.stop_reason: Any = None
         self.usage: dict[str, Any] = {}
-        self.blocks: dict[int, _Block] = {}
+        self.blocks = IndexedBlocks()
 
     def _usage(self, usage: Any) -> None:
         if usage is None:
@@ -294,26 +268,23 @@ class MessageStreamAccumulator:
     def add(self, event: Any) -> None:
         kind = event.type
         if kind == "content_block_delta":
-            block = self.blocks.get(event.index)
-            if block is None:
-                return
             delta = event.delta
             delta_type = delta.type
             if delta_type == "text_delta":
-                block.fragments.append(delta.text)
+                self.blocks.add(event.index, delta.text)
             elif delta_type == "input_json_delta":
-                block.fragments.append(delta.partial_json)
+                self.blocks.add(event.index, delta.partial_json)
             elif delta_type == "thinking_delta":
-                block.fragments.append(delta.thinking)
+                self.blocks.add(event.index, delta.thinking)
         elif kind == "content_block_start":
-            self.blocks[event.index] = _Block(event.content_block)
+            self.blocks.start(event.index, event.content_block)
         elif kind == "message_start":
             message = event.message
             self.id = message.id
             self.model = message.model
             self._usage(message.usage)
             for index, block in enumerate(message.content or ()):
-                self.blocks[index] = _Block(block)
+                self.blocks.start(index, block)
         elif kind == "message_delta":
             reason = m.get(event.delta, "stop_reason")
             if reason:
@@ -321,5 +292,5 @@ class MessageStreamAccumulator:
             self._usage(m.get(event, "usage"))
 
     def attributes(self) -> dict[str, Any]:
-        content = [self.blocks[i].block() for i in sorted(self.blocks)]
-        return result_attributes(self.id, self.model, content, self.stop_reason, self.usage or None, self.capture)
+        content = [_streamed_block(block) for block in self.blocks.ordered()]
+        return result_attributes(self.id, self.model, content, self.stop_reason, self.usage or None, self.rt)

@@ -4,6 +4,18 @@ A provider describes an API with a :class:`ModelApi` (how to read the request, t
 gets its sync and async ``wrapt`` wrappers from :func:`sync_wrapper` / :func:`async_wrapper`. The user's call
 always runs and always returns exactly what it would have returned without spanfold (the same object; a stream
 comes back as a transparent proxy of the same stream); its exceptions propagate untouched.
+
+A ``ModelApi`` also describes methods whose shape is not ``method(**request)``:
+
+* ``bind``: the request from the positional and keyword arguments (botocore's ``_make_api_call(operation, params)``),
+  or None for a call that is not a model call (an S3 ``PutObject`` through the same method): it runs untouched, with
+  no span and no other work;
+* ``Result.NESTED_STREAM`` / ``NESTED_ASYNC_STREAM`` with ``nested_stream``: a response dict holding the stream under
+  that key (Bedrock's ``converse_stream`` returns ``{"stream": EventStream, ...}``): the very same dict comes back with
+  the stream proxied in place.
+
+The server address is read in its own fault boundary: a fault there costs the span its ``server.*`` attributes, not
+the span.
 """
 
 from __future__ import annotations
@@ -17,9 +29,10 @@ import wrapt
 from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
-from spanfold.instrumentation.messages import FragmentCache
-from spanfold.instrumentation.spans import ModelSpan, Settings
+from spanfold.instrumentation.history import FragmentCache
+from spanfold.instrumentation.spans import ModelSpan
 from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy
+from spanfold.runtime import Runtime
 
 
 class Result(Enum):
@@ -28,6 +41,8 @@ class Result(Enum):
     RESPONSE = "response"  # a complete response object
     STREAM = "stream"  # a sync stream of chunks
     ASYNC_STREAM = "async_stream"
+    NESTED_STREAM = "nested_stream"  # a dict holding a sync stream under ``ModelApi.nested_stream``
+    NESTED_ASYNC_STREAM = "nested_async_stream"
     RAW = "raw"  # a raw-response wrapper (``with_raw_response``); ``.parse()`` gives one of the above
     ASYNC_RAW = "async_raw"  # the same with an ``async def parse()`` (anthropic's ``AsyncAPIResponse``)
     OPAQUE = "opaque"  # something spanfold must not touch (``with_streaming_response``)
@@ -40,13 +55,19 @@ class ModelApi:
     kind: str  # for fault counters, e.g. "openai.chat"
     provider: str
     operation: str
-    request: Callable[[dict[str, Any], bool], tuple[str | None, dict[str, Any]]]
-    response: Callable[[Any, bool], Mapping[str, Any]]
-    accumulator: Callable[[bool], Accumulator]
+    request: Callable[[dict[str, Any], Runtime], tuple[str | None, dict[str, Any]]]
+    response: Callable[[Any, Runtime], Mapping[str, Any]]
+    accumulator: Callable[[Runtime], Accumulator]
     classify: Callable[[Any], Result]
     server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
-    #: Types ``classify`` found to be complete responses (that answer depends on the type alone): the next result
-    #: of one of them skips ``classify``'s isinstance chain (at most :data:`RESPONSE_TYPES_LIMIT` are remembered).
+    #: (args, kwargs) -> the request as keyword arguments, or None for a call that is not a model call. Unset: the
+    #: request is the keyword arguments themselves (the SDK methods take keywords only).
+    bind: Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any] | None] | None = None
+    #: The key of a response dict that holds the stream (``Result.NESTED_STREAM``).
+    nested_stream: str | None = None
+    #: Types ``classify`` found to be complete responses (that answer depends on the type alone; never ``dict``, whose
+    #: kind depends on its keys): the next result of one of them skips ``classify``'s isinstance chain (at most
+    #: :data:`RESPONSE_TYPES_LIMIT` are remembered).
     response_types: set[type] = field(default_factory=set, compare=False)
 
 
@@ -71,41 +92,70 @@ def base_url_server(instance: Any) -> Mapping[str, Any]:
     return attrs
 
 
-def _begin(
-    api: ModelApi, tracer: Tracer, settings: Settings, instance: Any, kwargs: dict[str, Any]
-) -> ModelSpan | None:
+def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
     try:
-        capture = settings.capture_content
-        model, attrs = api.request(kwargs, capture)
+        return api.server(instance)
+    except Exception as exc:
+        counters.fault(f"{api.kind}.server", exc)
+        return {}
+
+
+def _begin(
+    api: ModelApi, tracer: Tracer, rt: Runtime, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> ModelSpan | None:
+    """The started span of a model call; None for a call that is not one, or when reading the request failed."""
+    try:
+        request = kwargs if api.bind is None else api.bind(args, kwargs)
+        if request is None:
+            return None
+        model, attrs = api.request(request, rt)
         attrs[semconv.OPERATION_NAME] = api.operation
         attrs[semconv.PROVIDER_NAME] = api.provider
-        attrs.update(api.server(instance))
-        return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT)
     except Exception as exc:
         counters.fault(f"{api.kind}.request", exc)
         return None
+    attrs.update(_server(api, instance))
+    try:
+        return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT)
+    except Exception as exc:
+        counters.fault(f"{api.kind}.span", exc)
+        return None
 
 
-def _complete(api: ModelApi, call: ModelSpan, result: Any, capture: bool) -> Any:
+def _nested(api: ModelApi, result: Any, proxy: type[SyncStreamProxy | AsyncStreamProxy], state: StreamState) -> Any:
+    """The response dict itself, its stream replaced in place by a proxy of the very same stream."""
+    key = api.nested_stream
+    if key is None or not isinstance(result, dict) or key not in result:
+        state.finish()
+        return result
+    result[key] = proxy(result[key], state)
+    return result
+
+
+def _complete(api: ModelApi, call: ModelSpan, result: Any, rt: Runtime) -> Any:
     """Finish the span from ``result`` (or hand it to a stream proxy); return what the user gets."""
     try:
         if type(result) in api.response_types:
             kind = Result.RESPONSE
         else:
             kind = api.classify(result)
-            if kind is Result.RESPONSE and len(api.response_types) < RESPONSE_TYPES_LIMIT:
+            if kind is Result.RESPONSE and type(result) is not dict and len(api.response_types) < RESPONSE_TYPES_LIMIT:
                 api.response_types.add(type(result))
         if kind is Result.RESPONSE:
-            call.finish(api.response(result, capture))
+            call.finish(api.response(result, rt))
             return result
         if kind is Result.STREAM:
-            return SyncStreamProxy(result, StreamState(call, api.accumulator(capture), api.kind))
+            return SyncStreamProxy(result, StreamState(call, api.accumulator(rt), api.kind))
         if kind is Result.ASYNC_STREAM:
-            return AsyncStreamProxy(result, StreamState(call, api.accumulator(capture), api.kind))
+            return AsyncStreamProxy(result, StreamState(call, api.accumulator(rt), api.kind))
+        if kind is Result.NESTED_STREAM:
+            return _nested(api, result, SyncStreamProxy, StreamState(call, api.accumulator(rt), api.kind))
+        if kind is Result.NESTED_ASYNC_STREAM:
+            return _nested(api, result, AsyncStreamProxy, StreamState(call, api.accumulator(rt), api.kind))
         if kind is Result.RAW:
-            return RawResponseProxy(result, api, call, capture)
+            return RawResponseProxy(result, api, call, rt)
         if kind is Result.ASYNC_RAW:
-            return AsyncRawResponseProxy(result, api, call, capture)
+            return AsyncRawResponseProxy(result, api, call, rt)
         call.finish()
         return result
     except Exception as exc:
@@ -118,17 +168,17 @@ class _RawProxy(wrapt.ObjectProxy[Any]):
     """A ``with_raw_response`` result whose span finishes from what ``.parse()`` gives (a stream is proxied), or
     ends when this is collected unparsed. Subclasses say when and how the body is parsed."""
 
-    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, rt: Runtime) -> None:
         super().__init__(wrapped)
         self._self_api = api
         self._self_call = call
-        self._self_capture = capture
+        self._self_rt = rt
         self._self_parsed: Any = None
 
     def _self_parsed_as(self, result: Any) -> Any:
         """What the user's ``.parse()`` (no arguments) returns: the first parse finishes the span."""
         if self._self_parsed is None:
-            self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_capture)
+            self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_rt)
         return self._self_parsed
 
     def __del__(self) -> None:
@@ -141,8 +191,8 @@ class RawResponseProxy(_RawProxy):
     """A non-streaming body is parsed at once (the SDK caches the parse, so the user's own ``.parse()`` returns the
     very same object); a streaming one when the user parses it."""
 
-    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, capture: bool) -> None:
-        super().__init__(wrapped, api, call, capture)
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, rt: Runtime) -> None:
+        super().__init__(wrapped, api, call, rt)
         if not _streams(wrapped):
             self._self_parsed_as(wrapped.parse())
 
@@ -176,9 +226,9 @@ class AsyncRawResponseProxy(_RawProxy):
         return result if args or kwargs else self._self_parsed_as(result)
 
 
-def sync_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
+def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _begin(api, tracer, settings, instance, kwargs)
+        call = _begin(api, tracer, rt, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         call.activate()
@@ -189,16 +239,16 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
             call.fail(exc)
             raise
         call.deactivate()
-        return _complete(api, call, result, settings.capture_content)
+        return _complete(api, call, result, rt)
 
     return wrapper
 
 
-def async_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
+def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = _begin(api, tracer, settings, instance, kwargs)
+        call = _begin(api, tracer, rt, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         call.activate()
@@ -209,7 +259,7 @@ def async_wrapper(api: ModelApi, tracer: Tracer, settings: Settings) -> Wrapper:
             call.fail(exc)
             raise
         call.deactivate()
-        out = _complete(api, call, result, settings.capture_content)
+        out = _complete(api, call, result, rt)
         if isinstance(out, AsyncRawResponseProxy):
             await out._self_prime()
         return out

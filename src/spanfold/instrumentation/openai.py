@@ -8,20 +8,14 @@ same for ``responses.create`` / ``responses.parse`` / ``responses.stream()``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
-
-import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import counters, semconv
 from spanfold.instrumentation import openai_chat, openai_responses
-from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, base_url_server, sync_wrapper
-from spanfold.instrumentation.spans import SETTINGS, Settings
+from spanfold.instrumentation.calls import ModelApi, Result, base_url_server
+from spanfold.instrumentation.patching import Patch, TableInstrumentor, model_method, plain
 from spanfold.instrumentation.streams import AsyncStreamProxy, SyncStreamProxy
-from spanfold.version import __version__
+from spanfold.runtime import Runtime
 
 _CHAT_MODULE = "openai.resources.chat.completions.completions"
 _STREAM_HELPER_MODULE = "openai.lib.streaming.chat._completions"
@@ -66,7 +60,7 @@ RESPONSES = ModelApi(
     server=base_url_server,
 )
 
-#: (module, "Class.method", api, is_async)
+#: The model methods: (module, "Class.method", api, is_async).
 METHODS: tuple[tuple[str, str, ModelApi, bool], ...] = (
     (_CHAT_MODULE, "Completions.create", CHAT, False),
     (_CHAT_MODULE, "Completions.parse", CHAT, False),
@@ -97,25 +91,16 @@ def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
     return wrapped(*args, **kwargs)
 
 
-class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """``OpenAIInstrumentor().instrument(tracer_provider=..., settings=...)``; ``uninstrument()`` restores the SDK."""
+PATCHES: tuple[Patch, ...] = (
+    *(model_method(module, name, api, is_async) for module, name, api, is_async in METHODS),
+    *(plain(module, name, _close_helper) for module, name in HELPER_CLOSES),
+)
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("openai >= 3.0, < 4",)
 
-    def _instrument(self, **kwargs: Any) -> None:
-        tracer: Tracer = get_tracer(__name__, __version__, kwargs.get("tracer_provider"))
-        settings: Settings = kwargs.get("settings") or SETTINGS
-        for module, name, api, is_async in METHODS:
-            make: Any = async_wrapper if is_async else sync_wrapper
-            wrapper: Wrapper = make(api, tracer, settings)
-            wrapt.wrap_function_wrapper(module, name, wrapper)
-        for module, name in HELPER_CLOSES:
-            wrapt.wrap_function_wrapper(module, name, _close_helper)
+class OpenAIInstrumentor(TableInstrumentor):
+    """``OpenAIInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
 
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import importlib
+    dependencies = ("openai >= 3.0, < 4",)
 
-        for module, name in [(mod, name) for mod, name, _, _ in METHODS] + list(HELPER_CLOSES):
-            owner, attr = name.split(".")
-            unwrap(getattr(importlib.import_module(module), owner), attr)
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

@@ -8,6 +8,11 @@ from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
+from spanfold.instrumentation import params
+from spanfold.instrumentation.blocks import IndexedBlocks
+from spanfold.instrumentation.history import HistoryCache
+from spanfold.runtime import Runtime
+from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
 FINISH_REASONS = shapes.OPENAI_CHAT_FINISH_REASONS
@@ -27,73 +32,64 @@ REQUEST_PARAMS = {
 # --- input ---------------------------------------------------------------------------------------------
 
 
-def _content_parts(content: Any, capture: bool) -> list[m.Part]:
+def _content_parts(content: Any, rt: Runtime) -> list[p.Part]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [m.text_part(content, capture)]
-    parts: list[m.Part] = []
+        return [p.text(content, rt)]
+    parts: list[p.Part] = []
     for item in m.as_list(content):
         kind = m.get(item, "type")
         if kind == "text":
-            parts.append(m.text_part(m.get(item, "text"), capture))
+            parts.append(p.text(m.get(item, "text"), rt))
         elif kind == "image_url":
-            parts.append(m.media_part(str(m.get(m.get(item, "image_url"), "url", "")), "image", capture))
+            parts.append(p.media(str(m.get(m.get(item, "image_url"), "url", "")), "image", rt))
         elif kind == "input_audio":
             audio = m.get(item, "input_audio")
-            parts.append(m.blob_part(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", capture))
+            parts.append(p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", rt))
         elif kind == "refusal":
-            parts.append(m.text_part(m.get(item, "refusal"), capture))
+            parts.append(p.text(m.get(item, "refusal"), rt))
         elif kind == "file":
             file = m.get(item, "file")
-            parts.append({"type": semconv.PART_FILE, "modality": "file", "file_id": m.get(file, "file_id")})
+            parts.append(p.file(m.get(file, "file_id"), "file"))
         else:
-            parts.append({"type": str(kind)})
+            parts.append(p.other(kind))
     return parts
 
 
-def _tool_call_parts(tool_calls: Any, capture: bool) -> list[m.Part]:
-    parts = []
+def _tool_call_parts(tool_calls: Any, rt: Runtime) -> list[p.Part]:
+    parts: list[p.Part] = []
     for call in m.as_list(tool_calls):
         fn = m.get(call, "function")
         if fn is not None:
-            parts.append(m.tool_call_part(m.get(call, "id"), m.get(fn, "name"), m.get(fn, "arguments"), capture))
+            parts.append(p.tool_call(m.get(call, "id"), m.get(fn, "name"), m.get(fn, "arguments"), rt))
         else:  # custom tools
             custom = m.get(call, "custom")
-            parts.append(m.tool_call_part(m.get(call, "id"), m.get(custom, "name"), m.get(custom, "input"), capture))
+            parts.append(p.tool_call(m.get(call, "id"), m.get(custom, "name"), m.get(custom, "input"), rt))
     return parts
 
 
-def input_message(msg: Any, capture: bool) -> m.SemconvMessage:
+def input_message(msg: Any, rt: Runtime) -> p.Message:
     """One chat message param (dict or SDK object) as a semconv message."""
     role = m.get(msg, "role")
     content = m.field(msg, "content")
     if role == "tool":
         if isinstance(content, list):
             content = "".join(str(m.get(p, "text", "")) for p in content)
-        return m.message(role, [m.tool_response_part(m.get(msg, "tool_call_id"), content, capture)])
-    parts = _content_parts(content, capture)
+        return p.message(role, [p.tool_response(m.get(msg, "tool_call_id"), content, rt)])
+    parts = _content_parts(content, rt)
     if role == "assistant":
         refusal = m.get(msg, "refusal")
         if refusal:
-            parts.append(m.text_part(refusal, capture))
-        parts.extend(_tool_call_parts(m.field(msg, "tool_calls"), capture))
+            parts.append(p.text(refusal, rt))
+        parts.extend(_tool_call_parts(m.field(msg, "tool_calls"), rt))
         legacy = m.get(msg, "function_call")
         if legacy is not None:
-            parts.append(m.tool_call_part(None, m.get(legacy, "name"), m.get(legacy, "arguments"), capture))
-    return m.message(role, parts, name=m.get(msg, "name") if capture else None)
+            parts.append(p.tool_call(None, m.get(legacy, "name"), m.get(legacy, "arguments"), rt))
+    return p.message(role, parts, name=m.get(msg, "name") if rt.capture_content else None)
 
 
-def _convert_with_content(msg: Any) -> m.SemconvMessage:
-    return input_message(msg, True)
-
-
-def _convert_without_content(msg: Any) -> m.SemconvMessage:
-    return input_message(msg, False)
-
-
-#: Converted history messages, one cache per content-capture mode.
-_INPUT_CACHE = {True: m.FragmentCache(), False: m.FragmentCache()}
+_HISTORY = HistoryCache(input_message)
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -108,10 +104,10 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     }
 
 
-_TOOLS_CACHE = m.FragmentCache(limit=1024)
+_TOOLS = HistoryCache(lambda tool, rt: tool_definition(tool), limit=1024)
 
 
-def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | None, dict[str, Any]]:
+def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
     """The span name target (the model) and the request attributes of a ``create``/``parse`` call.
 
     A generator passed as ``messages`` is materialised into a list in ``kwargs`` first, so that recording it
@@ -121,29 +117,28 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model if isinstance(model, str) else None}
     for key, attr in REQUEST_PARAMS.items():
         value = kwargs.get(key)
-        if m.given(value) and isinstance(value, (int, float)):
+        if params.given(value) and isinstance(value, (int, float)):
             attrs[attr] = value
     n = kwargs.get("n")
-    if m.given(n) and n != 1:
+    if params.given(n) and n != 1:
         attrs[semconv.REQUEST_CHOICE_COUNT] = n
     stop = kwargs.get("stop")
-    if m.given(stop):
+    if params.given(stop):
         attrs[semconv.REQUEST_STOP_SEQUENCES] = [stop] if isinstance(stop, str) else m.as_list(stop)
     fmt = kwargs.get("response_format")
-    if m.given(fmt):
+    if params.given(fmt):
         kind = m.get(fmt, "type") if isinstance(fmt, Mapping) else "json_schema"
         attrs[semconv.OUTPUT_TYPE] = "text" if kind == "text" else "json"
     messages = kwargs.get("messages")
     if isinstance(messages, Iterator):
         messages = kwargs["messages"] = list(messages)
-    if m.given(messages):
-        convert = _convert_with_content if capture else _convert_without_content
-        attrs[semconv.INPUT_MESSAGES] = _INPUT_CACHE[capture].json_list(m.as_list(messages), convert)
+    if params.given(messages):
+        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_list(m.as_list(messages), rt)
     tools = kwargs.get("tools")
-    if capture and m.given(tools):
+    if rt.capture_content and params.given(tools):
         if isinstance(tools, Iterator):
             tools = kwargs["tools"] = list(tools)
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS_CACHE.json_list(m.as_list(tools), tool_definition)
+        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
     return (model if isinstance(model, str) else None), attrs
 
 
@@ -157,22 +152,22 @@ class Choice:
     text: list[str] = field(default_factory=list)
     refusal: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    #: tool calls in the model's order: [id, name, argument fragments]
-    tool_calls: dict[int, list[Any]] = field(default_factory=dict)
+    #: tool calls by index (the model's order): fields ``id`` and ``name``, argument fragments
+    tool_calls: IndexedBlocks = field(default_factory=IndexedBlocks)
     finish_reason: str | None = None
 
-    def to_message(self, capture: bool) -> m.SemconvMessage:
-        parts: list[m.Part] = []
+    def to_message(self, rt: Runtime) -> p.Message:
+        parts: list[p.Part] = []
         if self.reasoning:
-            parts.append(m.reasoning_part("".join(self.reasoning), capture))
+            parts.append(p.reasoning("".join(self.reasoning), rt))
         if self.text:
-            parts.append(m.text_part("".join(self.text), capture))
+            parts.append(p.text("".join(self.text), rt))
         if self.refusal:
-            parts.append(m.text_part("".join(self.refusal), capture))
-        for _, (call_id, name, fragments) in sorted(self.tool_calls.items()):
-            parts.append(m.tool_call_part(call_id, name, "".join(fragments), capture))
+            parts.append(p.text("".join(self.refusal), rt))
+        for call in self.tool_calls.ordered():
+            parts.append(p.tool_call(call.fields.get("id"), call.fields.get("name"), call.text(), rt))
         reason = self.finish_reason
-        return m.message("assistant", parts, finish_reason=FINISH_REASONS.get(reason or "", reason) or "")
+        return p.message("assistant", parts, finish_reason=FINISH_REASONS.get(reason or "", reason) or "")
 
 
 def _choice_from_message(message: Any, finish_reason: Any) -> Choice:
@@ -190,11 +185,10 @@ def _choice_from_message(message: Any, finish_reason: Any) -> Choice:
         args = m.get(fn, "arguments", None)
         if args is None:
             args = m.get(fn, "input", "")
-        choice.tool_calls[index] = [
-            m.get(call, "id"),
-            m.get(fn, "name"),
-            [args if isinstance(args, str) else m.dumps(args)],
-        ]
+        block = choice.tool_calls.open(index)
+        block.fields["id"] = m.get(call, "id")
+        block.fields["name"] = m.get(fn, "name")
+        block.fragments.append(args if isinstance(args, str) else m.dumps(args))
     return choice
 
 
@@ -210,23 +204,23 @@ def _usage_attributes(usage: Any) -> dict[str, Any]:
 
 
 def _result_attributes(
-    response_id: Any, model: Any, choices: list[Choice], usage: Any, capture: bool
+    response_id: Any, model: Any, choices: list[Choice], usage: Any, rt: Runtime
 ) -> dict[str, Any]:
     return m.result_attributes(
         response_id,
         model,
         [c.finish_reason for c in choices if c.finish_reason] or None,
-        m.dumps([c.to_message(capture) for c in choices]),
+        m.dumps([c.to_message(rt) for c in choices]),
         _usage_attributes(usage),
     )
 
 
-def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
+def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     """Attributes of a complete ``ChatCompletion`` (or ``ParsedChatCompletion``)."""
     choices = sorted(m.as_list(m.get(response, "choices")), key=lambda c: m.get(c, "index") or 0)
     folded = [_choice_from_message(m.get(c, "message"), m.get(c, "finish_reason")) for c in choices]
     return _result_attributes(
-        m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), capture
+        m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt
     )
 
 
@@ -242,10 +236,10 @@ def _reasoning(delta: Any) -> Any:
 class ChatStreamAccumulator:
     """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index)."""
 
-    __slots__ = ("capture", "choices", "id", "model", "usage")
+    __slots__ = ("choices", "id", "model", "rt", "usage")
 
-    def __init__(self, capture: bool) -> None:
-        self.capture = capture
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
         self.id: Any = None
         self.model: Any = None
         self.usage: Any = None
@@ -272,20 +266,18 @@ class ChatStreamAccumulator:
                     choice.reasoning.append(reasoning)
                 if delta.tool_calls:
                     for call in delta.tool_calls:
-                        slot = choice.tool_calls.get(call.index)
-                        if slot is None:
-                            slot = choice.tool_calls[call.index] = [None, None, []]
+                        block = choice.tool_calls.open(call.index)
                         if call.id:
-                            slot[0] = call.id
+                            block.fields["id"] = call.id
                         fn = call.function
                         if fn is not None:
                             if fn.name:
-                                slot[1] = fn.name
+                                block.fields["name"] = fn.name
                             if fn.arguments:
-                                slot[2].append(fn.arguments)
+                                block.fragments.append(fn.arguments)
             if c.finish_reason:
                 choice.finish_reason = c.finish_reason
 
     def attributes(self) -> dict[str, Any]:
         choices = [self.choices[i] for i in sorted(self.choices)]
-        return _result_attributes(self.id, self.model, choices, self.usage, self.capture)
+        return _result_attributes(self.id, self.model, choices, self.usage, self.rt)

@@ -26,6 +26,11 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
+from spanfold.instrumentation import params
+from spanfold.instrumentation.blocks import Block, IndexedBlocks
+from spanfold.instrumentation.history import HistoryCache
+from spanfold.runtime import Runtime
+from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
 REQUEST_PARAMS: Final = {
@@ -73,38 +78,38 @@ def _json(value: Any) -> Any:
     return value
 
 
-def content_part(part: Any, capture: bool) -> m.Part:
+def content_part(part: Any, rt: Runtime) -> p.Part:
     kind = m.get(part, "type")
     if kind in _TEXT_PARTS:
-        return m.text_part(m.get(part, "text"), capture)
+        return p.text(m.get(part, "text"), rt)
     if kind == "refusal":
-        return m.text_part(m.get(part, "refusal"), capture)
+        return p.text(m.get(part, "refusal"), rt)
     if kind in ("input_image", "input_file"):
         modality = "image" if kind == "input_image" else "document"
         url = m.get(part, "image_url") or m.get(part, "file_url")
         if isinstance(url, str):
-            return m.media_part(url, modality, capture)
+            return p.media(url, modality, rt)
         data = m.get(part, "file_data")
         if isinstance(data, str):
             if data.startswith("data:"):
-                return m.media_part(data, modality, capture)
-            return m.blob_part(data, None, modality, capture)
-        return {"type": semconv.PART_FILE, "modality": modality, "file_id": m.get(part, "file_id")}
+                return p.media(data, modality, rt)
+            return p.blob(data, None, modality, rt)
+        return p.file(m.get(part, "file_id"), modality)
     if kind == "input_audio":
         audio = m.get(part, "input_audio") or part
-        return m.blob_part(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", capture)
-    return {"type": str(kind)}
+        return p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", rt)
+    return p.other(kind)
 
 
-def content_parts(content: Any, capture: bool) -> list[m.Part]:
+def content_parts(content: Any, rt: Runtime) -> list[p.Part]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [m.text_part(content, capture)]
-    return [content_part(part, capture) for part in m.as_list(content)]
+        return [p.text(content, rt)]
+    return [content_part(part, rt) for part in m.as_list(content)]
 
 
-def output_response(output: Any, capture: bool) -> Any:
+def output_response(output: Any, rt: Runtime) -> Any:
     """A tool output's content: a string, the text of text parts, else the parts (images, files)."""
     if output is None or isinstance(output, str):
         return output
@@ -112,7 +117,7 @@ def output_response(output: Any, capture: bool) -> Any:
     if items and all(m.get(p, "type") in _TEXT_PARTS for p in items):
         return "".join(str(m.get(p, "text") or "") for p in items)
     if all(isinstance(m.get(p, "type"), str) for p in items):
-        return [content_part(p, capture) for p in items]
+        return [content_part(p, rt) for p in items]
     return _json(output)
 
 
@@ -130,29 +135,29 @@ def _reasoning_text(item: Any) -> str:
 Piece = tuple[str | None, str]
 
 
-def _inner(parts: list[m.Part]) -> str:
+def _inner(parts: list[p.Part]) -> str:
     return ",".join(m.dumps(part) for part in parts)
 
 
-def item_pieces(item: Any, capture: bool) -> list[Piece]:
+def item_pieces(item: Any, rt: Runtime) -> list[Piece]:
     """What one input or output item contributes to the messages."""
     if isinstance(item, str):
-        return [("user", _inner([m.text_part(item, capture)]))]
+        return [("user", _inner([p.text(item, rt)]))]
     kind = m.get(item, "type")
     if kind == "message" or (kind is None and m.get(item, "role") is not None):
         role = m.get(item, "role")
-        parts = _inner(content_parts(m.field(item, "content"), capture))
+        parts = _inner(content_parts(m.field(item, "content"), rt))
         return [(None, parts)] if role == "assistant" else [(str(role), parts)]
     if kind == "reasoning":
-        return [(None, _inner([m.reasoning_part(_reasoning_text(item), capture)]))]
+        return [(None, _inner([p.reasoning(_reasoning_text(item), rt)]))]
     client = CLIENT_CALLS.get(kind)
     if client is not None:
         name, field = client
-        call = m.tool_call_part(m.get(item, "call_id"), name or m.get(item, "name"), _json(m.get(item, field)), capture)
+        call = p.tool_call(m.get(item, "call_id"), name or m.get(item, "name"), _json(m.get(item, field)), rt)
         return [(None, _inner([call]))]
     if kind == "function_call_output" or kind in OUTPUT_FIELDS or (isinstance(kind, str) and kind.endswith("_output")):
         content = m.field(item, OUTPUT_FIELDS.get(kind, "output"))
-        response = m.tool_response_part(m.get(item, "call_id"), output_response(content, capture), capture)
+        response = p.tool_response(m.get(item, "call_id"), output_response(content, rt), rt)
         return [("tool", _inner([response]))]
     server = SERVER_CALLS.get(kind)
     if server is not None:
@@ -164,12 +169,12 @@ def item_pieces(item: Any, capture: bool) -> list[Piece]:
         results = {f: _json(m.get(item, f)) for f in result_fields if m.get(item, f) is not None}
         call_id = m.get(item, "id")
         return [
-            (None, _inner([m.tool_call_part(call_id, name or m.get(item, "name"), arguments, capture)])),
-            ("tool", _inner([m.tool_response_part(call_id, results, capture)])),
+            (None, _inner([p.tool_call(call_id, name or m.get(item, "name"), arguments, rt)])),
+            ("tool", _inner([p.tool_response(call_id, results, rt)])),
         ]
     if kind == "item_reference":  # a pointer to an item the server holds: nothing to show
         return []
-    return [(None, _inner([{"type": str(kind)}]))]
+    return [(None, _inner([p.other(kind)]))]
 
 
 def messages_json(pieces: Iterable[list[Piece]], finish_reason: str | None = None) -> str:
@@ -194,16 +199,8 @@ def messages_json(pieces: Iterable[list[Piece]], finish_reason: str | None = Non
     return "[" + ",".join(out) + "]"
 
 
-def _with_content(item: Any) -> list[Piece]:
-    return item_pieces(item, True)
-
-
-def _without_content(item: Any) -> list[Piece]:
-    return item_pieces(item, False)
-
-
-_INPUT_CACHE = {True: m.FragmentCache(), False: m.FragmentCache()}
-_TOOLS_CACHE = m.FragmentCache(limit=1024)
+_HISTORY = HistoryCache(item_pieces)
+_TOOLS = HistoryCache(lambda tool, rt: tool_definition(tool), limit=1024)
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -222,7 +219,7 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     return {"type": kind}
 
 
-def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | None, dict[str, Any]]:
+def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
     """The span name target (the model) and the request attributes of ``create`` / ``parse``."""
     m.materialize(kwargs, "tools")
     items = kwargs.get("input")
@@ -232,7 +229,7 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     model = kwargs.get("model")
     model = model if isinstance(model, str) else None
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model}
-    attrs.update(m.numbers(kwargs, REQUEST_PARAMS))
+    attrs.update(params.numbers(kwargs, REQUEST_PARAMS))
     previous = kwargs.get("previous_response_id")
     if isinstance(previous, str):
         attrs[semconv.OPENAI_PREVIOUS_RESPONSE_ID] = previous
@@ -241,23 +238,21 @@ def request_attributes(kwargs: dict[str, Any], capture: bool) -> tuple[str | Non
     if isinstance(conversation, str):
         attrs[semconv.CONVERSATION_ID] = conversation
     text = kwargs.get("text")
-    fmt = m.get(m.get(text, "format"), "type") if m.given(text) else None
-    if m.given(kwargs.get("text_format")) or fmt in ("json_schema", "json_object"):
+    fmt = m.get(m.get(text, "format"), "type") if params.given(text) else None
+    if params.given(kwargs.get("text_format")) or fmt in ("json_schema", "json_object"):
         attrs[semconv.OUTPUT_TYPE] = "json"
     elif fmt == "text":
         attrs[semconv.OUTPUT_TYPE] = "text"
     instructions = kwargs.get("instructions")
     if isinstance(instructions, str):
-        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps([m.text_part(instructions, capture)])
+        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps([p.text(instructions, rt)])
     if isinstance(items, str):
-        attrs[semconv.INPUT_MESSAGES] = messages_json([item_pieces(items, capture)])
-    elif m.given(items):
-        cache = _INPUT_CACHE[capture]
-        convert = _with_content if capture else _without_content
-        attrs[semconv.INPUT_MESSAGES] = messages_json(cache.cached(item, convert) for item in m.as_list(items))
+        attrs[semconv.INPUT_MESSAGES] = messages_json([item_pieces(items, rt)])
+    elif params.given(items):
+        attrs[semconv.INPUT_MESSAGES] = messages_json(_HISTORY.each(m.as_list(items), rt))
     tools = kwargs.get("tools")
-    if capture and m.given(tools):
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS_CACHE.json_list(m.as_list(tools), tool_definition)
+    if rt.capture_content and params.given(tools):
+        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
     return model, attrs
 
 
@@ -293,19 +288,19 @@ def usage_attributes(usage: Any) -> dict[str, Any]:
 
 
 def result_attributes(
-    response_id: Any, model: Any, items: list[Any], status: Any, incomplete: Any, usage: Any, capture: bool
+    response_id: Any, model: Any, items: list[Any], status: Any, incomplete: Any, usage: Any, rt: Runtime
 ) -> dict[str, Any]:
     raw, reason = finish_reason(status, incomplete, items)
     return m.result_attributes(
         response_id,
         model,
         [raw] if raw else None,
-        messages_json((item_pieces(item, capture) for item in items), reason),
+        messages_json((item_pieces(item, rt) for item in items), reason),
         usage_attributes(usage),
     )
 
 
-def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
+def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     """Attributes of a complete ``Response`` / ``ParsedResponse``."""
     attrs = result_attributes(
         m.get(response, "id"),
@@ -314,7 +309,7 @@ def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
         m.get(response, "status"),
         m.get(response, "incomplete_details"),
         m.get(response, "usage"),
-        capture,
+        rt,
     )
     conversation = m.get(m.get(response, "conversation"), "id")
     if isinstance(conversation, str):
@@ -322,50 +317,41 @@ def response_attributes(response: Any, capture: bool) -> dict[str, Any]:
     return attrs
 
 
-class _Item:
-    """One output item of a stream: as added, its deltas, and the complete item once done."""
-
-    __slots__ = ("added", "deltas", "done", "summaries")
-
-    def __init__(self, added: Any) -> None:
-        self.added = added
-        self.done: Any = None
-        self.deltas: list[str] = []
-        self.summaries: dict[int, list[str]] = {}
-
-    def item(self) -> Any:
-        if self.done is not None:
-            return self.done
-        kind = m.get(self.added, "type")
-        joined = "".join(self.deltas)
-        if kind == "message":
-            return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": joined}]}
-        if kind in ("function_call", "custom_tool_call"):
-            field = CLIENT_CALLS[kind][1]
-            return {
-                "type": kind,
-                "call_id": m.get(self.added, "call_id"),
-                "name": m.get(self.added, "name"),
-                field: joined or m.get(self.added, field),
-            }
-        if kind == "reasoning" and self.summaries:
-            summary = [{"type": "summary_text", "text": "".join(self.summaries[i])} for i in sorted(self.summaries)]
-            return {"type": "reasoning", "summary": summary}
-        return self.added
+def _streamed_item(block: Block) -> Any:
+    """An output item as the stream built it: the ``output_item.done`` item when it came, else the added item
+    completed by its deltas."""
+    if block.done is not None:
+        return block.done
+    added = block.start
+    kind = m.get(added, "type")
+    joined = block.text()
+    if kind == "message":
+        return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": joined}]}
+    if kind in ("function_call", "custom_tool_call"):
+        field = CLIENT_CALLS[kind][1]
+        return {
+            "type": kind,
+            "call_id": m.get(added, "call_id"),
+            "name": m.get(added, "name"),
+            field: joined or m.get(added, field),
+        }
+    if kind == "reasoning" and block.parts:
+        return {"type": "reasoning", "summary": [{"type": "summary_text", "text": t} for t in block.part_texts()]}
+    return added
 
 
 class ResponseStreamAccumulator:
     """Accumulates Responses stream events. The final ``response.completed`` (or ``.incomplete`` / ``.failed``)
     carries the whole response and is used when it came; a stream cut short is rebuilt from the item events."""
 
-    __slots__ = ("capture", "final", "id", "items", "model")
+    __slots__ = ("final", "id", "items", "model", "rt")
 
-    def __init__(self, capture: bool) -> None:
-        self.capture = capture
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
         self.id: Any = None
         self.model: Any = None
         self.final: Any = None
-        self.items: dict[int, _Item] = {}
+        self.items = IndexedBlocks()
 
     def add(self, event: Any) -> None:
         kind = event.type
@@ -375,20 +361,13 @@ class ResponseStreamAccumulator:
             "response.function_call_arguments.delta",
             "response.custom_tool_call_input.delta",
         ):
-            item = self.items.get(event.output_index)
-            if item is not None:
-                item.deltas.append(event.delta)
+            self.items.add(event.output_index, event.delta)
         elif kind == "response.reasoning_summary_text.delta":
-            item = self.items.get(event.output_index)
-            if item is not None:
-                item.summaries.setdefault(event.summary_index, []).append(event.delta)
+            self.items.add_part(event.output_index, event.summary_index, event.delta)
         elif kind == "response.output_item.added":
-            self.items[event.output_index] = _Item(event.item)
+            self.items.start(event.output_index, event.item)
         elif kind == "response.output_item.done":
-            item = self.items.get(event.output_index)
-            if item is None:
-                item = self.items[event.output_index] = _Item(event.item)
-            item.done = event.item
+            self.items.stop(event.output_index, event.item)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self.final = event.response
         elif kind in ("response.created", "response.in_progress", "response.queued"):
@@ -398,6 +377,6 @@ class ResponseStreamAccumulator:
 
     def attributes(self) -> dict[str, Any]:
         if self.final is not None:
-            return response_attributes(self.final, self.capture)
-        items = [self.items[i].item() for i in sorted(self.items)]
-        return result_attributes(self.id, self.model, items, None, None, None, self.capture)
+            return response_attributes(self.final, self.rt)
+        items = [_streamed_item(block) for block in self.items.ordered()]
+        return result_attributes(self.id, self.model, items, None, None, None, self.rt)

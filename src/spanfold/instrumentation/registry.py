@@ -1,15 +1,25 @@
-"""The instrumentors spanfold knows, and turning on those whose client library is installed."""
+"""The instrumentors spanfold knows, and patching each client library when the application imports it.
+
+``init()`` imports no client library: for each one installed it registers a post-import hook (wrapt's), and the
+library is patched the moment the application imports it (at once when it already has). A process that only uses
+openai pays nothing for the anthropic SDK installed beside it.
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import logging
+import threading
 from collections.abc import Collection
+from types import ModuleType
 from typing import Any
 
+import wrapt
+
 from spanfold import counters
-from spanfold.instrumentation.spans import Settings
+from spanfold.runtime import Runtime
 
 logger = logging.getLogger("spanfold")
 
@@ -19,6 +29,11 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
 }
 
+_lock = threading.Lock()
+#: Bumped by every instrument_all / uninstrument_all: a hook registered under an older one does nothing when it fires
+#: (wrapt cannot unregister a hook).
+_generation = 0
+
 
 def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
@@ -26,32 +41,62 @@ def _load(target: str) -> Any:
 
 
 def available() -> list[str]:
-    """Instrumentations whose client library is importable here."""
-    return [name for name, (lib, _) in INSTRUMENTORS.items() if importlib.util.find_spec(lib) is not None]
-
-
-def instrument_all(tracer_provider: Any, settings: Settings, only: Collection[str] | None = None) -> list[str]:
-    """Instrument every installed library (or those named in ``only``); return the names now instrumented."""
-    done = []
-    for name in available():
-        if only is not None and name not in only:
+    """Instrumentations whose client library is installed here (found without importing it)."""
+    out = []
+    for name, (lib, _) in INSTRUMENTORS.items():
+        try:
+            if importlib.util.find_spec(lib) is not None:
+                out.append(name)
+        except (ImportError, ValueError):
             continue
+    return out
+
+
+def _on_import(name: str, generation: int, tracer_provider: Any, rt: Runtime, module: ModuleType) -> None:
+    """The post-import hook: patch ``name``'s library, unless a later init() or shutdown() made this hook stale."""
+    with _lock:
+        if generation != _generation:
+            return
         try:
             instrumentor = _load(INSTRUMENTORS[name][1])()
-            instrumentor.instrument(tracer_provider=tracer_provider, settings=settings)
+            instrumentor.instrument(tracer_provider=tracer_provider, runtime=rt)
             if instrumentor.is_instrumented_by_opentelemetry:
-                done.append(name)
+                counters.incr(f"instrumented.{name}")
         except Exception as exc:
             counters.fault(f"instrument.{name}", exc)
-    return done
+
+
+def instrument_all(tracer_provider: Any, rt: Runtime, only: Collection[str] | None = None) -> list[str]:
+    """Patch every installed library (or those named in ``only``) when the application imports it; return their
+    names."""
+    global _generation
+    with _lock:
+        _generation += 1
+        generation = _generation
+    names = [name for name in available() if only is None or name in only]
+    for name in names:
+        hook = functools.partial(_on_import, name, generation, tracer_provider, rt)
+        wrapt.register_post_import_hook(hook, INSTRUMENTORS[name][0])
+    return names
 
 
 def uninstrument_all() -> None:
-    """Restore every library spanfold patched."""
+    """Restore every library spanfold patched; hooks not yet fired will not patch."""
+    global _generation
+    with _lock:
+        _generation += 1
     for name in available():
+        if INSTRUMENTORS[name][0] not in _imported():
+            continue  # never imported: nothing was patched
         try:
             instrumentor = _load(INSTRUMENTORS[name][1])()
             if instrumentor.is_instrumented_by_opentelemetry:
                 instrumentor.uninstrument()
         except Exception as exc:
             counters.fault(f"uninstrument.{name}", exc)
+
+
+def _imported() -> Collection[str]:
+    import sys
+
+    return sys.modules.keys()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -19,19 +18,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
-from spanfold.config import capture_content_default
-from spanfold.instrumentation.redact import secrets
-
-
-@dataclass(slots=True)
-class Settings:
-    """Runtime switches read by every wrapper on every call (changing them needs no re-patching)."""
-
-    capture_content: bool = True
-
-
-#: The settings every instrumentor uses unless given others; ``spanfold.init()`` updates them.
-SETTINGS = Settings(capture_content=capture_content_default())
+from spanfold.redaction import secrets
 
 
 def error_type(exc: BaseException) -> str:
@@ -45,7 +32,7 @@ def error_type(exc: BaseException) -> str:
 
 def set_error(span: Span, exc: BaseException) -> None:
     """Status ERROR with the message, ``error.type``, and the exception event (before the span ends). Credentials in
-    the message (a server echoing the key it rejected) are masked (:func:`~spanfold.instrumentation.redact.secrets`)."""
+    the message (a server echoing the key it rejected) are masked (:func:`~spanfold.redaction.secrets`)."""
     span.set_attribute(semconv.ERROR_TYPE, error_type(exc))
     trace_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     masked = {"exception.message": secrets(str(exc)), "exception.stacktrace": secrets(trace_text)}

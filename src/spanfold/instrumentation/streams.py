@@ -73,7 +73,7 @@ class StreamState:
         except Exception as exc:
             counters.fault(f"{self.kind}.stream_result", exc)
             attrs = {}
-        if error is not None and isinstance(error, Exception):
+        if error is not None:  # task cancellation and KeyboardInterrupt cut the stream short too
             self.span.fail(error, attrs)
         else:
             self.span.finish(attrs)

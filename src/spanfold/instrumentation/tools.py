@@ -16,10 +16,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
-from spanfold import counters, semconv
+from spanfold import counters, runtime, semconv
 from spanfold.instrumentation.messages import dumps
-from spanfold.instrumentation.redact import content as redacted
-from spanfold.instrumentation.spans import SETTINGS, end_span, set_error
+from spanfold.instrumentation.spans import end_span, set_error
 from spanfold.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,8 +74,9 @@ class _ToolSpec:
                 attrs[semconv.TOOL_DESCRIPTION] = self.description
             if call_id is not None:
                 attrs[semconv.TOOL_CALL_ID] = str(call_id)
-            if SETTINGS.capture_content:
-                attrs[semconv.TOOL_CALL_ARGUMENTS] = redacted(dumps(self.arguments(args, kwargs)))
+            rt = runtime.active()
+            if rt.capture_content:
+                attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(dumps(self.arguments(args, kwargs)))
             span = _get_tracer().start_span(
                 semconv.span_name(semconv.OP_EXECUTE_TOOL, self.name),
                 kind=SpanKind.INTERNAL,
@@ -105,8 +105,9 @@ def _end_ok(span: Span | None, result: Any) -> None:
     if span is None:
         return
     try:
-        if SETTINGS.capture_content:
-            span.set_attribute(semconv.TOOL_CALL_RESULT, redacted(_result_text(result)))
+        rt = runtime.active()
+        if rt.capture_content:
+            span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(_result_text(result)))
     except Exception as exc:
         counters.fault("tool.result", exc)
     end_span(span)

@@ -144,31 +144,15 @@ class Redaction:
         return value
 
 
-#: The redaction in force, or None (off).
-ACTIVE: Redaction | None = None
-
-
-def configure(option: Any) -> None:
-    """Set :data:`ACTIVE` from the ``redact`` option: None/False (off), True (built-in patterns), a callable (built-in
-    patterns then it), or a :class:`Redaction`. Forgets content converted before (cached history messages)."""
-    global ACTIVE
+def from_option(option: Any) -> Redaction | None:
+    """The redaction the ``redact`` option asks for: None/False (off), True (built-in patterns), a callable (built-in
+    patterns then it), or a :class:`Redaction`."""
     if option is None or option is False:
-        active = None
-    elif option is True:
-        active = Redaction()
-    elif isinstance(option, Redaction):
-        active = option
-    elif callable(option):
-        active = Redaction(hook=option)
-    else:
-        raise TypeError(f"redact: expected a bool, a callable or a Redaction, got {type(option).__name__}")
-    ACTIVE = active
-    from spanfold.instrumentation import messages
-
-    messages.clear_caches()
-
-
-def content(value: Any) -> Any:
-    """``value`` redacted by the active redaction (itself when redaction is off)."""
-    active = ACTIVE
-    return value if active is None else active.value(value)
+        return None
+    if option is True:
+        return Redaction()
+    if isinstance(option, Redaction):
+        return option
+    if callable(option):
+        return Redaction(hook=option)
+    raise TypeError(f"redact: expected a bool, a callable or a Redaction, got {type(option).__name__}")

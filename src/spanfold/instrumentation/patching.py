@@ -1,0 +1,96 @@
+"""A provider's patches as a table, applied and removed by one instrumentor base class.
+
+A provider module lists :class:`Patch` entries (module, ``"Class.method"`` or function, and the wrapper factory) and
+subclasses :class:`TableInstrumentor` with its library's name and supported range. Methods an SDK version does not
+have (``Responses`` in an old openai 1.x, a beta namespace, the SDK's own tracing hooks) are skipped quietly: the
+instrumentor wraps what exists. ``uninstrument()`` restores exactly what was wrapped.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import Tracer, get_tracer
+
+from spanfold import runtime
+from spanfold.instrumentation.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
+from spanfold.runtime import Runtime
+from spanfold.version import __version__
+
+#: (tracer, runtime) -> the wrapt wrapper of one patched function.
+WrapperFactory = Callable[[Tracer, Runtime], Wrapper]
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """``module``'s ``name`` (``"Class.method"`` or a function) wrapped by ``factory(tracer, runtime)``."""
+
+    module: str
+    name: str
+    factory: WrapperFactory
+
+
+def model_method(module: str, name: str, api: ModelApi, is_async: bool) -> Patch:
+    """A model API method: a span per call from ``api``."""
+    make = async_wrapper if is_async else sync_wrapper
+    return Patch(module, name, lambda tracer, rt: make(api, tracer, rt))
+
+
+def plain(module: str, name: str, wrapper: Wrapper) -> Patch:
+    """A function wrapped by a fixed wrapper (a hook that needs neither tracer nor runtime)."""
+    return Patch(module, name, lambda tracer, rt: wrapper)
+
+
+def _owner(patch: Patch) -> tuple[Any, str] | None:
+    """(the object holding the attribute, the attribute) when both exist in the installed SDK."""
+    try:
+        owner: Any = importlib.import_module(patch.module)
+    except ImportError:
+        return None
+    *path, attr = patch.name.split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    return (owner, attr) if hasattr(owner, attr) else None
+
+
+class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """``Instrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the library.
+
+    Subclasses set :attr:`dependencies` and implement :meth:`patches` (they may also add setup in
+    :meth:`_prepare`)."""
+
+    #: The pip requirement(s) the instrumented library must satisfy (``instrumentation_dependencies``).
+    dependencies: ClassVar[tuple[str, ...]] = ()
+    _applied: ClassVar[list[tuple[Any, str]]]
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return self.dependencies
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        raise NotImplementedError
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer: Tracer = get_tracer(type(self).__module__, __version__, kwargs.get("tracer_provider"))
+        rt: Runtime = kwargs.get("runtime") or runtime.active()
+        applied: list[tuple[Any, str]] = []
+        for patch in self.patches(rt):
+            target = _owner(patch)
+            if target is None:
+                continue  # not in this version of the SDK
+            owner, attr = target
+            wrapt.wrap_function_wrapper(owner, attr, patch.factory(tracer, rt))
+            applied.append(target)
+        type(self)._applied = applied
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for owner, attr in getattr(type(self), "_applied", []):
+            unwrap(owner, attr)
+        type(self)._applied = []

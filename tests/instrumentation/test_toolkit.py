@@ -1,0 +1,228 @@
+"""The provider toolkit's own guarantees, on a small client whose methods have the shapes real SDKs have (botocore's
+positional ``_make_api_call(operation, params)``, a response dict holding a stream, a server address that raises).
+
+Provider tests (the real SDKs over real HTTP) show the same guarantees end to end; these pin the toolkit itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import wrapt
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from spanfold import counters
+from spanfold.instrumentation.blocks import IndexedBlocks
+from spanfold.instrumentation.calls import ModelApi, Result, async_wrapper, sync_wrapper
+from spanfold.runtime import Runtime
+
+
+class Chunks:
+    """An SDK-like stream: iterable once, closable."""
+
+    def __init__(self, items: list[str]) -> None:
+        self._it = iter(items)
+        self.closed = False
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        return next(self._it)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Accumulator:
+    def __init__(self, rt: Runtime) -> None:
+        self.text: list[str] = []
+
+    def add(self, chunk: str) -> None:
+        self.text.append(chunk)
+
+    def attributes(self) -> dict[str, Any]:
+        return {"test.text": "".join(self.text)}
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    operation, params = args
+    return params if operation in ("Converse", "ConverseStream") else None
+
+
+def _classify(result: Any) -> Result:
+    return Result.NESTED_STREAM if isinstance(result, dict) and "stream" in result else Result.RESPONSE
+
+
+def _server(instance: Any) -> dict[str, Any]:
+    raise RuntimeError("no endpoint")
+
+
+API = ModelApi(
+    kind="test.converse",
+    provider="test",
+    operation="chat",
+    request=lambda request, rt: (request.get("modelId"), {"gen_ai.request.model": request.get("modelId")}),
+    response=lambda result, rt: {"gen_ai.response.id": result.get("id")},
+    accumulator=Accumulator,
+    classify=_classify,
+    server=_server,
+    bind=_bind,
+    nested_stream="stream",
+)
+
+
+class Client:
+    calls: list[tuple[str, dict[str, Any]]]
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def _make_api_call(self, operation: str, params: dict[str, Any]) -> Any:
+        self.calls.append((operation, params))
+        if operation == "ConverseStream":
+            return {"ResponseMetadata": {"RequestId": "r1"}, "stream": Chunks(["a", "b"])}
+        return {"id": operation}
+
+
+@pytest.fixture
+def traced() -> Iterator[tuple[Client, InMemorySpanExporter]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    client = Client()
+    wrapper = sync_wrapper(API, provider.get_tracer("t"), Runtime())
+    client._make_api_call = wrapt.FunctionWrapper(client._make_api_call, wrapper)  # type: ignore[method-assign]
+    yield client, exporter
+
+
+def test_positional_request_is_bound_and_other_operations_pass_through(traced: Any) -> None:
+    client, exporter = traced
+    params = {"Bucket": "b", "Key": "k"}
+    assert client._make_api_call("PutObject", params) == {"id": "PutObject"}
+    assert exporter.get_finished_spans() == ()  # not a model call: no span
+    assert client.calls[-1] == ("PutObject", params)  # ... and the call untouched
+    assert client._make_api_call("Converse", {"modelId": "m1"}) == {"id": "Converse"}
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "chat m1"
+    assert span.attributes["gen_ai.response.id"] == "Converse"
+
+
+def test_a_fault_reading_the_server_address_keeps_the_span(traced: Any) -> None:
+    client, exporter = traced
+    before = counters.snapshot().get("fault.test.converse.server", 0)
+    client._make_api_call("Converse", {"modelId": "m1"})
+    (span,) = exporter.get_finished_spans()
+    assert "server.address" not in span.attributes
+    assert counters.snapshot()["fault.test.converse.server"] == before + 1
+
+
+def test_a_stream_nested_in_a_response_dict_is_proxied_in_place(traced: Any) -> None:
+    client, exporter = traced
+    response = client._make_api_call("ConverseStream", {"modelId": "m1"})
+    assert type(response) is dict and response["ResponseMetadata"] == {"RequestId": "r1"}
+    assert exporter.get_finished_spans() == ()  # the span ends with the stream
+    assert list(response["stream"]) == ["a", "b"]
+    assert isinstance(response["stream"], Chunks)  # the proxy passes isinstance
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes["test.text"] == "ab"
+
+
+def test_a_cancelled_stream_is_an_error_not_a_success() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    class Slow:
+        def __aiter__(self) -> Slow:
+            return self
+
+        async def __anext__(self) -> str:
+            await asyncio.sleep(10)
+            return "x"
+
+    async def create(**kwargs: Any) -> Any:
+        return Slow()
+
+    api = ModelApi(
+        kind="test.async",
+        provider="test",
+        operation="chat",
+        request=lambda request, rt: ("m", {}),
+        response=lambda result, rt: {},
+        accumulator=Accumulator,
+        classify=lambda result: Result.ASYNC_STREAM,
+    )
+    wrapped = wrapt.FunctionWrapper(create, async_wrapper(api, provider.get_tracer("t"), Runtime()))
+
+    async def main() -> None:
+        stream = await wrapped(model="m")
+
+        async def read() -> None:
+            async for _ in stream:
+                pass
+
+        task = asyncio.create_task(read())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "asyncio.exceptions.CancelledError"
+
+
+def test_indexed_blocks_read_in_index_order_whatever_the_arrival() -> None:
+    blocks = IndexedBlocks()
+    blocks.start(1, {"type": "tool_use"})
+    blocks.add(1, '{"a"')
+    blocks.open(0).fragments.append("hi")
+    blocks.add(1, ": 1}")
+    blocks.add(7, "dropped: never started")
+    blocks.add_part(1, 1, "second")
+    blocks.add_part(1, 0, "first")
+    blocks.stop(2, {"type": "done-only"})
+    assert [b.start for b in blocks.ordered()] == [None, {"type": "tool_use"}, {"type": "done-only"}]
+    assert [b.text() for b in blocks.ordered()] == ["hi", '{"a": 1}', ""]
+    assert blocks.ordered()[1].part_texts() == ["first", "second"]
+    assert blocks.ordered()[2].done == {"type": "done-only"}
+
+
+LAZY = textwrap.dedent(
+    """
+    import sys, spanfold, wrapt
+    def patched(cls, name):
+        return isinstance(vars(cls)[name], wrapt.FunctionWrapper)
+    spanfold.init(output=sys.argv[1])
+    assert "openai" not in sys.modules and "anthropic" not in sys.modules, "init() imported an SDK"
+    import openai
+    from openai.resources.chat.completions import completions
+    assert patched(completions.Completions, "create"), "openai not patched on import"
+    assert "anthropic" not in sys.modules
+    spanfold.shutdown()
+    assert not patched(completions.Completions, "create"), "not restored"
+    import anthropic
+    from anthropic.resources.messages import messages
+    assert not patched(messages.Messages, "create"), "a hook of a shut-down init() patched"
+    print("ok")
+    """
+)
+
+
+def test_init_imports_no_sdk_and_patches_each_on_import(tmp_path: Any) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY, str(tmp_path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
