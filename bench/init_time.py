@@ -1,0 +1,79 @@
+"""What ``spanfold.init()`` adds to the start of an application that imports only openai.
+
+Three cases, each in a fresh interpreter, timed from inside (interpreter start-up is not counted):
+
+* ``openai``: ``import openai`` (the baseline: what the application pays anyway);
+* ``init+openai``: ``import spanfold; spanfold.init()`` then ``import openai`` (openai is patched as it is imported);
+* ``init``: ``import spanfold; spanfold.init()`` alone.
+
+Rounds interleave the cases in a shuffled order; the table quotes medians over rounds and the delta against the
+baseline of the same rounds. ``--src DIR`` measures another checkout's ``src`` (say, the commit before lazy patching)
+with the same interpreter and packages.
+
+    python bench/init_time.py [--rounds 9] [--src ../old/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CASES = {
+    "openai": "import openai",
+    "init+openai": "import spanfold; spanfold.init(output=OUT); import openai",
+    "init": "import spanfold; spanfold.init(output=OUT)",
+}
+
+CHILD = """
+import time, sys, json
+OUT = sys.argv[1]
+t0 = time.perf_counter()
+exec(sys.argv[2])
+t1 = time.perf_counter()
+print(json.dumps({"ms": (t1 - t0) * 1000, "anthropic_imported": "anthropic" in sys.modules}))
+"""
+
+
+def run(case: str, src: str | None, out: str) -> dict[str, float]:
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, out, CASES[case]], capture_output=True, text=True, env=env, check=True
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--src", help="a checkout's src directory to measure instead of the installed spanfold")
+    args = parser.parse_args()
+    times: dict[str, list[float]] = {case: [] for case in CASES}
+    anthropic_imported = False
+    with tempfile.TemporaryDirectory() as out:
+        for _ in range(args.rounds):
+            order = list(CASES)
+            random.shuffle(order)
+            for case in order:
+                result = run(case, args.src, out)
+                times[case].append(result["ms"])
+                anthropic_imported |= bool(result["anthropic_imported"]) and case != "openai"
+    base = statistics.median(times["openai"])
+    print(f"{'case':<14}{'median ms':>11}{'min ms':>9}{'max ms':>9}{'vs openai':>12}")
+    for case, values in times.items():
+        median = statistics.median(values)
+        delta = "" if case == "openai" else f"{median - base:+.0f} ms"
+        print(f"{case:<14}{median:>11.0f}{min(values):>9.0f}{max(values):>9.0f}{delta:>12}")
+    print(f"anthropic imported by spanfold: {'yes' if anthropic_imported else 'no'} ({args.rounds} rounds)")
+
+
+if __name__ == "__main__":
+    main()
