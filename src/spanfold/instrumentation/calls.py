@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-import wrapt
 from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.instrumentation.history import FragmentCache
 from spanfold.instrumentation.spans import ModelSpan
-from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy
+from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy, Transparent
 from spanfold.runtime import Runtime
 
 
@@ -164,7 +163,7 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, rt: Runtime) -> Any:
         return result
 
 
-class _RawProxy(wrapt.ObjectProxy[Any]):
+class _RawProxy(Transparent):
     """A ``with_raw_response`` result whose span finishes from what ``.parse()`` gives (a stream is proxied), or
     ends when this is collected unparsed. Subclasses say when and how the body is parsed."""
 

@@ -9,9 +9,10 @@ garbage-collected unfinished.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, SupportsIndex
 
 import wrapt
 
@@ -79,19 +80,50 @@ class StreamState:
             self.span.finish(attrs)
 
 
-class SyncStreamProxy(wrapt.ObjectProxy[Any]):
-    """A sync SDK stream that reports its chunks and its end."""
+class Transparent(wrapt.ObjectProxy[Any]):
+    """What copying and pickling a proxy does: what it does to the SDK object.
+
+    ``copy.copy`` gives a proxy of the SDK object's copy (sharing its span and accumulator, as the copy shares the
+    SDK object's iterator); ``copy.deepcopy`` and ``pickle`` act on the SDK object itself, so they succeed, or raise
+    the very error, exactly as without spanfold (wrapt's proxies raise ``NotImplementedError`` for all three)."""
+
+    def __copy__(self) -> Any:
+        return self._self_copy(copy.copy(self.__wrapped__))
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return wrapped_copy
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copy.deepcopy(self.__wrapped__, memo)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        return self.__wrapped__.__reduce_ex__(protocol)
+
+    def __reduce__(self) -> Any:
+        return self.__wrapped__.__reduce__()
+
+
+class SyncStreamProxy(Transparent):
+    """A sync SDK stream that reports its chunks and its end. Iterating it iterates what the SDK stream's own
+    ``__iter__`` gives (a class-level patch of ``Stream.__iter__`` still runs)."""
 
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
+        self._self_source: Any = None
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return SyncStreamProxy(wrapped_copy, self._self_state)
 
     def __iter__(self) -> SyncStreamProxy:
+        if self._self_source is None:
+            self._self_source = iter(self.__wrapped__)
         return self
 
     def __next__(self) -> Any:
+        source = self._self_source
         try:
-            chunk = self.__wrapped__.__next__()
+            chunk = (self.__wrapped__ if source is None else source).__next__()
         except StopIteration:
             self._self_state.finish()
             raise
@@ -123,19 +155,26 @@ class SyncStreamProxy(wrapt.ObjectProxy[Any]):
             state.finish()
 
 
-class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
-    """An async SDK stream that reports its chunks and its end."""
+class AsyncStreamProxy(Transparent):
+    """An async SDK stream that reports its chunks and its end (iterating what the SDK stream's ``__aiter__`` gives)."""
 
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
+        self._self_source: Any = None
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return AsyncStreamProxy(wrapped_copy, self._self_state)
 
     def __aiter__(self) -> AsyncStreamProxy:
+        if self._self_source is None:
+            self._self_source = self.__wrapped__.__aiter__()
         return self
 
     async def __anext__(self) -> Any:
+        source = self._self_source
         try:
-            chunk = await self.__wrapped__.__anext__()
+            chunk = await (self.__wrapped__ if source is None else source).__anext__()
         except StopAsyncIteration:
             self._self_state.finish()
             raise
