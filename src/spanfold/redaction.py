@@ -1,10 +1,12 @@
-"""Redaction of recorded content: built-in patterns (emails, API keys and bearer tokens, Luhn-valid card numbers) and
-a user callable, applied to every content string before spanfold records it.
+"""Redaction of recorded content: built-in patterns (emails, API keys, bearer tokens, JWTs, AWS secret access keys,
+Luhn-valid card numbers, also when sent as JSON numbers) and a user callable, applied to every content string before
+spanfold records it.
 
 Turn it on with ``spanfold.init(redact=True)`` (or ``SPANFOLD_REDACT=1``): the built-in patterns. ``redact=fn`` runs
 the built-in patterns, then ``fn(text) -> text``; ``redact=Redaction(hook=fn, builtin=False)`` runs ``fn`` alone.
-Content is what capture records: message text, reasoning, tool-call arguments, tool results and media URIs (strings
-inside lists and dicts too; keys, roles, ids and tool names are left alone), and the arguments and result of a
+Content is what capture records: message text, reasoning, tool-call arguments, tool results, media URIs, stop
+sequences and error messages (strings inside lists and dicts too; keys, roles, ids and tool names are left alone), and
+the arguments and result of a
 ``@spanfold.tool`` function as the text recorded (JSON unless the result is a string). A hook that raises (or returns
 something other than a string) is a counted fault, and the content it was given is replaced by :data:`FAILED` rather
 than recorded as it was.
@@ -43,6 +45,15 @@ def _is_card(match: re.Match[str]) -> bool:
     return 13 <= len(digits) <= 19 and luhn(digits)
 
 
+def _mixed_base64(text: str) -> bool:
+    return (
+        any(c.isupper() for c in text)
+        and any(c.islower() for c in text)
+        and any(c.isdigit() for c in text)
+        and ("/" in text or "+" in text)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Pattern:
     """A kind of secret: how it looks, an optional check of a match, and what replaces it."""
@@ -72,6 +83,14 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
     ),
     Pattern("bearer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*")),
+    # a JSON Web Token: three base64url segments, the first two of them JSON objects ("eyJ" is '{"')
+    Pattern("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    # an AWS secret access key: 40 characters of base64 holding upper, lower, a digit and / or +
+    Pattern(
+        "aws_secret",
+        re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        check=lambda m: _mixed_base64(m.group(0)),
+    ),
     Pattern("email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
     Pattern("card", re.compile(r"(?<!\d)\d(?:[ -]?\d){12,18}(?!\d)"), check=_is_card),
 )
@@ -98,7 +117,7 @@ def builtin(text: str) -> str:
 _REPLACERS = [(p, _replacer(p)) for p in PATTERNS]
 
 
-_CREDENTIALS = [(p, r) for p, r in _REPLACERS if p.name in ("api_key", "bearer")]
+_CREDENTIALS = [(p, r) for p, r in _REPLACERS if p.name in ("api_key", "bearer", "jwt", "aws_secret")]
 
 
 def secrets(text: str) -> str:
@@ -134,9 +153,14 @@ class Redaction:
         return text
 
     def value(self, value: Any) -> Any:
-        """Every string in ``value`` (itself, or inside lists, tuples and dict values) redacted."""
+        """Every string in ``value`` (itself, or inside lists, tuples and dict values) redacted; a number that reads
+        as a secret (a card number sent as a JSON number) becomes the redacted text."""
         if isinstance(value, str):
             return self.text(value)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**12:
+            text = str(value)
+            redacted = self.text(text)
+            return value if redacted == text else redacted
         if isinstance(value, dict):
             return {k: self.value(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):

@@ -48,6 +48,9 @@ SECRETS = [EMAIL, KEY, CARD, GITHUB, "PLANTEDkey", "alice.smith@"]
         ("378282246310005", "[REDACTED:card]"),  # Amex, 15 digits
         (NOT_A_CARD, NOT_A_CARD),
         ("call 0123456789", "call 0123456789"),  # too short for a card
+        ("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlLXZhbHVl x", "t [REDACTED:jwt] x"),
+        ("k=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY;", "k=[REDACTED:aws_secret];"),
+        ("sha1 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12", "sha1 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"),
         ("sk-short", "sk-short"),  # too short for a key
         ("the task-force met", "the task-force met"),
         ("", ""),

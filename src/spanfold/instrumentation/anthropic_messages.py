@@ -163,7 +163,7 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
     attrs.update(params.numbers(kwargs, REQUEST_PARAMS))
     stops = kwargs.get("stop_sequences")
     if params.given(stops):
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = m.as_list(stops)
+        attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(m.as_list(stops)) if rt.capture_content else None
     thread = kwargs.get("thread")
     if params.given(thread) and m.get(thread, "type") == "continue":
         attrs[semconv.ANTHROPIC_PREVIOUS_MESSAGE_ID] = m.get(thread, "previous_message_id")

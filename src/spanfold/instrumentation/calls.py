@@ -115,7 +115,7 @@ def _begin(
         return None
     attrs.update(_server(api, instance))
     try:
-        return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT)
+        return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT, rt=rt)
     except Exception as exc:
         counters.fault(f"{api.kind}.span", exc)
         return None

@@ -124,7 +124,8 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
         attrs[semconv.REQUEST_CHOICE_COUNT] = n
     stop = kwargs.get("stop")
     if params.given(stop):
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = [stop] if isinstance(stop, str) else m.as_list(stop)
+        stops = [stop] if isinstance(stop, str) else m.as_list(stop)
+        attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(stops) if rt.capture_content else None
     fmt = kwargs.get("response_format")
     if params.given(fmt):
         kind = m.get(fmt, "type") if isinstance(fmt, Mapping) else "json_schema"

@@ -19,6 +19,7 @@ from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
 from spanfold.redaction import secrets
+from spanfold.runtime import Runtime
 
 
 def error_type(exc: BaseException) -> str:
@@ -30,14 +31,28 @@ def error_type(exc: BaseException) -> str:
     return ".".join([*public, cls.__qualname__])
 
 
-def set_error(span: Span, exc: BaseException) -> None:
-    """Status ERROR with the message, ``error.type``, and the exception event (before the span ends). Credentials in
-    the message (a server echoing the key it rejected) are masked (:func:`~spanfold.redaction.secrets`)."""
-    span.set_attribute(semconv.ERROR_TYPE, error_type(exc))
-    trace_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    masked = {"exception.message": secrets(str(exc)), "exception.stacktrace": secrets(trace_text)}
-    span.record_exception(exc, attributes=masked, escaped=True)
-    span.set_status(Status(StatusCode.ERROR, secrets(f"{type(exc).__name__}: {exc}")))
+def set_error(span: Span, exc: BaseException, rt: Runtime) -> None:
+    """Status ERROR, ``error.type``, and the exception event (before the span ends).
+
+    An error message is content (a tool's exception quotes its input; a provider's 400 echoes the prompt): with content
+    capture off the span gets the exception's type and the stack frames, never its message; with capture on the
+    message goes through the runtime's redaction. Credentials (a server echoing the key it rejected) are masked
+    whatever the settings (:func:`~spanfold.redaction.secrets`)."""
+    kind = error_type(exc)
+    span.set_attribute(semconv.ERROR_TYPE, kind)
+    if rt.capture_content:
+        message = secrets(str(rt.content(str(exc))))
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        stack = secrets(str(rt.content("".join(frames))))
+        attributes = {"exception.type": kind, "exception.message": message, "exception.stacktrace": stack}
+        description = f"{type(exc).__name__}: {message}"
+    else:
+        frames = traceback.format_tb(exc.__traceback__)
+        stack = "Traceback (most recent call last):\n" + "".join(frames) + kind
+        attributes = {"exception.type": kind, "exception.message": "", "exception.stacktrace": stack}
+        description = type(exc).__name__
+    span.record_exception(exc, attributes=attributes, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, description))
 
 
 def end_span(span: Span) -> None:
@@ -56,9 +71,12 @@ def clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
 class ModelSpan:
     """One started GenAI span and the promise to end it exactly once."""
 
-    __slots__ = ("_lock", "_token", "ended", "span")
+    __slots__ = ("_lock", "_token", "ended", "rt", "span")
 
-    def __init__(self, tracer: Tracer, name: str, attributes: Mapping[str, Any], *, kind: SpanKind) -> None:
+    def __init__(
+        self, tracer: Tracer, name: str, attributes: Mapping[str, Any], *, kind: SpanKind, rt: Runtime
+    ) -> None:
+        self.rt = rt
         self.span: Span = tracer.start_span(name, kind=kind, attributes=clean(attributes))
         self.ended = False
         self._lock = threading.Lock()
@@ -101,7 +119,7 @@ class ModelSpan:
         try:
             if attributes:
                 self.span.set_attributes(clean(attributes))
-            set_error(self.span, exc)
+            set_error(self.span, exc, self.rt)
         except Exception as fault:
             counters.fault("span.fail", fault)
         end_span(self.span)

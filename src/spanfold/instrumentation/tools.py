@@ -117,7 +117,7 @@ def _end_error(span: Span | None, exc: BaseException) -> None:
     if span is None:
         return
     try:
-        set_error(span, exc)
+        set_error(span, exc, runtime.active())
     except Exception as fault:
         counters.fault("tool.error", fault)
     end_span(span)
@@ -237,7 +237,7 @@ class agent:
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
             if exc is not None:
-                set_error(span, exc)
+                set_error(span, exc, runtime.active())
         except Exception as fault:
             counters.fault("agent.end", fault)
         end_span(span)

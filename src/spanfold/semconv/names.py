@@ -101,6 +101,7 @@ CONTENT_ATTRIBUTES: Final = frozenset(
         OUTPUT_MESSAGES,
         TOOL_CALL_ARGUMENTS,
         TOOL_CALL_RESULT,
+        REQUEST_STOP_SEQUENCES,
     }
 )
 
