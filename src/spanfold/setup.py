@@ -159,6 +159,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
     global _handle, _atexit_registered
     with _lock:
         if _handle is not None:
+            _warn_if_different(_handle.config, overrides)
             return _handle
         cfg = config_module.load(overrides)
         if cfg.disabled:
@@ -178,6 +179,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             handle.otlp_processor = _add_otlp(provider, endpoint)
         _listen_to_genai_events()
         handle.instrumented = registry.instrument_all(provider, rt, cfg.instrument)
+        _say_what_is_instrumented(handle.instrumented, cfg.instrument)
         _handle = handle
         if not _atexit_registered:
             atexit.register(_at_exit)
@@ -185,6 +187,54 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             _flush_in_multiprocessing_children()
             _atexit_registered = True
         return handle
+
+
+_warned_different = False
+
+
+def _warn_if_different(active: Config, overrides: dict[str, Any]) -> None:
+    """A second ``init()`` returns the first one's handle; say so, once, when it asked for something else."""
+    global _warned_different
+    if _warned_different:
+        return
+    try:
+        asked = config_module.load(overrides)
+    except (config_module.ConfigError, TypeError, ValueError):
+        return
+    given = [name for name, value in overrides.items() if value is not None]
+    differs = [
+        f"{name}={getattr(asked, name)!r} (in force: {getattr(active, name)!r})"
+        for name in given
+        if getattr(asked, name) != getattr(active, name)
+    ]
+    if differs:
+        _warned_different = True
+        logger.warning(
+            "spanfold: init() already ran; this call's options are ignored: %s (call spanfold.shutdown() first "
+            "to change them)",
+            ", ".join(differs),
+        )
+
+
+def _say_what_is_instrumented(names: list[str], only: tuple[str, ...] | None) -> None:
+    """One line: what is patched (when imported), what is not installed. Nothing at all: a warning (stderr)."""
+    known = list(registry.INSTRUMENTORS)
+    wanted = known if only is None else [n for n in known if n in only]
+    missing = [n for n in wanted if n not in names]
+    if names:
+        logger.info(
+            "spanfold: tracing %s (each patched when your program imports it)%s",
+            ", ".join(names),
+            f"; not installed: {', '.join(missing)}" if missing else "",
+        )
+    elif only == ():
+        logger.info("spanfold: instrument=none: no client library is patched; spans other instrumentations make fold")
+    else:
+        logger.warning(
+            "spanfold: none of the client libraries spanfold traces is installed (%s): no model call will be traced; "
+            "spans made by other OpenTelemetry instrumentations are still folded",
+            ", ".join(wanted),
+        )
 
 
 def stop() -> None:
