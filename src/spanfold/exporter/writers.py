@@ -17,6 +17,10 @@ appended since its own last write.
 An ``OSError`` (disk full, permission denied, directory deleted) is a counted fault (``writer.io``), logged once; the
 trace waits in a bounded retry buffer and is written, in order, once the path works again (the directory is
 re-created). Files are created 0600, directories 0700.
+
+Writers never follow a symbolic link planted in the output directory, nor write into a file or directory another user
+owns or a file wider than 0600 (:mod:`.safe_files`, checked on the open descriptor): such a path is refused, counted
+(``writer.unsafe_path``) and logged once, and the traces wait in the retry buffer as for any other unwritable path.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import threading
 from collections import deque
 from pathlib import Path
@@ -34,6 +39,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.forks import reinit_in_child
+from spanfold.exporter.safe_files import UnsafePath, open_dir, open_file
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
 
@@ -46,9 +52,7 @@ MAX_RETRY_BYTES: Final = 64 * 1024 * 1024
 BATCH_TRACES: Final = 512
 BATCH_BYTES: Final = 8 * 1024 * 1024
 
-_FILE_MODE: Final = 0o600
-_DIR_MODE: Final = 0o700
-_APPEND_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_APPEND_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -67,10 +71,6 @@ def _check_format(fmt: str) -> str:
     if fmt not in EVENTS_FILES:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {', '.join(EVENTS_FILES)}")
     return fmt
-
-
-def _open_append(path: Path) -> int:
-    return os.open(path, _APPEND_FLAGS, _FILE_MODE)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -112,7 +112,19 @@ def _count_lines(fd: int, start: int, end: int) -> int:
 
 
 def _ensure_dir(directory: Path) -> None:
-    os.makedirs(directory, mode=_DIR_MODE, exist_ok=True)
+    os.close(open_dir(directory))
+
+
+def _failed(exc: OSError) -> None:
+    """Count (and log once) a write that failed: a refused path, or any other ``OSError``."""
+    if isinstance(exc, UnsafePath):
+        counters.problem(
+            "writer.unsafe_path",
+            f"spanfold: refusing to write traces to {exc.filename}: {exc.strerror}; they wait in memory (bounded retry"
+            " buffer) until it is fixed",
+        )
+    else:
+        counters.fault("writer.io", exc, detail=str(exc))
 
 
 class _RetryBuffer:
@@ -140,7 +152,7 @@ class _RetryBuffer:
         try:
             write(join([item for item, _ in self.items]))
         except OSError as exc:
-            counters.fault("writer.io", exc, detail=str(exc))
+            _failed(exc)
             return False
         self.clear()
         return True
@@ -152,7 +164,7 @@ class _RetryBuffer:
             try:
                 write(item)
             except OSError as exc:
-                counters.fault("writer.io", exc, detail=str(exc))
+                _failed(exc)
                 return False
             self.items.popleft()
             self.bytes -= size
@@ -247,7 +259,7 @@ class JsonlWriter(_RetryingWriter):
         try:
             _ensure_dir(self.directory)
         except OSError as exc:
-            counters.fault("writer.io", exc, detail=str(exc))
+            _failed(exc)
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         events = (formats.encode_line(trace, self.format) + "\n").encode("utf-8")
@@ -256,23 +268,26 @@ class JsonlWriter(_RetryingWriter):
 
     def _write_item(self, item: Any) -> None:
         events, meta = item
-        _ensure_dir(self.directory)
-        fd = _open_append(self.events_path)
+        dir_fd = open_dir(self.directory)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
-            if self.meta_path is None:
-                _count_cut(_cut_torn_tail(fd))
-                _append_lines([(fd, events)])
-                return
-            meta_fd = _open_append(self.meta_path)
+            fd = open_file(dir_fd, self.directory, self.events_path.name, _APPEND_FLAGS)
             try:
-                self._repair(fd, meta_fd)
-                _append_lines([(fd, events), (meta_fd, meta)])
-                self._checked = (_where(fd), _where(meta_fd))
+                fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
+                if self.meta_path is None:
+                    _count_cut(_cut_torn_tail(fd))
+                    _append_lines([(fd, events)])
+                    return
+                meta_fd = open_file(dir_fd, self.directory, self.meta_path.name, _APPEND_FLAGS)
+                try:
+                    self._repair(fd, meta_fd)
+                    _append_lines([(fd, events), (meta_fd, meta)])
+                    self._checked = (_where(fd), _where(meta_fd))
+                finally:
+                    os.close(meta_fd)
             finally:
-                os.close(meta_fd)
+                os.close(fd)
         finally:
-            os.close(fd)
+            os.close(dir_fd)
 
     def _repair(self, fd: int, meta_fd: int) -> None:
         """Under the lock: cut torn tails, then give every events line appended since this writer last looked (by
@@ -347,31 +362,55 @@ class JsonFileWriter(_RetryingWriter):
         data = body.encode("utf-8")
         return (file_name(trace.meta.trace_id), data), len(data)
 
-    def _target(self, name: str) -> Path:
-        path = self.directory / name
-        stem = name[: -len(".json")]
-        n = 0
-        while path.exists():
-            n += 1
-            path = self.directory / f"{stem}-{n}.json"
-        return path
-
     def _write_item(self, item: Any) -> None:
         name, data = item
-        _ensure_dir(self.directory)
-        target = self._target(name)
-        tmp = self.directory / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+        dir_fd = open_dir(self.directory)
         try:
+            target = _free_name(dir_fd, name)
+            tmp, fd = _create_temp(dir_fd, self.directory, target)
             try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dir_fd)
+                raise
+        finally:
+            os.close(dir_fd)
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    """Whether ``name`` is taken in the directory (a symbolic link counts, dangling or not)."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _free_name(dir_fd: int, name: str) -> str:
+    """``name``, or ``<stem>-1.json``, ``<stem>-2.json``, ... when it is taken."""
+    stem = name[: -len(".json")]
+    n, free = 0, name
+    while _exists(dir_fd, free):
+        n += 1
+        free = f"{stem}-{n}.json"
+    return free
+
+
+def _create_temp(dir_fd: int, directory: Path, target: str) -> tuple[str, int]:
+    """A new temporary file beside ``target`` (an unpredictable name, created exclusively: nothing planted under a
+    name can receive the trace): its name and descriptor."""
+    for _ in range(100):
+        tmp = f".{target}.{secrets.token_hex(8)}.tmp"
+        try:
+            return tmp, open_file(dir_fd, directory, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {directory / target}")
 
 
 class MemoryWriter:
