@@ -33,6 +33,7 @@ import re
 import secrets
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -144,18 +145,17 @@ class _RetryBuffer:
             self.bytes -= dropped
             counters.incr("writer.dropped_traces")
 
-    def drain_joined(self, write: Any, join: Any) -> bool:
-        """Write every pending item at once (``write(join(items))``): all of them, or on a failure (a counted fault)
-        none of them (``write`` rolls back); True when written."""
+    def drain_fitting(self, write: Callable[[list[Any]], tuple[int, OSError | None]]) -> int:
+        """Let ``write`` write the pending items in order, as many as it can: it returns how many it wrote and the
+        error that stopped it (a counted fault); those are dropped from the buffer. How many were written."""
         if not self.items:
-            return True
-        try:
-            write(join([item for item, _ in self.items]))
-        except OSError as exc:
-            _failed(exc)
-            return False
-        self.clear()
-        return True
+            return 0
+        written, error = write([item for item, _ in self.items])
+        for _ in range(written):
+            self.bytes -= self.items.popleft()[1]
+        if error is not None:
+            _failed(error)
+        return written
 
     def drain(self, write: Any) -> bool:
         """Write pending items in order until one fails (a counted fault); True when all were written."""
@@ -242,14 +242,20 @@ class _RetryingWriter:
 class JsonlWriter(_RetryingWriter):
     """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``): held until
     :meth:`flush` (or :meth:`close`), or until :data:`BATCH_TRACES` traces or :data:`BATCH_BYTES` wait, then all
-    appended under one lock."""
+    appended under one lock. When they do not all fit (a full disk), as many as fit are written, in order, and the
+    rest wait. Counts ``traces_written`` as lines reach the file."""
+
+    #: This writer counts ``traces_written`` itself, when a trace is on disk (not when it is handed over).
+    counts_written = True
 
     def _due(self) -> bool:
         pending = self._pending
         return len(pending.items) >= BATCH_TRACES or pending.bytes >= BATCH_BYTES
 
     def _drain(self) -> None:
-        self._pending.drain_joined(self._write_item, _join_lines)
+        written = self._pending.drain_fitting(self._append)
+        if written:
+            counters.incr("traces_written", written)
 
     def _prepare(self) -> None:
         self.events_path = self.directory / EVENTS_FILES[self.format]
@@ -266,28 +272,44 @@ class JsonlWriter(_RetryingWriter):
         meta = (formats.meta_line(trace) + "\n").encode("utf-8") if self.meta_path is not None else b""
         return (events, meta), len(events) + len(meta)
 
-    def _write_item(self, item: Any) -> None:
-        events, meta = item
-        dir_fd = open_dir(self.directory)
+    def _append(self, items: list[tuple[bytes, bytes]]) -> tuple[int, OSError | None]:
+        """Append ``items`` in order: all at once (one write per file), else (a failure, rolled back to the line
+        boundary) one by one until one does not fit. How many were appended, and the error that stopped the rest."""
         try:
-            fd = open_file(dir_fd, self.directory, self.events_path.name, _APPEND_FLAGS)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
-                if self.meta_path is None:
-                    _count_cut(_cut_torn_tail(fd))
-                    _append_lines([(fd, events)])
-                    return
-                meta_fd = open_file(dir_fd, self.directory, self.meta_path.name, _APPEND_FLAGS)
+            with self._opened() as fds:
                 try:
-                    self._repair(fd, meta_fd)
-                    _append_lines([(fd, events), (meta_fd, meta)])
-                    self._checked = (_where(fd), _where(meta_fd))
-                finally:
-                    os.close(meta_fd)
-            finally:
-                os.close(fd)
-        finally:
-            os.close(dir_fd)
+                    _append_lines(list(zip(fds, _join_lines(items), strict=False)))
+                    return len(items), None
+                except OSError as exc:
+                    if len(items) == 1:
+                        return 0, exc
+                for n, item in enumerate(items):
+                    try:
+                        _append_lines(list(zip(fds, item, strict=False)))
+                    except OSError as exc:
+                        return n, exc
+                return len(items), None
+        except OSError as exc:  # opening, locking or repairing the files
+            return 0, exc
+
+    @contextlib.contextmanager
+    def _opened(self) -> Iterator[list[int]]:
+        """The events file (and the metadata file), open, locked and repaired: ready to append whole lines."""
+        with contextlib.ExitStack() as stack:
+            dir_fd = open_dir(self.directory)
+            stack.callback(_close, dir_fd)
+            fd = open_file(dir_fd, self.directory, self.events_path.name, _APPEND_FLAGS)
+            stack.callback(_close, fd)  # releases the lock
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if self.meta_path is None:
+                _count_cut(_cut_torn_tail(fd))
+                yield [fd]
+                return
+            meta_fd = open_file(dir_fd, self.directory, self.meta_path.name, _APPEND_FLAGS)
+            stack.callback(_close, meta_fd)
+            self._repair(fd, meta_fd)
+            yield [fd, meta_fd]
+            self._checked = (_where(fd), _where(meta_fd))
 
     def _repair(self, fd: int, meta_fd: int) -> None:
         """Under the lock: cut torn tails, then give every events line appended since this writer last looked (by
@@ -308,6 +330,12 @@ def _join_lines(items: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
     if len(items) == 1:
         return items[0]
     return b"".join(e for e, _ in items), b"".join(m for _, m in items)
+
+
+def _close(fd: int) -> None:
+    """Close ``fd``; an error closing a file already written does not make its lines unwritten."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _where(fd: int) -> tuple[int, int]:
