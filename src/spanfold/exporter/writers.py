@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import secrets
@@ -386,8 +385,7 @@ class JsonFileWriter(_RetryingWriter):
     A trace id written before (late spans, a second local root) gets ``<trace_id>-1.json``, ..."""
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
-        body = json.dumps(document(trace, self.format), ensure_ascii=False, indent=2, default=str) + "\n"
-        data = body.encode("utf-8")
+        data = (formats.dumps(document(trace, self.format), pretty=True) + "\n").encode("utf-8")
         return (file_name(trace.meta.trace_id), data), len(data)
 
     def _write_item(self, item: Any) -> None:
