@@ -22,7 +22,7 @@ from spanfold import config as config_module
 from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
-from spanfold.exporter.writers import MemoryWriter, writers_for
+from spanfold.exporter.writers import MemoryWriter, report_unwritten, writers_for
 from spanfold.instrumentation import redact, registry
 from spanfold.instrumentation.spans import SETTINGS
 from spanfold.trace.model import Trace
@@ -203,6 +203,7 @@ def _at_exit(timeout: float = 10.0) -> None:
     if handle is not None:
         try:
             handle.flush(timeout=timeout)
+            report_unwritten(handle.processor.writers if handle.processor is not None else ())
         except Exception as exc:  # never make the user's exit noisy
             counters.fault("atexit.flush", exc)
 

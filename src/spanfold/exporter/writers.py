@@ -14,9 +14,11 @@ without its metadata line: the next writer, of any process, cuts the torn tail (
 a lost metadata line as a placeholder (``writer.meta_lines_restored``) before it appends, reading only what was
 appended since its own last write.
 
-An ``OSError`` (disk full, permission denied, directory deleted) is a counted fault (``writer.io``), logged once; the
+An ``OSError`` (disk full, permission denied, directory deleted) is the setup's problem, not a fault of spanfold's:
+counted (``writer.io_errors``) and logged once, in one line (the path, the reason, what spanfold does meanwhile); the
 trace waits in a bounded retry buffer and is written, in order, once the path works again (the directory is
-re-created). Files are created 0600, directories 0700.
+re-created). At exit, :func:`report_unwritten` says in one line how many traces never reached the disk. The
+directory is created on the first write, not before. Files are created 0600, directories 0700.
 
 Writers never follow a symbolic link planted in the output directory, nor write into a file or directory another user
 owns or a file wider than 0600 (:mod:`.safe_files`, checked on the open descriptor): such a path is refused, counted
@@ -32,7 +34,7 @@ import re
 import secrets
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -111,22 +113,6 @@ def _count_lines(fd: int, start: int, end: int) -> int:
     return lines
 
 
-def _ensure_dir(directory: Path) -> None:
-    os.close(open_dir(directory))
-
-
-def _failed(exc: OSError) -> None:
-    """Count (and log once) a write that failed: a refused path, or any other ``OSError``."""
-    if isinstance(exc, UnsafePath):
-        counters.problem(
-            "writer.unsafe_path",
-            f"spanfold: refusing to write traces to {exc.filename}: {exc.strerror}; they wait in memory (bounded retry"
-            " buffer) until it is fixed",
-        )
-    else:
-        counters.fault("writer.io", exc, detail=str(exc))
-
-
 class _RetryBuffer:
     """Pending writes (in order), bounded by count and bytes; what falls out is counted."""
 
@@ -135,6 +121,7 @@ class _RetryBuffer:
         self.bytes = 0
         self.max_items = max_items
         self.max_bytes = max_bytes
+        self.dropped = 0
 
     def append(self, item: Any, size: int) -> None:
         self.items.append((item, size))
@@ -142,32 +129,30 @@ class _RetryBuffer:
         while len(self.items) > 1 and (len(self.items) > self.max_items or self.bytes > self.max_bytes):
             _, dropped = self.items.popleft()
             self.bytes -= dropped
+            self.dropped += 1
             counters.incr("writer.dropped_traces")
 
-    def drain_fitting(self, write: Callable[[list[Any]], tuple[int, OSError | None]]) -> int:
+    def drain_fitting(self, write: Callable[[list[Any]], tuple[int, OSError | None]]) -> tuple[int, OSError | None]:
         """Let ``write`` write the pending items in order, as many as it can: it returns how many it wrote and the
-        error that stopped it (a counted fault); those are dropped from the buffer. How many were written."""
+        error that stopped it; those are dropped from the buffer. How many were written, and the error."""
         if not self.items:
-            return 0
+            return 0, None
         written, error = write([item for item, _ in self.items])
         for _ in range(written):
             self.bytes -= self.items.popleft()[1]
-        if error is not None:
-            _failed(error)
-        return written
+        return written, error
 
-    def drain(self, write: Any) -> bool:
-        """Write pending items in order until one fails (a counted fault); True when all were written."""
+    def drain(self, write: Callable[[Any], None]) -> OSError | None:
+        """Write pending items in order until one fails; the error that stopped it, None when all were written."""
         while self.items:
             item, size = self.items[0]
             try:
                 write(item)
             except OSError as exc:
-                _failed(exc)
-                return False
+                return exc
             self.items.popleft()
             self.bytes -= size
-        return True
+        return None
 
     def clear(self) -> None:
         self.items.clear()
@@ -189,6 +174,8 @@ class _RetryingWriter:
         self.directory = Path(directory)
         self._lock = threading.Lock()
         self._pending = _RetryBuffer(max_retry_traces, max_retry_bytes)
+        #: Why the last write failed (``"<path>: <reason>"``), None once a write succeeds.
+        self.problem: str | None = None
         reinit_in_child(self._at_fork_reinit)
         self._prepare()
 
@@ -205,6 +192,30 @@ class _RetryingWriter:
         """Traces waiting in the retry buffer."""
         return len(self._pending.items)
 
+    @property
+    def dropped(self) -> int:
+        """Traces the full retry buffer dropped (never written)."""
+        return self._pending.dropped
+
+    def _where(self) -> Path:
+        """The path a failure without a file name is reported against."""
+        return self.directory
+
+    def _failed(self, exc: OSError | None) -> None:
+        """Note (count, and log once) why a write failed: a path refused as unsafe, or any other ``OSError``."""
+        if exc is None:
+            self.problem = None
+            return
+        path = exc.filename if exc.filename is not None else self._where()
+        self.problem = f"{os.fspath(path)}: {exc.strerror or exc}"
+        size = f"up to {self._pending.max_items} traces, {self._pending.max_bytes >> 20} MiB; the oldest go first"
+        if isinstance(exc, UnsafePath):
+            message = f"spanfold: refusing to write traces to {self.problem}; they wait in memory ({size}) until fixed"
+            counters.problem("writer.unsafe_path", message)
+        else:
+            message = f"spanfold: cannot write traces to {self.problem}; they wait in memory ({size}) and are retried"
+            counters.problem("writer.io_errors", message)
+
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         raise NotImplementedError
 
@@ -213,7 +224,7 @@ class _RetryingWriter:
 
     def _drain(self) -> None:
         """Write what is pending (under the lock)."""
-        self._pending.drain(self._write_item)
+        self._failed(self._pending.drain(self._write_item))
 
     def _due(self) -> bool:
         """Whether :meth:`write` writes at once (else it waits for :meth:`flush`)."""
@@ -252,19 +263,19 @@ class JsonlWriter(_RetryingWriter):
         return len(pending.items) >= BATCH_TRACES or pending.bytes >= BATCH_BYTES
 
     def _drain(self) -> None:
-        written = self._pending.drain_fitting(self._append)
+        written, error = self._pending.drain_fitting(self._append)
         if written:
             counters.incr("traces_written", written)
+        self._failed(error)
+
+    def _where(self) -> Path:
+        return self.events_path
 
     def _prepare(self) -> None:
         self.events_path = self.directory / EVENTS_FILES[self.format]
         self.meta_path: Path | None = self.directory / META_FILE if self.format == "invariant" else None
         #: (inode, size) of the events and metadata files after this writer's last append, both whole and aligned.
         self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
-        try:
-            _ensure_dir(self.directory)
-        except OSError as exc:
-            _failed(exc)
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         events = (formats.encode_line(trace, self.format) + "\n").encode("utf-8")
@@ -455,6 +466,22 @@ class MemoryWriter:
 
     def close(self) -> None:
         return None
+
+
+def report_unwritten(writers: Iterable[object]) -> None:
+    """At exit: say in one line (per output directory) how many traces never reached their files, still waiting in
+    a retry buffer or dropped from it, and why; nothing when every trace was written."""
+    lost: dict[Path, tuple[int, str | None]] = {}
+    for writer in writers:
+        if isinstance(writer, _RetryingWriter):
+            n = writer.pending + writer.dropped
+            if n > lost.get(writer.directory, (0, None))[0]:
+                lost[writer.directory] = (n, writer.problem)
+    for directory, (n, problem) in lost.items():
+        why = f" ({problem})" if problem else ""
+        counters.logger.warning(
+            f"spanfold: {n} trace(s) could not be written to {os.fspath(directory)}{why}; lost at exit"
+        )
 
 
 def writers_for(config: Config) -> list[Writer]:
