@@ -197,7 +197,7 @@ class _RetryingWriter:
         """Traces the full retry buffer dropped (never written)."""
         return self._pending.dropped
 
-    def _where(self) -> Path:
+    def _failure_path(self) -> Path:
         """The path a failure without a file name is reported against."""
         return self.directory
 
@@ -206,7 +206,7 @@ class _RetryingWriter:
         if exc is None:
             self.problem = None
             return
-        path = exc.filename if exc.filename is not None else self._where()
+        path = exc.filename if exc.filename is not None else self._failure_path()
         self.problem = f"{os.fspath(path)}: {exc.strerror or exc}"
         size = f"up to {self._pending.max_items} traces, {self._pending.max_bytes >> 20} MiB; the oldest go first"
         if isinstance(exc, UnsafePath):
@@ -268,7 +268,7 @@ class JsonlWriter(_RetryingWriter):
             counters.incr("traces_written", written)
         self._failed(error)
 
-    def _where(self) -> Path:
+    def _failure_path(self) -> Path:
         return self.events_path
 
     def _prepare(self) -> None:
