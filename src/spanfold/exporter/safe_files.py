@@ -55,32 +55,33 @@ def open_file(dir_fd: int, directory: Path, name: str, flags: int) -> int:
     """Open ``name`` in the directory ``dir_fd`` (created 0600 with ``O_CREAT``) without following a symbolic link;
     raises :class:`UnsafePath` unless it is a regular file with one name, owned by this process's user, that no one
     else may read or write."""
-    path = directory / name
     try:
         fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, FILE_MODE, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise UnsafePath(path, "it is a symbolic link") from None
+            raise UnsafePath(directory / name, "it is a symbolic link") from None
         raise
     try:
-        check_file(fd, path)
+        problem = file_problem(os.fstat(fd))
+        if problem is not None:
+            raise UnsafePath(directory / name, problem)
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def check_file(fd: int, path: Path) -> None:
-    """Raise :class:`UnsafePath` unless the open file ``fd`` is safe to write traces to (see :func:`open_file`)."""
-    st = os.fstat(fd)
+def file_problem(st: os.stat_result) -> str | None:
+    """Why an open file with this status is not safe to write traces to (see :func:`open_file`); None when it is."""
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(path, "it is not a regular file")
+        return "it is not a regular file"
     if st.st_uid != os.geteuid():
-        raise UnsafePath(path, _not_ours("the file", st.st_uid))
+        return _not_ours("the file", st.st_uid)
     if st.st_mode & 0o077:
-        raise UnsafePath(path, f"its permissions {stat.S_IMODE(st.st_mode):04o} are wider than 0600")
+        return f"its permissions {stat.S_IMODE(st.st_mode):04o} are wider than 0600"
     if st.st_nlink != 1:
-        raise UnsafePath(path, f"it has {st.st_nlink} hard links")
+        return f"it has {st.st_nlink} hard links"
+    return None
 
 
 def _not_ours(what: str, uid: int) -> str:
