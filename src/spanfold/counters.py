@@ -1,7 +1,8 @@
 """Counters (``spanfold.stats()``) for what spanfold did and what went wrong inside it; the log-once rule.
 
 A fault inside spanfold never reaches the user's program: it is caught, counted here under a kind
-(``"openai.output"``, ``"writer.io"``, ...) and logged once per kind.
+(``"openai.output"``, ``"writer.io"``, ...) and logged once per kind. A problem of the user's setup (an output path
+spanfold refuses to write through) is counted and logged once per kind too, as what it is (:func:`problem`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ def fault(kind: str, exc: BaseException | None = None, detail: str = "") -> None
     if first:
         msg = f"spanfold: internal fault ({kind}){': ' + detail if detail else ''}; your program is not affected"
         logger.warning(msg, exc_info=exc if exc is not None else False)
+
+
+def problem(kind: str, message: str) -> None:
+    """Count, under ``kind``, a problem that is not spanfold's fault but the user's to fix (an output path that is
+    unsafe or cannot be written); log ``message`` (one line, no traceback) the first time that kind happens."""
+    with _lock:
+        _counters[kind] += 1
+        first = kind not in _logged
+        _logged.add(kind)
+    if first:
+        logger.warning(message)
 
 
 def snapshot() -> dict[str, Any]:

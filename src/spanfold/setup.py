@@ -22,7 +22,7 @@ from spanfold import config as config_module
 from spanfold import counters, runtime
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
-from spanfold.exporter.writers import MemoryWriter, writers_for
+from spanfold.exporter.writers import MemoryWriter, report_unwritten, writers_for
 from spanfold.instrumentation import registry
 from spanfold.redaction import from_option
 from spanfold.trace.model import Trace
@@ -252,6 +252,7 @@ def _at_exit(timeout: float = 10.0) -> None:
     if handle is not None:
         try:
             handle.flush(timeout=timeout)
+            report_unwritten(handle.processor.writers if handle.processor is not None else ())
         except Exception as exc:  # never make the user's exit noisy
             counters.fault("atexit.flush", exc)
 

@@ -272,10 +272,13 @@ class Assembler:
         self._write(trace)
 
     def _write(self, trace: Trace) -> None:
+        counted = False
         for writer in self.writers:
             self._call(writer, "write", trace)
+            counted = counted or getattr(writer, "counts_written", False)
         self._written = True
-        counters.incr("traces_written")
+        if not counted:  # a file writer counts the trace once it is on disk; else handed over is written
+            counters.incr("traces_written")
 
     @staticmethod
     def _call(writer: Writer, method: str, *args: Any) -> None:

@@ -14,26 +14,34 @@ without its metadata line: the next writer, of any process, cuts the torn tail (
 a lost metadata line as a placeholder (``writer.meta_lines_restored``) before it appends, reading only what was
 appended since its own last write.
 
-An ``OSError`` (disk full, permission denied, directory deleted) is a counted fault (``writer.io``), logged once; the
+An ``OSError`` (disk full, permission denied, directory deleted) is the setup's problem, not a fault of spanfold's:
+counted (``writer.io_errors``) and logged once, in one line (the path, the reason, what spanfold does meanwhile); the
 trace waits in a bounded retry buffer and is written, in order, once the path works again (the directory is
-re-created). Files are created 0600, directories 0700.
+re-created). At exit, :func:`report_unwritten` says in one line how many traces never reached the disk. The
+directory is created on the first write, not before. Files are created 0600, directories 0700.
+
+Writers never follow a symbolic link planted in the output directory, nor write into a file or directory another user
+owns or a file wider than 0600 (:mod:`.safe_files`, checked on the open descriptor): such a path is refused, counted
+(``writer.unsafe_path``) and logged once, and the traces wait in the retry buffer as for any other unwritable path.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
+import secrets
 import threading
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.forks import reinit_in_child
+from spanfold.exporter.safe_files import UnsafePath, open_dir, open_file
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
 
@@ -46,9 +54,7 @@ MAX_RETRY_BYTES: Final = 64 * 1024 * 1024
 BATCH_TRACES: Final = 512
 BATCH_BYTES: Final = 8 * 1024 * 1024
 
-_FILE_MODE: Final = 0o600
-_DIR_MODE: Final = 0o700
-_APPEND_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_APPEND_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -67,10 +73,6 @@ def _check_format(fmt: str) -> str:
     if fmt not in EVENTS_FILES:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {', '.join(EVENTS_FILES)}")
     return fmt
-
-
-def _open_append(path: Path) -> int:
-    return os.open(path, _APPEND_FLAGS, _FILE_MODE)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -111,10 +113,6 @@ def _count_lines(fd: int, start: int, end: int) -> int:
     return lines
 
 
-def _ensure_dir(directory: Path) -> None:
-    os.makedirs(directory, mode=_DIR_MODE, exist_ok=True)
-
-
 class _RetryBuffer:
     """Pending writes (in order), bounded by count and bytes; what falls out is counted."""
 
@@ -123,6 +121,7 @@ class _RetryBuffer:
         self.bytes = 0
         self.max_items = max_items
         self.max_bytes = max_bytes
+        self.dropped = 0
 
     def append(self, item: Any, size: int) -> None:
         self.items.append((item, size))
@@ -130,33 +129,30 @@ class _RetryBuffer:
         while len(self.items) > 1 and (len(self.items) > self.max_items or self.bytes > self.max_bytes):
             _, dropped = self.items.popleft()
             self.bytes -= dropped
+            self.dropped += 1
             counters.incr("writer.dropped_traces")
 
-    def drain_joined(self, write: Any, join: Any) -> bool:
-        """Write every pending item at once (``write(join(items))``): all of them, or on a failure (a counted fault)
-        none of them (``write`` rolls back); True when written."""
+    def drain_fitting(self, write: Callable[[list[Any]], tuple[int, OSError | None]]) -> tuple[int, OSError | None]:
+        """Let ``write`` write the pending items in order, as many as it can: it returns how many it wrote and the
+        error that stopped it; those are dropped from the buffer. How many were written, and the error."""
         if not self.items:
-            return True
-        try:
-            write(join([item for item, _ in self.items]))
-        except OSError as exc:
-            counters.fault("writer.io", exc, detail=str(exc))
-            return False
-        self.clear()
-        return True
+            return 0, None
+        written, error = write([item for item, _ in self.items])
+        for _ in range(written):
+            self.bytes -= self.items.popleft()[1]
+        return written, error
 
-    def drain(self, write: Any) -> bool:
-        """Write pending items in order until one fails (a counted fault); True when all were written."""
+    def drain(self, write: Callable[[Any], None]) -> OSError | None:
+        """Write pending items in order until one fails; the error that stopped it, None when all were written."""
         while self.items:
             item, size = self.items[0]
             try:
                 write(item)
             except OSError as exc:
-                counters.fault("writer.io", exc, detail=str(exc))
-                return False
+                return exc
             self.items.popleft()
             self.bytes -= size
-        return True
+        return None
 
     def clear(self) -> None:
         self.items.clear()
@@ -178,6 +174,8 @@ class _RetryingWriter:
         self.directory = Path(directory)
         self._lock = threading.Lock()
         self._pending = _RetryBuffer(max_retry_traces, max_retry_bytes)
+        #: Why the last write failed (``"<path>: <reason>"``), None once a write succeeds.
+        self.problem: str | None = None
         reinit_in_child(self._at_fork_reinit)
         self._prepare()
 
@@ -194,6 +192,30 @@ class _RetryingWriter:
         """Traces waiting in the retry buffer."""
         return len(self._pending.items)
 
+    @property
+    def dropped(self) -> int:
+        """Traces the full retry buffer dropped (never written)."""
+        return self._pending.dropped
+
+    def _failure_path(self) -> Path:
+        """The path a failure without a file name is reported against."""
+        return self.directory
+
+    def _failed(self, exc: OSError | None) -> None:
+        """Note (count, and log once) why a write failed: a path refused as unsafe, or any other ``OSError``."""
+        if exc is None:
+            self.problem = None
+            return
+        path = exc.filename if exc.filename is not None else self._failure_path()
+        self.problem = f"{os.fspath(path)}: {exc.strerror or exc}"
+        size = f"up to {self._pending.max_items} traces, {self._pending.max_bytes >> 20} MiB; the oldest go first"
+        if isinstance(exc, UnsafePath):
+            message = f"spanfold: refusing to write traces to {self.problem}; they wait in memory ({size}) until fixed"
+            counters.problem("writer.unsafe_path", message)
+        else:
+            message = f"spanfold: cannot write traces to {self.problem}; they wait in memory ({size}) and are retried"
+            counters.problem("writer.io_errors", message)
+
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         raise NotImplementedError
 
@@ -202,7 +224,7 @@ class _RetryingWriter:
 
     def _drain(self) -> None:
         """Write what is pending (under the lock)."""
-        self._pending.drain(self._write_item)
+        self._failed(self._pending.drain(self._write_item))
 
     def _due(self) -> bool:
         """Whether :meth:`write` writes at once (else it waits for :meth:`flush`)."""
@@ -230,49 +252,74 @@ class _RetryingWriter:
 class JsonlWriter(_RetryingWriter):
     """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``): held until
     :meth:`flush` (or :meth:`close`), or until :data:`BATCH_TRACES` traces or :data:`BATCH_BYTES` wait, then all
-    appended under one lock."""
+    appended under one lock. When they do not all fit (a full disk), as many as fit are written, in order, and the
+    rest wait. Counts ``traces_written`` as lines reach the file."""
+
+    #: This writer counts ``traces_written`` itself, when a trace is on disk (not when it is handed over).
+    counts_written = True
 
     def _due(self) -> bool:
         pending = self._pending
         return len(pending.items) >= BATCH_TRACES or pending.bytes >= BATCH_BYTES
 
     def _drain(self) -> None:
-        self._pending.drain_joined(self._write_item, _join_lines)
+        written, error = self._pending.drain_fitting(self._append)
+        if written:
+            counters.incr("traces_written", written)
+        self._failed(error)
+
+    def _failure_path(self) -> Path:
+        return self.events_path
 
     def _prepare(self) -> None:
         self.events_path = self.directory / EVENTS_FILES[self.format]
         self.meta_path: Path | None = self.directory / META_FILE if self.format == "invariant" else None
         #: (inode, size) of the events and metadata files after this writer's last append, both whole and aligned.
         self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
-        try:
-            _ensure_dir(self.directory)
-        except OSError as exc:
-            counters.fault("writer.io", exc, detail=str(exc))
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         events = (formats.encode_line(trace, self.format) + "\n").encode("utf-8")
         meta = (formats.meta_line(trace) + "\n").encode("utf-8") if self.meta_path is not None else b""
         return (events, meta), len(events) + len(meta)
 
-    def _write_item(self, item: Any) -> None:
-        events, meta = item
-        _ensure_dir(self.directory)
-        fd = _open_append(self.events_path)
+    def _append(self, items: list[tuple[bytes, bytes]]) -> tuple[int, OSError | None]:
+        """Append ``items`` in order: all at once (one write per file), else (a failure, rolled back to the line
+        boundary) one by one until one does not fit. How many were appended, and the error that stopped the rest."""
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
+            with self._opened() as fds:
+                try:
+                    _append_lines(list(zip(fds, _join_lines(items), strict=False)))
+                    return len(items), None
+                except OSError as exc:
+                    if len(items) == 1:
+                        return 0, exc
+                for n, item in enumerate(items):
+                    try:
+                        _append_lines(list(zip(fds, item, strict=False)))
+                    except OSError as exc:
+                        return n, exc
+                return len(items), None
+        except OSError as exc:  # opening, locking or repairing the files
+            return 0, exc
+
+    @contextlib.contextmanager
+    def _opened(self) -> Iterator[list[int]]:
+        """The events file (and the metadata file), open, locked and repaired: ready to append whole lines."""
+        with contextlib.ExitStack() as stack:
+            dir_fd = open_dir(self.directory)
+            stack.callback(_close, dir_fd)
+            fd = open_file(dir_fd, self.directory, self.events_path.name, _APPEND_FLAGS)
+            stack.callback(_close, fd)  # releases the lock
+            fcntl.flock(fd, fcntl.LOCK_EX)
             if self.meta_path is None:
                 _count_cut(_cut_torn_tail(fd))
-                _append_lines([(fd, events)])
+                yield [fd]
                 return
-            meta_fd = _open_append(self.meta_path)
-            try:
-                self._repair(fd, meta_fd)
-                _append_lines([(fd, events), (meta_fd, meta)])
-                self._checked = (_where(fd), _where(meta_fd))
-            finally:
-                os.close(meta_fd)
-        finally:
-            os.close(fd)
+            meta_fd = open_file(dir_fd, self.directory, self.meta_path.name, _APPEND_FLAGS)
+            stack.callback(_close, meta_fd)
+            self._repair(fd, meta_fd)
+            yield [fd, meta_fd]
+            self._checked = (_where(fd), _where(meta_fd))
 
     def _repair(self, fd: int, meta_fd: int) -> None:
         """Under the lock: cut torn tails, then give every events line appended since this writer last looked (by
@@ -293,6 +340,12 @@ def _join_lines(items: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
     if len(items) == 1:
         return items[0]
     return b"".join(e for e, _ in items), b"".join(m for _, m in items)
+
+
+def _close(fd: int) -> None:
+    """Close ``fd``; an error closing a file already written does not make its lines unwritten."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _where(fd: int) -> tuple[int, int]:
@@ -343,35 +396,58 @@ class JsonFileWriter(_RetryingWriter):
     A trace id written before (late spans, a second local root) gets ``<trace_id>-1.json``, ..."""
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
-        body = json.dumps(document(trace, self.format), ensure_ascii=False, indent=2, default=str) + "\n"
-        data = body.encode("utf-8")
+        data = (formats.dumps(document(trace, self.format), pretty=True) + "\n").encode("utf-8")
         return (file_name(trace.meta.trace_id), data), len(data)
-
-    def _target(self, name: str) -> Path:
-        path = self.directory / name
-        stem = name[: -len(".json")]
-        n = 0
-        while path.exists():
-            n += 1
-            path = self.directory / f"{stem}-{n}.json"
-        return path
 
     def _write_item(self, item: Any) -> None:
         name, data = item
-        _ensure_dir(self.directory)
-        target = self._target(name)
-        tmp = self.directory / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+        dir_fd = open_dir(self.directory)
         try:
+            target = _free_name(dir_fd, name)
+            tmp, fd = _create_temp(dir_fd, self.directory, target)
             try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dir_fd)
+                raise
+        finally:
+            os.close(dir_fd)
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    """Whether ``name`` is taken in the directory (a symbolic link counts, dangling or not)."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _free_name(dir_fd: int, name: str) -> str:
+    """``name``, or ``<stem>-1.json``, ``<stem>-2.json``, ... when it is taken."""
+    stem = name[: -len(".json")]
+    n, free = 0, name
+    while _exists(dir_fd, free):
+        n += 1
+        free = f"{stem}-{n}.json"
+    return free
+
+
+def _create_temp(dir_fd: int, directory: Path, target: str) -> tuple[str, int]:
+    """A new temporary file beside ``target`` (an unpredictable name, created exclusively: nothing planted under a
+    name can receive the trace): its name and descriptor."""
+    for _ in range(100):
+        tmp = f".{target}.{secrets.token_hex(8)}.tmp"
+        try:
+            return tmp, open_file(dir_fd, directory, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {directory / target}")
 
 
 class MemoryWriter:
@@ -390,6 +466,22 @@ class MemoryWriter:
 
     def close(self) -> None:
         return None
+
+
+def report_unwritten(writers: Iterable[object]) -> None:
+    """At exit: say in one line (per output directory) how many traces never reached their files, still waiting in
+    a retry buffer or dropped from it, and why; nothing when every trace was written."""
+    lost: dict[Path, tuple[int, str | None]] = {}
+    for writer in writers:
+        if isinstance(writer, _RetryingWriter):
+            n = writer.pending + writer.dropped
+            if n > lost.get(writer.directory, (0, None))[0]:
+                lost[writer.directory] = (n, writer.problem)
+    for directory, (n, problem) in lost.items():
+        why = f" ({problem})" if problem else ""
+        counters.logger.warning(
+            f"spanfold: {n} trace(s) could not be written to {os.fspath(directory)}{why}; lost at exit"
+        )
 
 
 def writers_for(config: Config) -> list[Writer]:

@@ -8,6 +8,10 @@ format             one trace as
 ``compact``        AgentV compact messages ``[{role, content, tool_calls: [{tool, input, output, ...}]}]``
 ``agentv-cli``     ``{text, output: [compact message], token_usage, duration_ms}``
 =================  =============================================================================
+
+Every text this module returns can be written as UTF-8: a lone surrogate (half of an emoji cut by a provider, a file
+name decoded with ``surrogateescape``), which UTF-8 cannot hold, is written as its JSON escape (``"\\ud800"``), so
+the trace is kept and reads back the same.
 """
 
 from __future__ import annotations
@@ -27,12 +31,25 @@ INVARIANT_STYLES = ("list", "object")
 UNKNOWN_TIME = "1970-01-01T00:00:00Z"
 
 
-#: One encoder for every line (``json.dumps`` with options builds a new one per call).
+#: One encoder for every line (``json.dumps`` with options builds a new one per call), one for indented documents.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, default=str)
 
 
-def _dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
+def _dumps(value: Any, encoder: json.JSONEncoder = _ENCODER) -> str:
+    return writable(encoder.encode(value))
+
+
+def writable(text: str) -> str:
+    """JSON ``text`` with every lone surrogate as its escape (``\\udXXX``): text that UTF-8 can encode. (Outside a
+    JSON string the escape would mean something else; in JSON text every non-ASCII character is inside one.)"""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def invariant_line(trace: Trace) -> str:
@@ -150,6 +167,6 @@ def to_value(trace: Trace, fmt: str, *, style: str = "list", summary_only: bool 
     raise ValueError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def dumps(value: Any) -> str:
-    """One compact JSON line (no newline), non-ASCII kept."""
-    return _dumps(value)
+def dumps(value: Any, *, pretty: bool = False) -> str:
+    """One compact JSON line (no newline), non-ASCII kept (lone surrogates escaped); ``pretty``: indented."""
+    return _dumps(value, _PRETTY if pretty else _ENCODER)
