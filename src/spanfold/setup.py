@@ -227,7 +227,7 @@ def _say_what_is_instrumented(names: list[str], only: tuple[str, ...] | None) ->
             ", ".join(names),
             f"; not installed: {', '.join(missing)}" if missing else "",
         )
-    elif only == ():
+    elif only == () or not wanted:
         logger.info("spanfold: instrument=none: no client library is patched; spans other instrumentations make fold")
     else:
         logger.warning(

@@ -1,0 +1,114 @@
+"""The floors of docs/architecture.md, checked on the source: semconv/, trace/ and the ground-floor modules import
+neither half; instrumentation/ and exporter/ never import each other; no module imports one that imports it back."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "spanfold"
+GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.runtime", "spanfold.redaction",
+          "spanfold.counters", "spanfold.version")  # fmt: skip
+HALVES = ("spanfold.instrumentation", "spanfold.exporter")
+ABOVE = ("spanfold.setup", "spanfold.demo", "spanfold.commands", "spanfold.cli", "spanfold.checks")
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, top_level_only: bool) -> set[str]:
+    """The spanfold modules ``path`` imports (all of them, or only those imported when it is imported)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module = _name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    nodes = ast.walk(tree) if not top_level_only else _top_level(tree.body)
+    out: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
+            for alias in node.names:  # ``from pkg import submodule`` depends on the submodule, not on pkg's body
+                full = f"{base}.{alias.name}"
+                out.add(full if full in MODULE_NAMES else base)
+    return {name for name in out if name.startswith("spanfold")}
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements run at import: the module body, and the bodies of its top-level try/if blocks (not functions)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.Try):
+            out += _top_level(stmt.body) + [s for h in stmt.handlers for s in _top_level(h.body)]
+        elif isinstance(stmt, ast.If) and not (isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"):
+            out += _top_level(stmt.body) + _top_level(stmt.orelse)
+    return out
+
+
+MODULES = {_name(p): p for p in PACKAGE.rglob("*.py")}
+MODULE_NAMES = frozenset(MODULES)
+
+
+def _resolve(name: str) -> str | None:
+    """The module an imported name lives in (``spanfold.semconv.parts.text`` -> ``spanfold.semconv.parts``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_floors() -> None:
+    setup = {_resolve(n) for n in _imports(MODULES["spanfold.setup"], top_level_only=False)}
+    assert {"spanfold.exporter.processor", "spanfold.instrumentation.registry"} <= setup  # the checker sees imports
+    problems = []
+    for module, path in MODULES.items():
+        targets = {t for t in (_resolve(n) for n in _imports(path, top_level_only=False)) if t}
+        for target in targets:
+            if _under(module, GROUND) and _under(target, HALVES + ABOVE):
+                problems.append(f"{module} (ground floor) imports {target}")
+            if _under(module, ("spanfold.instrumentation",)) and _under(target, ("spanfold.exporter", *ABOVE)):
+                problems.append(f"{module} imports {target}")
+            if _under(module, ("spanfold.exporter",)) and _under(target, ("spanfold.instrumentation", *ABOVE)):
+                problems.append(f"{module} imports {target}")
+    assert problems == []
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    graph = {
+        module: {t for t in (_resolve(n) for n in _imports(path, top_level_only=True)) if t and t != module}
+        for module, path in MODULES.items()
+    }
+    # a package's __init__ importing its own submodules is how packages re-export: not a cycle of modules
+    cycles = []
+    for module, targets in graph.items():
+        for target in targets:
+            if module in _reach(graph, target) and not (
+                module.startswith(target + ".") or target.startswith(module + ".")
+            ):
+                cycles.append(f"{module} -> {target}")
+    assert cycles == []
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        for nxt in graph.get(node, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
