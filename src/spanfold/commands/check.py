@@ -18,7 +18,7 @@ from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
 from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError
-from spanfold.text import clip, clip_left, plural
+from spanfold.text import clip, clip_left, plural, visible
 from spanfold.trace.read import Problem, read_records
 
 #: Widest trace / check column and reason in the table (``--verbose`` prints reasons whole).
@@ -183,7 +183,7 @@ def command(
     try:
         spec: Spec = load_spec(spec_file)
     except SpecError as exc:
-        click.echo(str(exc), err=True)
+        click.echo(visible(str(exc)), err=True)
         ctx.exit(BAD_INPUT)
     inputs = _read(traces)
     _pick(inputs, picks)
@@ -191,9 +191,9 @@ def command(
         inputs.error(", ".join(str(t) for t in traces), None, "no traces to check")
     rows = [(trace, result) for trace in inputs.traces for result in spec.run(trace.view)]
     for line in _table(rows, verbose):
-        click.echo(line)
+        click.echo(visible(line))  # reasons quote the trace: model and tool text
     for file, number, problem in inputs.errors:
-        click.echo(f"{file}:{number}: {problem}" if number is not None else f"{file}: {problem}", err=True)
+        click.echo(visible(f"{file}:{number}: {problem}" if number is not None else f"{file}: {problem}"), err=True)
     failed = sum(1 for _, r in rows if not r.passed)
     summary = f"{len(rows) - failed} passed, {failed} failed ({len(spec.checks)} checks x {len(inputs.traces)} traces)"
     if inputs.errors:

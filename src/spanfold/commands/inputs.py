@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ from typing import IO, Final
 
 import click
 
+from spanfold.text import visible
 from spanfold.trace.read import Problem, Progress, Record, Value, read_records, read_values
 
 #: Exit statuses of every command.
@@ -33,7 +36,7 @@ class Reporter:
 
     def problem(self, item: Problem | str) -> None:
         self.problems += 1
-        click.echo(str(item), err=True)
+        click.echo(visible(str(item)), err=True)
 
 
 @contextlib.contextmanager
@@ -72,6 +75,15 @@ def records(path: str, reporter: Reporter, *, siblings: bool = True) -> Iterator
                 reporter.problem(item)
             else:
                 yield item
+
+
+#: What ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal acts on: DEL, C1 controls, bidi controls.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def json_line(value: object) -> str:
+    """One compact JSON line, readable (non-ASCII kept) and safe on a terminal (control characters escaped)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def no_traces(path: str) -> str:

@@ -8,6 +8,7 @@ import click
 
 from spanfold.commands.inputs import Reporter, finish, no_traces, records
 from spanfold.commands.select import TRACE_HELP, Picker
+from spanfold.text import visible
 from spanfold.trace.render import header, render_trace
 
 #: Default cut of long contents (a fetched web page should not fill the terminal).
@@ -39,7 +40,7 @@ def command(file: Path, pick: str | None, color: bool | None, max_chars: int, fu
     for record in picker(records(name, reporter)):
         if shown:
             click.echo("")
-        click.echo(click.style(record.label, dim=True), color=color)
+        click.echo(click.style(visible(record.label), dim=True), color=color)
         trace = record.trace
         if trace is None:  # a summary-only record: no events to show
             summary = record.decoded.summary

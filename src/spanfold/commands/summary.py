@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spanfold.commands.inputs import Reporter, finish, no_traces, records
-from spanfold.text import clip_left
+from spanfold.commands.inputs import Reporter, finish, json_line, no_traces, records
+from spanfold.text import clip_left, visible
 from spanfold.trace.model import TraceMeta, TraceSummary
 from spanfold.trace.read import Record
 from spanfold.trace.render import format_ms
@@ -60,11 +59,11 @@ class Row:
 
     def cells(self) -> list[str]:
         meta = self.meta
-        tools = ", ".join(f"{name} x{n}" for name, n in self.summary.tool_calls_by_name.items())
+        tools = visible(", ".join(f"{name} x{n}" for name, n in self.summary.tool_calls_by_name.items()))
         tokens = f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" if meta.usage.input_tokens else "-"
         return [
-            clip_left(self.label, COLUMNS[0][1]),
-            meta.trace_id[:16] or "-",
+            clip_left(visible(self.label), COLUMNS[0][1]),
+            visible(meta.trace_id[:16]) or "-",
             str(self.summary.event_count),
             str(self.calls),
             str(self.summary.error_count),
@@ -124,7 +123,7 @@ def command(files: tuple[Path, ...], as_json: bool) -> None:
             seen += 1
             row = Row.of(record)
             totals.add(row)
-            click.echo(json.dumps(row.to_json(), ensure_ascii=False) if as_json else _line(row.cells()))
+            click.echo(json_line(row.to_json()) if as_json else _line(row.cells()))
         if seen == 0 and reporter.problems == before:
             reporter.problem(no_traces(str(path)))
     if not as_json:

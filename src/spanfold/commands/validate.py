@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from spanfold.commands.inputs import Reporter, finish, no_traces, values
-from spanfold.text import plural
+from spanfold.text import plural, visible
 from spanfold.trace.validate import SCHEMAS, validate_value
 
 #: Shapes without trace events (counted apart).
@@ -38,7 +38,7 @@ def command(files: tuple[Path, ...], fmt: str | None) -> None:
             seen += 1
             shape, issues = validate_value(value.data, fmt)
             for issue in issues:
-                click.echo(f"{value.file}:{value.line}: {issue}", err=True)
+                click.echo(visible(f"{value.file}:{value.line}: {issue}"), err=True)
             if shape in _RECORDS and not issues:
                 records += 1
             elif issues:

@@ -1,5 +1,7 @@
 """A trace rendered for a person in a terminal: roles, tool calls with their arguments, tool outputs, errors,
 timings and tokens. Plain text lines; ``color=True`` adds ANSI styles (``click.echo`` strips them when piped).
+Every text taken from the trace goes through :func:`spanfold.text.visible` first: model output and tool results are
+attacker-influenced, so their control characters are printed as ``\x1b``-style text, never sent to the terminal.
 
 Used by ``spanfold show`` and reusable as is (``spanfold demo``)::
 
@@ -16,6 +18,7 @@ from typing import Any
 
 import click
 
+from spanfold.text import visible
 from spanfold.trace.compact import parse_time
 from spanfold.trace.model import Message, ToolCall, TraceMeta, TraceSummary
 
@@ -62,11 +65,16 @@ def format_arguments(arguments: Any) -> str:
     if arguments is None:
         return ""
     if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
+        return visible(arguments)
+    return visible(json.dumps(arguments, ensure_ascii=False))
 
 
 def _content_text(msg: Message) -> str:
+    """The content as it is printed (control characters made visible, newlines kept)."""
+    return visible(_raw_content_text(msg), multiline=True)
+
+
+def _raw_content_text(msg: Message) -> str:
     if msg.content is None:
         return ""
     if isinstance(msg.content, str):
@@ -88,11 +96,11 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
     facts: list[str] = []
     if meta is not None:
         if meta.trace_id:
-            first.append(meta.trace_id)
+            first.append(visible(meta.trace_id))
         if meta.name:
-            first.append(f"({meta.name})")
+            first.append(f"({visible(meta.name)})")
         if meta.models:
-            facts.append(", ".join(meta.models))
+            facts.append(visible(", ".join(meta.models)))
         tokens = format_tokens(meta.usage)
         if tokens:
             facts.append(tokens)
@@ -139,15 +147,15 @@ class _Renderer:
 
     def emit(self, msg: Message, body: str, *, first: bool = True) -> None:
         indent = " " * (11 if self.timed else 0) + " " * (ROLE_WIDTH + 1)
-        role = self.paint(f"{msg.role:<{ROLE_WIDTH}}", **ROLE_STYLES.get(msg.role, {}))
+        role = self.paint(f"{visible(msg.role):<{ROLE_WIDTH}}", **ROLE_STYLES.get(msg.role, {}))
         lead = (self.when(msg) + role + " ") if first else indent
         body_lines = body.split("\n") or [""]
         self.lines.append((lead + body_lines[0]).rstrip())
         self.lines.extend((indent + line).rstrip() for line in body_lines[1:])
 
     def call(self, msg: Message, tc: ToolCall, first: bool) -> None:
-        name = self.paint(tc.name, fg="yellow", bold=True)
-        ident = self.paint(f"  [{tc.id}]", dim=True) if tc.id else ""
+        name = self.paint(visible(tc.name), fg="yellow", bold=True)
+        ident = self.paint(f"  [{visible(tc.id)}]", dim=True) if tc.id else ""
         self.emit(msg, f"-> {name}({clip(format_arguments(tc.arguments), self.limit)}){ident}", first=first)
         at = parse_time(msg.timestamp)
         if tc.id is not None:
@@ -156,22 +164,22 @@ class _Renderer:
                 self.call_times[tc.id] = at
 
     def output(self, msg: Message) -> None:
-        name = msg.name or self.call_names.get(msg.tool_call_id or "") or "tool"
-        ident = f" [{msg.tool_call_id}]" if msg.tool_call_id else ""
+        name = visible(msg.name or self.call_names.get(msg.tool_call_id or "") or "tool")
+        ident = f" [{visible(msg.tool_call_id)}]" if msg.tool_call_id else ""
         took = ""
         start, end = self.call_times.get(msg.tool_call_id or ""), parse_time(msg.timestamp)
         if start is not None and end is not None and (start.tzinfo is None) == (end.tzinfo is None):
             took = self.paint(f"  ({format_ms((end - start).total_seconds() * 1000)})", dim=True)
         text = clip(_content_text(msg), self.limit)
         if msg.error is not None:
-            kind = msg.error.get("type", "error")
+            kind = visible(str(msg.error.get("type", "error")))
             text = self.paint(f"!! {kind}: {text}" if text and text != kind else f"!! {kind}", fg="red", bold=True)
         self.emit(msg, f"<- {self.paint(name, fg='yellow')}{self.paint(ident, dim=True)}: {text}{took}")
 
     def message(self, msg: Message) -> None:
         text = clip(_content_text(msg), self.limit)
         if msg.role == "error":
-            text = self.paint(text or str((msg.error or {}).get("type", "error")), fg="red")
+            text = self.paint(text or visible(str((msg.error or {}).get("type", "error"))), fg="red")
         first = True
         if text or not msg.tool_calls:
             self.emit(msg, text)
@@ -179,7 +187,7 @@ class _Renderer:
         for tc in msg.tool_calls:
             self.call(msg, tc, first)
             first = False
-        details = [str(msg.metadata["model"])] if isinstance(msg.metadata.get("model"), str) else []
+        details = [visible(msg.metadata["model"])] if isinstance(msg.metadata.get("model"), str) else []
         tokens = format_tokens(msg.metadata.get("usage"))
         if tokens:
             details.append(tokens)
