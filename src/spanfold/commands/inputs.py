@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -99,17 +100,45 @@ class OutputError(Exception):
     """An output path that cannot be written (the message is the one-line problem)."""
 
 
+def not_replaceable(path: Path) -> str | None:
+    """Why an output must not replace what is at ``path`` (None for a regular file or nothing)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link (give the file it points to)"
+    return "not a regular file (a device, a pipe or a socket)"
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (the same inode when both exist, else the same absolute path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
 class AtomicOutput:
     """A text file written through a temporary file beside it and renamed into place only by :meth:`commit`.
 
     Opening fails at once (:class:`OutputError`) when the path cannot be written, before any input is read;
-    closing without a commit removes the temporary file, so a failed run leaves nothing behind.
+    closing without a commit removes the temporary file, so a failed run leaves nothing behind. Only a regular file
+    (or a new path) is replaced: the rename would turn a device node, a pipe or a symbolic link into a regular file
+    (as root, ``-o /dev/null`` would replace ``/dev/null``), so those are refused.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if path.is_dir():
-            raise OutputError(f"{path}: cannot write: is a directory")
+        refused = not_replaceable(path)
+        if refused is not None:
+            raise OutputError(f"{path}: cannot write: {refused}")
         try:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         except OSError as exc:

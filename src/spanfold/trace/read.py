@@ -235,13 +235,18 @@ def decode_value(value: Value) -> Record | Problem:
         return Problem(value.file, value.line, f"not a trace: {TOO_DEEP}")
 
 
-def meta_sibling(path: str | os.PathLike[str]) -> Path | None:
-    """``traces.meta.jsonl`` beside ``traces.jsonl``, when it exists (None for a metadata file itself)."""
+def meta_path(path: str | os.PathLike[str]) -> Path | None:
+    """Where the metadata of ``traces.jsonl`` goes: ``traces.meta.jsonl`` (None for other names and metadata files)."""
     p = Path(path)
     if p.suffix != ".jsonl" or p.name.endswith(META_SUFFIX):
         return None
-    sibling = p.with_name(p.name[: -len(".jsonl")] + META_SUFFIX)
-    return sibling if sibling.is_file() else None
+    return p.with_name(p.name[: -len(".jsonl")] + META_SUFFIX)
+
+
+def meta_sibling(path: str | os.PathLike[str]) -> Path | None:
+    """``traces.meta.jsonl`` beside ``traces.jsonl``, when it exists (None for a metadata file itself)."""
+    sibling = meta_path(path)
+    return sibling if sibling is not None and sibling.is_file() else None
 
 
 class _Sibling:
