@@ -12,6 +12,7 @@ Used by ``spanfold show`` and reusable as is (``spanfold demo``)::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -42,6 +43,12 @@ class _Painter:
 
 
 def format_ms(ms: float) -> str:
+    """``204.8 ms``, ``3.20 s``, ``2m05.0s``, ``3h07m``; ``-`` for what is not a duration (NaN, infinite)."""
+    if not math.isfinite(ms):
+        return "-"
+    if abs(ms) >= 3_600_000:
+        hours = ms / 3_600_000
+        return f"{hours:.3g} h" if abs(hours) >= 10_000 else f"{int(hours)}h{int(ms / 60_000) % 60:02d}m"
     if ms < 1000:
         return f"{ms:.1f} ms"
     if ms < 60_000:
