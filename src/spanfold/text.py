@@ -47,3 +47,32 @@ def visible(text: str, *, multiline: bool = False) -> str:
             text = text.expandtabs(4)
         return text.translate(_TEXT_TABLE)
     return text.translate(_LINE_TABLE)
+
+
+def clip_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters in the middle (``traces/ru…/traces.jsonl:12``): a path keeps its start
+    and its file name and line."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    tail = (width - 1) // 2 + (width - 1) % 2
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
+
+
+def wrap_items(items: list[str], width: int, separator: str = ", ") -> list[str]:
+    """Join ``items`` into lines of at most ``width`` characters, breaking only between items (an item longer than
+    the width is cut in the middle)."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        item = clip_middle(item, width)
+        candidate = f"{line}{separator}{item}" if line else item
+        if line and len(candidate) + len(separator.rstrip()) > width:
+            lines.append(line + separator.rstrip())
+            line = item
+        else:
+            line = candidate
+    if line:
+        lines.append(line)
+    return lines

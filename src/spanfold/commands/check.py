@@ -7,7 +7,7 @@ not JSON or not a trace, an invalid spec), reported one line each as ``FILE:LINE
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from spanfold.checks.errors import SpecError
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
-from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError
+from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, trace_files
 from spanfold.text import clip, clip_left, plural, visible
 from spanfold.trace.read import Problem, read_records
 
@@ -45,23 +45,10 @@ class Inputs:
         self.errors.append((file, line, problem))
 
 
-def _files(paths: Sequence[Path], inputs: Inputs) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            found = sorted(path.glob("*.jsonl"))
-            if not found:
-                inputs.error(str(path), None, "no *.jsonl files in this directory")
-            yield from found
-        elif path.exists():
-            yield path
-        else:
-            inputs.error(str(path), None, "no such file")
-
-
 def _read(paths: Sequence[Path]) -> Inputs:
     """Every trace in the files (records without events, such as metadata lines, are skipped)."""
     inputs = Inputs()
-    for path in _files(paths, inputs):
+    for path in trace_files(paths, lambda file, problem: inputs.error(file, None, problem)):
         for item in read_records(path, siblings=False):
             if isinstance(item, Problem):
                 inputs.error(item.file, item.line, item.text)

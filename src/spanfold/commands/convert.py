@@ -14,7 +14,16 @@ from typing import Any
 import click
 import yaml
 
-from spanfold.commands.inputs import AtomicOutput, OutputError, Reporter, finish, no_traces, records, same_file
+from spanfold.commands.inputs import (
+    AtomicOutput,
+    OutputError,
+    Reporter,
+    finish,
+    no_traces,
+    read_paths,
+    same_file,
+    trace_files,
+)
 from spanfold.commands.select import TRACE_HELP, Picker
 from spanfold.trace import formats
 from spanfold.trace.read import YAML_SUFFIXES, Record, meta_path
@@ -25,13 +34,14 @@ def _yaml_doc(value: Any, first: bool) -> str:
 
 
 def _guard_inputs(source: Path, outputs: list[Path]) -> None:
-    """Refuse an output that is the input or the input's metadata sibling (it would be replaced while read)."""
-    sibling = meta_path(source)
-    for out in outputs:
-        if same_file(out, source):
-            raise OutputError(f"{out}: cannot write: it is the input")
-        if sibling is not None and same_file(out, sibling):
-            raise OutputError(f"{out}: cannot write: it is the metadata of the input {source}")
+    """Refuse an output that is an input or an input's metadata sibling (it would be replaced while read)."""
+    for given in {source, *trace_files([source], lambda file, text: None)}:
+        sibling = meta_path(given)
+        for out in outputs:
+            if same_file(out, given):
+                raise OutputError(f"{out}: cannot write: it is the input")
+            if sibling is not None and same_file(out, sibling):
+                raise OutputError(f"{out}: cannot write: it is the metadata of the input {given}")
 
 
 class _Output:
@@ -107,7 +117,8 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
 def command(
     source: Path, to: str, out: Path | None, summary_only: bool, as_yaml: bool, style: str | None, pick: str | None
 ) -> None:
-    """Convert the traces in IN (any format spanfold reads) to invariant, agentv, compact or agentv-cli.
+    """Convert the traces in IN (any format spanfold reads; a directory: its trace files) to invariant, agentv,
+    compact or agentv-cli.
 
     JSON output holds one trace per line, YAML one document per trace. Invariant event lists written to
     OUT.jsonl get their metadata in OUT.meta.jsonl. A single compact trace in YAML is a spec for `spanfold check`.
@@ -137,7 +148,7 @@ def command(
             yield record
 
     try:
-        for record in picker(dataset_lines(records(str(source), reporter))):
+        for record in picker(dataset_lines(read_paths([source], reporter))):
             try:
                 value = _encode(record, to, style or "list", summary_only)
             except ValueError as exc:

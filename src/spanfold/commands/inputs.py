@@ -11,7 +11,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Final
@@ -19,7 +19,7 @@ from typing import IO, Final
 import click
 
 from spanfold.text import visible
-from spanfold.trace.read import Problem, Progress, Record, Value, read_records, read_values
+from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_records, read_values
 
 #: Exit statuses of every command.
 OK: Final = 0
@@ -39,6 +39,9 @@ class Reporter:
         self.problems += 1
         click.echo(visible(str(item)), err=True)
 
+    def file_problem(self, file: str, text: str) -> None:
+        self.problem(Problem(file, None, text))
+
 
 @contextlib.contextmanager
 def progress(path: str) -> Iterator[Progress | None]:
@@ -56,6 +59,53 @@ def progress(path: str) -> Iterator[Progress | None]:
             bar.update(done - bar.pos)
 
         yield advance
+
+
+#: The trace files of a directory given as an input (its ``*.meta.jsonl`` metadata is read beside them).
+TRACE_PATTERNS: Final = ("*.jsonl", "*.json")
+
+
+def _events_file(meta: Path) -> Path:
+    return meta.with_name(meta.name[: -len(META_SUFFIX)] + ".jsonl")
+
+
+def trace_files(paths: Iterable[Path], problem: Callable[[str, str], None], *, metadata: bool = False) -> list[Path]:
+    """The files to read for the paths a user gave, the same way for every command: a directory stands for its
+    trace files (``*.jsonl``, ``*.json``; not its metadata); a ``NAME.meta.jsonl`` is skipped when ``NAME.jsonl`` is
+    read too (a shell glob such as ``traces/*.jsonl`` matches both) and stands for ``NAME.jsonl`` when that exists;
+    ``metadata=True`` (``validate``) keeps metadata files given by name. Each file once, in the order given."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                {f for pattern in TRACE_PATTERNS for f in path.glob(pattern) if not f.name.endswith(META_SUFFIX)}
+            )
+            if not found:
+                problem(str(path), "no trace files (*.jsonl, *.json) in this directory")
+            out.extend(found)
+        else:
+            out.append(path)
+    events = {os.path.abspath(p) for p in out}
+    chosen: list[Path] = []
+    seen: set[str] = set()
+    for path in out:
+        if path.name.endswith(META_SUFFIX) and not metadata:
+            partner = _events_file(path)
+            if os.path.abspath(partner) in events:
+                continue  # read with its events file
+            if partner.is_file():
+                path = partner
+        key = os.path.abspath(path)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(path)
+    return chosen
+
+
+def read_paths(paths: Iterable[Path], reporter: Reporter, *, siblings: bool = True) -> Iterator[Record]:
+    """The records of every file the paths stand for (:func:`trace_files`), one file after another."""
+    for path in trace_files(paths, reporter.file_problem):
+        yield from records(str(path), reporter, siblings=siblings)
 
 
 def values(path: str, reporter: Reporter) -> Iterator[Value]:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import click
 
-from spanfold.text import visible
+from spanfold.text import plural, visible
 from spanfold.trace.compact import parse_time
 from spanfold.trace.model import Message, ToolCall, TraceMeta, TraceSummary
 
@@ -32,6 +34,47 @@ ROLE_STYLES: dict[str, dict[str, Any]] = {
     "error": {"fg": "red", "bold": True},
 }
 ROLE_WIDTH = 10
+
+
+_STYLE = re.compile("\x1b\\[[0-9;]*m")
+
+
+def _columns(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def wrap_styled(text: str, width: int) -> list[str]:
+    """``text`` (which may hold our own colour codes, never other control characters) in lines of at most
+    ``width`` terminal columns, broken at a space where there is one (wide characters count two)."""
+    if width <= 0 or len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    current: list[str] = []
+    column = 0
+    space = -1  # index in current of the last space
+    for token in re.split(f"({_STYLE.pattern})", text):
+        if _STYLE.fullmatch(token):
+            current.append(token)
+            continue
+        for char in token:
+            cols = _columns(char)
+            if column + cols > width and column > 0:
+                if space > 0:
+                    lines.append("".join(current[:space]).rstrip())
+                    current = current[space + 1 :]
+                else:
+                    lines.append("".join(current))
+                    current = []
+                column = sum(0 if _STYLE.fullmatch(t) else _columns(t) for t in current)
+                space = -1
+            if char == " ":
+                space = len(current)
+            current.append(char)
+            column += cols
+    lines.append("".join(current))
+    return lines
 
 
 class _Painter:
@@ -116,7 +159,9 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
         if meta.status != "complete":
             facts.append(meta.status)
     calls = sum(summary.tool_calls_by_name.values())
-    facts.append(f"{summary.event_count} events, {calls} tool calls, {summary.error_count} errors")
+    facts.append(
+        f"{plural(summary.event_count, 'event')}, {plural(calls, 'tool call')}, {plural(summary.error_count, 'error')}"
+    )
     return [" ".join(first), "  " + " · ".join(facts)]
 
 
@@ -128,9 +173,12 @@ def clip(text: str, limit: int | None) -> str:
 
 
 class _Renderer:
-    def __init__(self, events: Sequence[Message], meta: TraceMeta | None, color: bool, limit: int | None) -> None:
+    def __init__(
+        self, events: Sequence[Message], meta: TraceMeta | None, color: bool, limit: int | None, width: int | None
+    ) -> None:
         self.events = events
         self.limit = limit
+        self.width = width
         self.paint = _Painter(color)
         self.origin = self._origin(meta)
         self.timed = any(e.timestamp for e in events)
@@ -157,6 +205,9 @@ class _Renderer:
         role = self.paint(f"{visible(msg.role):<{ROLE_WIDTH}}", **ROLE_STYLES.get(msg.role, {}))
         lead = (self.when(msg) + role + " ") if first else indent
         body_lines = body.split("\n") or [""]
+        if self.width is not None:  # long lines wrap under the text, not under the role
+            room = max(20, self.width - len(indent))
+            body_lines = [part for line in body_lines for part in wrap_styled(line, room)]
         self.lines.append((lead + body_lines[0]).rstrip())
         self.lines.extend((indent + line).rstrip() for line in body_lines[1:])
 
@@ -211,11 +262,21 @@ class _Renderer:
 
 
 def render_trace(
-    events: Sequence[Message], meta: TraceMeta | None = None, *, color: bool = False, max_chars: int | None = None
+    events: Sequence[Message],
+    meta: TraceMeta | None = None,
+    *,
+    color: bool = False,
+    max_chars: int | None = None,
+    width: int | None = None,
 ) -> list[str]:
     """The trace as lines for a terminal: a heading, then one block per event (tool calls indented under theirs).
-    ``max_chars`` cuts each content, tool output and argument list to that many characters."""
+    ``max_chars`` cuts each content, tool output and argument list to that many characters; ``width`` wraps long
+    lines to that many columns with a hanging indent (under the text, not under the role)."""
     summary = TraceSummary.of(list(events))
     head = header(meta, summary)
     paint = _Painter(color)
-    return [paint(head[0], bold=True), paint(head[1], dim=True), *_Renderer(events, meta, color, max_chars).render()]
+    return [
+        paint(head[0], bold=True),
+        paint(head[1], dim=True),
+        *_Renderer(events, meta, color, max_chars, width).render(),
+    ]
