@@ -116,16 +116,19 @@ def test_a_missing_file_is_one_line(args: list[str], tmp_path: Path) -> None:
     )
 
 
-def test_demo_writes_traces_here_and_explains_once(tmp_path: Path, _global_provider: Any) -> None:
+def test_demo_writes_traces_here_and_explains_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _global_provider: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        first = runner.invoke(main, ["demo"])
-        assert first.exit_code == 0, first.output
-        assert "written to traces/traces.jsonl (metadata: traces/traces.meta.jsonl)" in first.stdout
-        assert "What you are looking at" in first.stdout
-        second = runner.invoke(main, ["demo"])
-        assert second.exit_code == 0 and "What you are looking at" not in second.stdout
-        assert len(Path("traces/traces.jsonl").read_text().splitlines()) == 2
+    first = runner.invoke(main, ["demo"])
+    assert first.exit_code == 0, first.output
+    assert "written to traces/traces.jsonl (metadata: traces/traces.meta.jsonl)" in first.stdout
+    assert "What you are looking at" in first.stdout
+    second = runner.invoke(main, ["demo"])
+    assert second.exit_code == 0 and "What you are looking at" not in second.stdout
+    assert len((tmp_path / "traces" / "traces.jsonl").read_text().splitlines()) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]  # no temporary directory, nothing else
 
 
 def test_demo_without_openai_names_the_extra(tmp_path: Path) -> None:
