@@ -10,6 +10,7 @@ import importlib
 
 import click
 
+from spanfold.trace.read import MAX_LINE_BYTES_ENV, parse_size, set_max_line_bytes
 from spanfold.version import __version__
 
 #: name -> ("module:attribute" of a click command, one-line help shown by ``spanfold --help``).
@@ -45,7 +46,26 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A size in bytes: ``1048576``, ``64MiB``, ``1GiB``."""
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="spanfold")
-def main() -> None:
+@click.option(
+    "--max-line-bytes",
+    type=str,
+    envvar=MAX_LINE_BYTES_ENV,
+    default="64MiB",
+    callback=_size,
+    metavar="SIZE",
+    show_default=True,
+    help="Longest input line (or JSON/YAML document) read; a longer one is named as FILE:LINE and its file left.",
+)
+def main(max_line_bytes: int) -> None:
     """spanfold: OpenTelemetry tracing for AI agents, folded into flat, readable traces."""
+    set_max_line_bytes(max_line_bytes)

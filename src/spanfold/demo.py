@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import click
 
 import spanfold
+from spanfold.commands.terminal import color_choice, terminal_width
 from spanfold.testing import MockLLMServer, scenarios
 from spanfold.trace.model import Trace
 from spanfold.trace.read import Record, read_records
@@ -26,6 +26,18 @@ QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fa
 SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-sonnet-5"
+#: Where the demo writes unless told otherwise: the directory the README's commands read.
+DEFAULT_OUTPUT = "traces"
+#: Which extra brings each provider's client library.
+EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+#: Printed the first time the demo writes into a directory: what the output above means.
+LEGEND = """\
+What you are looking at: the agent's run as one flat trace, the event list an Invariant trace file holds.
+  heading       trace id (agent name), then models, tokens in/out, wall time and counts
+  system/user   the prompt the agent sent; assistant: the model's replies
+  -> name(...)  a tool call the model asked for, with its arguments and [call id]
+  <- name [id]  the tool's output, matched to its call
+Next: `spanfold show {path} --trace -1`, `spanfold summary {directory}`; the README walks through the rest."""
 
 
 @spanfold.tool
@@ -167,10 +179,25 @@ def _last_trace(path: Path) -> Trace:
     return traces[-1]
 
 
+def _client_library(provider: str) -> None:
+    """The provider's SDK imported, or :class:`DemoError` naming the extra that installs it."""
+    module = "anthropic" if provider == "anthropic" else "openai"
+    try:
+        __import__(module)
+    except ImportError:
+        raise DemoError(
+            f"the demo needs the {module} package: pip install 'spanfold[{EXTRAS[provider]}]'"
+            f" (or pip install -e '.[{EXTRAS[provider]}]' in a checkout)"
+        ) from None
+
+
 def run(output: str | None = None, *, provider: str = "openai", stream: bool = False, echo: bool = True) -> Path:
-    """Run the demo agent on ``provider`` (a key of :data:`PROVIDERS`); return the trace file it appended to."""
+    """Run the demo agent on ``provider`` (a key of :data:`PROVIDERS`); return the trace file it appended to.
+    Traces go to ``output`` (default ``./traces``); the first run into a new directory also prints a legend."""
     chosen = PROVIDERS[provider]
-    directory = Path(output) if output else Path(tempfile.mkdtemp(prefix="spanfold-demo-"))
+    _client_library(provider)
+    directory = Path(output or DEFAULT_OUTPUT)
+    first_time = not (directory / "traces.jsonl").exists()
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -182,17 +209,25 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
         raise DemoError(f"{directory}: cannot write traces (the writer failed: see the warning above)")
     path = Path(handle.output) / "traces.jsonl"
     if echo:
-        click.echo(f"{click.style('agent answered', bold=True)}: {answer}\n")
+        color, width = color_choice(), terminal_width()
+        click.echo(f"{click.style('agent answered', bold=True)}: {answer}\n", color=color)
         trace = _last_trace(path)
-        for line in render_trace(trace.events, trace.meta, color=True, max_chars=400):
-            click.echo(line)
+        for line in render_trace(trace.events, trace.meta, color=True, max_chars=400, width=width):
+            click.echo(line, color=color)
         click.echo(f"\nwritten to {path} (metadata: {path.with_name('traces.meta.jsonl')})")
+        if first_time:
+            shown = Path(output or DEFAULT_OUTPUT)
+            click.echo("\n" + LEGEND.format(path=shown / "traces.jsonl", directory=shown))
     return path
 
 
 @click.command("demo")
 @click.option(
-    "--output", "-o", type=click.Path(file_okay=False), default=None, help="Trace directory (default: a temp dir)."
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Trace directory (default: ./traces, where the README's commands read).",
 )
 @click.option(
     "--provider",

@@ -82,7 +82,12 @@ def test_missing_and_empty_files(cli: Cli, tmp_path: Path, command: str) -> None
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
     assert_one_line_problem(run(cli, args, empty), f"{empty}: no traces in this file")
-    assert_one_line_problem(run(cli, args, tmp_path), f"{tmp_path}: is a directory, not a trace file")
+    # a directory stands for its trace files (here the empty one), as for `check`
+    where = tmp_path if command in ("show", "convert") else empty  # one input for these two: named as given
+    assert_one_line_problem(run(cli, args, tmp_path), f"{where}: no traces in this file")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert_one_line_problem(run(cli, args, bare), f"{bare}: no trace files (*.jsonl, *.json) in this directory")
 
 
 def test_a_bad_line_leaves_no_half_written_output(cli: Cli, tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_plain_lines() -> None:
     meta = TraceMeta("abc123", name="bot", models=["gpt-x"], usage=Usage(12, 3), duration_ms=1500.0, start=f"{T}.000Z")
     assert render_trace(trace.events, meta) == [
         "trace abc123 (bot)",
-        "  gpt-x · 12 in / 3 out tokens · 1.50 s · 6 events, 1 tool calls, 2 errors",
+        "  gpt-x · 12 in / 3 out tokens · 1.50 s · 6 events, 1 tool call, 2 errors",
         "   +0.0 ms user       Weather in Paris?",
         "                      And Tokyo?",
         ' +250.0 ms assistant  -> get_weather({"city": "Paris"})  [c1]',

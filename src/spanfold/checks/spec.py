@@ -35,7 +35,7 @@ from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
 from spanfold.checks.trajectory import TrajectoryCheck
 from spanfold.checks.view import TraceLike, TraceView, view_of
-from spanfold.trace.read import TOO_DEEP, YAML_CYCLE, yaml_cycle
+from spanfold.trace.read import TOO_DEEP, TOO_LONG_NUMBER, max_line_bytes, too_long, yaml_problem
 
 Check: TypeAlias = "TrajectoryCheck | MessagesCheck"
 Lines: TypeAlias = dict[SpecPath, int]
@@ -149,12 +149,16 @@ def compose(text: str, file: str) -> tuple[Any, Lines]:
     lines: Lines = {}
     try:
         node = loader.get_single_node()
-        cycle = None if node is None else yaml_cycle(node)
-        if cycle is not None:
-            raise SpecError(YAML_CYCLE, file=file, line=cycle.start_mark.line + 1)
+        found = None if node is None else yaml_problem(node)
+        if found is not None:
+            raise SpecError(found[1], file=file, line=found[0].start_mark.line + 1)
         return (None if node is None else _build(loader, node, (), lines, file)), lines
     except RecursionError:
         raise SpecError(f"not valid YAML: {TOO_DEEP}", file=file, line=loader.line + 1) from None
+    except SpecError:
+        raise
+    except ValueError:  # an integer of more digits than Python converts (SpecError is a ValueError too)
+        raise SpecError(f"not valid YAML: {TOO_LONG_NUMBER}", file=file, line=loader.line + 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "syntax error"
@@ -198,6 +202,8 @@ def _loads_spec(text: str, file: str) -> Spec:
             raise SpecError(f"not valid JSON: {exc.msg}", file=file, line=exc.lineno) from None
         except RecursionError:
             raise SpecError(f"not valid JSON: {TOO_DEEP}", file=file) from None
+        except ValueError:
+            raise SpecError(f"not valid JSON: {TOO_LONG_NUMBER}", file=file) from None
         try:
             _, lines = compose(text, file)
         except SpecError:  # valid JSON that YAML 1.1 reads otherwise: keep the data, lose the lines
@@ -210,8 +216,13 @@ def _loads_spec(text: str, file: str) -> Spec:
 def load_spec(path: str | PathLike[str]) -> Spec:
     """Read and validate a spec file. :class:`SpecError` (``FILE:LINE: problem``) when it is unreadable or invalid."""
     file = str(path)
+    limit = max_line_bytes()
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open("rb") as handle:
+            raw = handle.read(limit + 1)
+        if len(raw) > limit:
+            raise SpecError(too_long(limit, "spec"), file=file)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise SpecError("no such file", file=file) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -7,7 +7,7 @@ not JSON or not a trace, an invalid spec), reported one line each as ``FILE:LINE
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +17,8 @@ from spanfold.checks.errors import SpecError
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
-from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError
-from spanfold.text import clip, clip_left, plural
+from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, trace_files
+from spanfold.text import clip, clip_left, plural, visible
 from spanfold.trace.read import Problem, read_records
 
 #: Widest trace / check column and reason in the table (``--verbose`` prints reasons whole).
@@ -45,23 +45,10 @@ class Inputs:
         self.errors.append((file, line, problem))
 
 
-def _files(paths: Sequence[Path], inputs: Inputs) -> Iterator[Path]:
-    for path in paths:
-        if path.is_dir():
-            found = sorted(path.glob("*.jsonl"))
-            if not found:
-                inputs.error(str(path), None, "no *.jsonl files in this directory")
-            yield from found
-        elif path.exists():
-            yield path
-        else:
-            inputs.error(str(path), None, "no such file")
-
-
 def _read(paths: Sequence[Path]) -> Inputs:
     """Every trace in the files (records without events, such as metadata lines, are skipped)."""
     inputs = Inputs()
-    for path in _files(paths, inputs):
+    for path in trace_files(paths, lambda file, problem: inputs.error(file, None, problem)):
         for item in read_records(path, siblings=False):
             if isinstance(item, Problem):
                 inputs.error(item.file, item.line, item.text)
@@ -183,7 +170,7 @@ def command(
     try:
         spec: Spec = load_spec(spec_file)
     except SpecError as exc:
-        click.echo(str(exc), err=True)
+        click.echo(visible(str(exc)), err=True)
         ctx.exit(BAD_INPUT)
     inputs = _read(traces)
     _pick(inputs, picks)
@@ -191,9 +178,9 @@ def command(
         inputs.error(", ".join(str(t) for t in traces), None, "no traces to check")
     rows = [(trace, result) for trace in inputs.traces for result in spec.run(trace.view)]
     for line in _table(rows, verbose):
-        click.echo(line)
+        click.echo(visible(line))  # reasons quote the trace: model and tool text
     for file, number, problem in inputs.errors:
-        click.echo(f"{file}:{number}: {problem}" if number is not None else f"{file}: {problem}", err=True)
+        click.echo(visible(f"{file}:{number}: {problem}" if number is not None else f"{file}: {problem}"), err=True)
     failed = sum(1 for _, r in rows if not r.passed)
     summary = f"{len(rows) - failed} passed, {failed} failed ({len(spec.checks)} checks x {len(inputs.traces)} traces)"
     if inputs.errors:

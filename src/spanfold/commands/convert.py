@@ -14,38 +14,53 @@ from typing import Any
 import click
 import yaml
 
-from spanfold.commands.inputs import AtomicOutput, OutputError, Reporter, finish, no_traces, records
+from spanfold.commands.inputs import (
+    AtomicOutput,
+    OutputError,
+    Reporter,
+    finish,
+    no_traces,
+    read_paths,
+    same_file,
+    trace_files,
+)
 from spanfold.commands.select import TRACE_HELP, Picker
 from spanfold.trace import formats
-from spanfold.trace.read import META_SUFFIX, YAML_SUFFIXES, Record
+from spanfold.trace.read import YAML_SUFFIXES, Record, meta_path
 
 
 def _yaml_doc(value: Any, first: bool) -> str:
     return ("" if first else "---\n") + yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=120)
 
 
-def _meta_path(out: Path) -> Path | None:
-    if out.suffix != ".jsonl" or out.name.endswith(META_SUFFIX):
-        return None
-    return out.with_name(out.name[: -len(".jsonl")] + META_SUFFIX)
+def _guard_inputs(source: Path, outputs: list[Path]) -> None:
+    """Refuse an output that is an input or an input's metadata sibling (it would be replaced while read)."""
+    for given in {source, *trace_files([source], lambda file, text: None)}:
+        sibling = meta_path(given)
+        for out in outputs:
+            if same_file(out, given):
+                raise OutputError(f"{out}: cannot write: it is the input")
+            if sibling is not None and same_file(out, sibling):
+                raise OutputError(f"{out}: cannot write: it is the metadata of the input {given}")
 
 
 class _Output:
     """The main output (stdout or a file) and, for Invariant event lists, the metadata sibling."""
 
-    def __init__(self, out: Path | None, meta: bool) -> None:
+    def __init__(self, out: Path | None, meta: bool, source: Path) -> None:
         self.files: list[AtomicOutput] = []
         self.main: Callable[[str], None] = lambda text: click.echo(text, nl=False)
         self.meta: Callable[[str], None] | None = None
         if out is None:
             return
+        meta_path_ = meta_path(out) if meta else None
+        _guard_inputs(source, [out] if meta_path_ is None else [out, meta_path_])
         main = AtomicOutput(out)
         self.files.append(main)
         self.main = main.write
-        meta_path = _meta_path(out) if meta else None
-        if meta_path is not None:
+        if meta_path_ is not None:
             try:
-                sibling = AtomicOutput(meta_path)
+                sibling = AtomicOutput(meta_path_)
             except OutputError:
                 main.discard()  # no temporary file left beside OUT
                 raise
@@ -89,7 +104,7 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
     help="Output format (agentv-cli: the JSON "
     "a command-line agent hands AgentV: {text, output, token_usage, duration_ms}).",
 )
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), help="Output file (default: stdout).")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), help="Output file (default or -: stdout).")
 @click.option("--summary-only", is_flag=True, help="AgentV: write only each trace's summary and metadata (privacy).")
 @click.option("--yaml", "as_yaml", is_flag=True, help="Write YAML (also chosen by an OUT ending in .yaml/.yml).")
 @click.option(
@@ -102,7 +117,8 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
 def command(
     source: Path, to: str, out: Path | None, summary_only: bool, as_yaml: bool, style: str | None, pick: str | None
 ) -> None:
-    """Convert the traces in IN (any format spanfold reads) to invariant, agentv, compact or agentv-cli.
+    """Convert the traces in IN (any format spanfold reads; a directory: its trace files) to invariant, agentv,
+    compact or agentv-cli.
 
     JSON output holds one trace per line, YAML one document per trace. Invariant event lists written to
     OUT.jsonl get their metadata in OUT.meta.jsonl. A single compact trace in YAML is a spec for `spanfold check`.
@@ -110,11 +126,13 @@ def command(
     Exit status 0 on success, 2 on bad input or an unwritable OUT (nothing is written then).
     """
     _check_options(to, summary_only, style)
+    if out is not None and str(out) == "-":
+        out = None
     picker = Picker(pick)
     as_yaml = as_yaml or (out is not None and out.suffix.lower() in YAML_SUFFIXES)
     reporter = Reporter()
     try:
-        output = _Output(out, meta=to == "invariant" and (style or "list") == "list" and not as_yaml)
+        output = _Output(out, meta=to == "invariant" and (style or "list") == "list" and not as_yaml, source=source)
     except OutputError as exc:
         reporter.problem(str(exc))
         finish(reporter)
@@ -130,7 +148,7 @@ def command(
             yield record
 
     try:
-        for record in picker(dataset_lines(records(str(source), reporter))):
+        for record in picker(dataset_lines(read_paths([source], reporter))):
             try:
                 value = _encode(record, to, style or "list", summary_only)
             except ValueError as exc:

@@ -5,17 +5,21 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
+import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Final
 
 import click
 
-from spanfold.trace.read import Problem, Progress, Record, Value, read_records, read_values
+from spanfold.text import visible
+from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_records, read_values
 
 #: Exit statuses of every command.
 OK: Final = 0
@@ -33,7 +37,10 @@ class Reporter:
 
     def problem(self, item: Problem | str) -> None:
         self.problems += 1
-        click.echo(str(item), err=True)
+        click.echo(visible(str(item)), err=True)
+
+    def file_problem(self, file: str, text: str) -> None:
+        self.problem(Problem(file, None, text))
 
 
 @contextlib.contextmanager
@@ -52,6 +59,53 @@ def progress(path: str) -> Iterator[Progress | None]:
             bar.update(done - bar.pos)
 
         yield advance
+
+
+#: The trace files of a directory given as an input (its ``*.meta.jsonl`` metadata is read beside them).
+TRACE_PATTERNS: Final = ("*.jsonl", "*.json")
+
+
+def _events_file(meta: Path) -> Path:
+    return meta.with_name(meta.name[: -len(META_SUFFIX)] + ".jsonl")
+
+
+def trace_files(paths: Iterable[Path], problem: Callable[[str, str], None], *, metadata: bool = False) -> list[Path]:
+    """The files to read for the paths a user gave, the same way for every command: a directory stands for its
+    trace files (``*.jsonl``, ``*.json``; not its metadata); a ``NAME.meta.jsonl`` is skipped when ``NAME.jsonl`` is
+    read too (a shell glob such as ``traces/*.jsonl`` matches both) and stands for ``NAME.jsonl`` when that exists;
+    ``metadata=True`` (``validate``) keeps metadata files given by name. Each file once, in the order given."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                {f for pattern in TRACE_PATTERNS for f in path.glob(pattern) if not f.name.endswith(META_SUFFIX)}
+            )
+            if not found:
+                problem(str(path), "no trace files (*.jsonl, *.json) in this directory")
+            out.extend(found)
+        else:
+            out.append(path)
+    events = {os.path.abspath(p) for p in out}
+    chosen: list[Path] = []
+    seen: set[str] = set()
+    for path in out:
+        if path.name.endswith(META_SUFFIX) and not metadata:
+            partner = _events_file(path)
+            if os.path.abspath(partner) in events:
+                continue  # read with its events file
+            if partner.is_file():
+                path = partner
+        key = os.path.abspath(path)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(path)
+    return chosen
+
+
+def read_paths(paths: Iterable[Path], reporter: Reporter, *, siblings: bool = True) -> Iterator[Record]:
+    """The records of every file the paths stand for (:func:`trace_files`), one file after another."""
+    for path in trace_files(paths, reporter.file_problem):
+        yield from records(str(path), reporter, siblings=siblings)
 
 
 def values(path: str, reporter: Reporter) -> Iterator[Value]:
@@ -74,6 +128,15 @@ def records(path: str, reporter: Reporter, *, siblings: bool = True) -> Iterator
                 yield item
 
 
+#: What ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal acts on: DEL, C1 controls, bidi controls.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def json_line(value: object) -> str:
+    """One compact JSON line, readable (non-ASCII kept) and safe on a terminal (control characters escaped)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
 def no_traces(path: str) -> str:
     return f"{path}: no traces in this file"
 
@@ -87,17 +150,45 @@ class OutputError(Exception):
     """An output path that cannot be written (the message is the one-line problem)."""
 
 
+def not_replaceable(path: Path) -> str | None:
+    """Why an output must not replace what is at ``path`` (None for a regular file or nothing)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link (give the file it points to)"
+    return "not a regular file (a device, a pipe or a socket)"
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (the same inode when both exist, else the same absolute path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
 class AtomicOutput:
     """A text file written through a temporary file beside it and renamed into place only by :meth:`commit`.
 
     Opening fails at once (:class:`OutputError`) when the path cannot be written, before any input is read;
-    closing without a commit removes the temporary file, so a failed run leaves nothing behind.
+    closing without a commit removes the temporary file, so a failed run leaves nothing behind. Only a regular file
+    (or a new path) is replaced: the rename would turn a device node, a pipe or a symbolic link into a regular file
+    (as root, ``-o /dev/null`` would replace ``/dev/null``), so those are refused.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if path.is_dir():
-            raise OutputError(f"{path}: cannot write: is a directory")
+        refused = not_replaceable(path)
+        if refused is not None:
+            raise OutputError(f"{path}: cannot write: {refused}")
         try:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         except OSError as exc:

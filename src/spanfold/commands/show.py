@@ -1,4 +1,4 @@
-"""``spanfold show FILE [--trace N|ID]``: traces rendered for a person (:func:`spanfold.trace.render.render_trace`)."""
+"""``spanfold show FILE... [--trace N|ID]``: traces for a person (:func:`spanfold.trace.render.render_trace`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
-from spanfold.commands.inputs import Reporter, finish, no_traces, records
+from spanfold.commands.inputs import Reporter, finish, no_traces, read_paths
 from spanfold.commands.select import TRACE_HELP, Picker
+from spanfold.commands.terminal import color_choice, terminal_width
+from spanfold.text import visible
 from spanfold.trace.render import header, render_trace
 
 #: Default cut of long contents (a fetched web page should not fill the terminal).
@@ -15,9 +17,13 @@ MAX_CHARS = 2000
 
 
 @click.command("show")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--trace", "pick", metavar="N|ID", default=None, help=TRACE_HELP)
-@click.option("--color/--no-color", default=None, help="Force colour on or off (default: on for a terminal).")
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Force colour on or off (default: on for a terminal, off when NO_COLOR is set, on when FORCE_COLOR is).",
+)
 @click.option(
     "--max-chars",
     type=click.IntRange(min=1),
@@ -26,20 +32,22 @@ MAX_CHARS = 2000
     help="Cut each message, tool output and argument list to this many characters.",
 )
 @click.option("--full", is_flag=True, help="Show every content whole (no --max-chars).")
-def command(file: Path, pick: str | None, color: bool | None, max_chars: int, full: bool) -> None:
-    """Show the traces in FILE for a person: roles, tool calls and their arguments, tool outputs, errors,
-    timings and tokens (from the .meta.jsonl beside an Invariant file).
+def command(files: tuple[Path, ...], pick: str | None, color: bool | None, max_chars: int, full: bool) -> None:
+    """Show the traces in FILES (trace files or directories of them) for a person: roles, tool calls and their
+    arguments, tool outputs, errors, timings and tokens (from the .meta.jsonl beside an Invariant file).
 
     Exit status 0, or 2 on bad input or when --trace matches nothing.
     """
     picker = Picker(pick)
     reporter = Reporter()
-    name = str(file)
+    color = color_choice(color)
+    width = terminal_width()
+    name = ", ".join(str(f) for f in files)
     shown = 0
-    for record in picker(records(name, reporter)):
+    for record in picker(read_paths(files, reporter)):
         if shown:
             click.echo("")
-        click.echo(click.style(record.label, dim=True), color=color)
+        click.echo(click.style(visible(record.label), dim=True), color=color)
         trace = record.trace
         if trace is None:  # a summary-only record: no events to show
             summary = record.decoded.summary
@@ -47,12 +55,14 @@ def command(file: Path, pick: str | None, color: bool | None, max_chars: int, fu
             for line in header(record.decoded.meta, summary):
                 click.echo(line, color=color)
         else:
-            for line in render_trace(trace.events, trace.meta, color=True, max_chars=None if full else max_chars):
+            limit = None if full else max_chars
+            for line in render_trace(trace.events, trace.meta, color=True, max_chars=limit, width=width):
                 click.echo(line, color=color)
         shown += 1
-    missing = picker.missing(name)
-    if missing is not None:
-        reporter.problem(missing)
-    elif shown == 0 and not reporter.problems:
-        reporter.problem(no_traces(name))
+    if not reporter.problems:  # after a real error (a missing file), nothing more to say
+        missing = picker.missing(name)
+        if missing is not None:
+            reporter.problem(missing)
+        elif shown == 0:
+            reporter.problem(no_traces(name))
     finish(reporter)

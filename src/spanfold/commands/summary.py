@@ -1,31 +1,33 @@
-"""``spanfold summary FILE...``: one row per trace (events, tool calls by name, errors, tokens, duration)."""
+"""``spanfold summary FILE...``: one row per trace (events, tool calls by name, errors, tokens, duration).
+
+The table fits the terminal (``COLUMNS`` or its width): long paths are cut in the middle, the tool list wraps
+under its column or, on a narrow terminal, goes on a line of its own. Piped, rows are never cut. The widths come
+from the first :data:`SIZING_ROWS` rows (memory stays bounded whatever the number of traces).
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
-from spanfold.commands.inputs import Reporter, finish, no_traces, records
-from spanfold.text import clip_left
+from spanfold.commands.inputs import Reporter, finish, json_line, no_traces, records, trace_files
+from spanfold.commands.terminal import terminal_width
+from spanfold.text import clip_middle, plural, visible, wrap_items
 from spanfold.trace.model import TraceMeta, TraceSummary
 from spanfold.trace.read import Record
 from spanfold.trace.render import format_ms
 
-#: Columns: header, width (the last one is not padded).
-COLUMNS = (
-    ("TRACE", 36),
-    ("ID", 16),
-    ("EVENTS", 6),
-    ("CALLS", 5),
-    ("ERRORS", 6),
-    ("TOKENS IN/OUT", 15),
-    ("DURATION", 10),
-    ("TOOLS", 0),
-)
+#: Rows read before the table's widths are fixed.
+SIZING_ROWS = 100
+#: Number columns: header and width (right-aligned).
+NUMBERS = (("EVENTS", 6), ("CALLS", 5), ("ERRORS", 6), ("TOKENS IN/OUT", 13), ("DURATION", 9))
+#: Narrowest trace column, and the least room for tools beside the row before they move to a line of their own.
+MIN_TRACE, MIN_TOOLS = 16, 24
+GAP = "  "
 
 
 @dataclass(slots=True)
@@ -58,27 +60,74 @@ class Row:
             "status": meta.status,
         }
 
-    def cells(self) -> list[str]:
+    def numbers(self) -> list[str]:
         meta = self.meta
-        tools = ", ".join(f"{name} x{n}" for name, n in self.summary.tool_calls_by_name.items())
         tokens = f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" if meta.usage.input_tokens else "-"
-        return [
-            clip_left(self.label, COLUMNS[0][1]),
-            meta.trace_id[:16] or "-",
-            str(self.summary.event_count),
-            str(self.calls),
-            str(self.summary.error_count),
-            tokens,
-            format_ms(meta.duration_ms) if meta.duration_ms is not None else "-",
-            tools or "-",
-        ]
+        duration = format_ms(meta.duration_ms) if meta.duration_ms is not None else "-"
+        return [str(self.summary.event_count), str(self.calls), str(self.summary.error_count), tokens, duration]
+
+    def tools(self) -> list[str]:
+        return [visible(f"{name} x{n}") for name, n in self.summary.tool_calls_by_name.items()]
 
 
-def _line(cells: list[str]) -> str:
-    out = []
-    for (_, width), cell in zip(COLUMNS, cells, strict=True):
-        out.append(cell.ljust(width) if width else cell)
-    return "  ".join(out).rstrip()
+@dataclass(slots=True)
+class Layout:
+    """Column widths for a terminal of ``width`` columns (None: piped, nothing cut)."""
+
+    width: int | None
+    trace: int
+    ident: int
+    tools_inline: bool = True
+    numbers: list[int] = field(default_factory=lambda: [w for _, w in NUMBERS])
+
+    @classmethod
+    def fit(cls, rows: list[Row], width: int | None) -> Layout:
+        labels = max((len(visible(r.label)) for r in rows), default=0)
+        trace = max(len("TRACE"), labels)
+        numbers = [max([w] + [len(r.numbers()[i]) for r in rows]) for i, (_, w) in enumerate(NUMBERS)]
+        if width is None:
+            return cls(None, trace, 16, True, numbers)
+        ident = 16 if width >= 120 else 8
+        fixed = ident + sum(numbers) + len(GAP) * (len(numbers) + 1)
+        if fixed + min(trace, MIN_TRACE) + len(GAP) + MIN_TOOLS <= width:
+            trace = min(trace, width - fixed - len(GAP) - MIN_TOOLS)
+            return cls(width, trace, ident, True, numbers)
+        if fixed + MIN_TRACE > width:  # a narrow terminal: the trace id goes (`show` and `--json` print it)
+            ident, fixed = 0, fixed - ident - len(GAP)
+        return cls(width, max(MIN_TRACE, min(trace, width - fixed)), ident, False, numbers)
+
+    @property
+    def tools_column(self) -> int:
+        return self.trace + self.ident + sum(self.numbers) + len(GAP) * (len(self.numbers) + 2)
+
+    def line(self, trace: str, ident: str, numbers: list[str], tools: str) -> str:
+        cells = [trace.ljust(self.trace)] + ([ident.ljust(self.ident)] if self.ident else [])
+        cells += [cell.rjust(w) for cell, w in zip(numbers, self.numbers, strict=True)]
+        if self.tools_inline:
+            cells.append(tools)
+        return GAP.join(cells).rstrip()
+
+    def header(self) -> str:
+        return self.line("TRACE", "ID", [name for name, _ in NUMBERS], "TOOLS")
+
+    def row(self, row: Row) -> list[str]:
+        label = visible(row.label)
+        if self.width is not None:
+            label = clip_middle(label, self.trace)
+        ident = visible(row.meta.trace_id[: self.ident]) or "-"
+        tools = row.tools() or ["-"]
+        if self.width is None:
+            return [self.line(label, ident, row.numbers(), ", ".join(tools))]
+        if self.tools_inline:
+            room = self.width - self.tools_column
+            first, *rest = wrap_items(tools, room)
+            return [self.line(label, ident, row.numbers(), first)] + [" " * self.tools_column + r for r in rest]
+        lines = [self.line(label, ident, row.numbers(), "")]
+        if row.tools():
+            indent = " " * len("  tools: ")
+            wrapped = wrap_items(tools, max(MIN_TOOLS, self.width - len(indent)))
+            lines += ["  tools: " + wrapped[0]] + [indent + w for w in wrapped[1:]]
+        return lines
 
 
 @dataclass(slots=True)
@@ -97,36 +146,49 @@ class Totals:
         self.tokens_out += row.meta.usage.output_tokens
 
     def __str__(self) -> str:
-        text = f"{self.traces} traces, {self.calls} tool calls, {self.errors} errors"
+        text = f"{plural(self.traces, 'trace')}, {plural(self.calls, 'tool call')}, {plural(self.errors, 'error')}"
         if self.tokens_in or self.tokens_out:
             text += f", {self.tokens_in} in / {self.tokens_out} out tokens"
         return text
+
+
+def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:
+    for path in files:
+        before, seen = reporter.problems, 0
+        for record in records(str(path), reporter):
+            if record.is_trace:
+                seen += 1
+                yield Row.of(record)
+        if seen == 0 and reporter.problems == before:
+            reporter.problem(no_traces(str(path)))
 
 
 @click.command("summary")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per trace (JSONL) instead of a table.")
 def command(files: tuple[Path, ...], as_json: bool) -> None:
-    """Summarise every trace in FILES: events, tool calls by name, errors, tokens and duration.
+    """Summarise every trace in FILES (trace files or directories of them): events, tool calls by name, errors,
+    tokens and duration.
 
     Token counts and durations come from the trace's metadata (the .meta.jsonl beside an Invariant file).
     Exit status 0, or 2 on bad input.
     """
     reporter = Reporter()
     totals = Totals()
-    if not as_json:
-        click.echo(_line([name for name, _ in COLUMNS]))
-    for path in files:
-        before, seen = reporter.problems, 0
-        for record in records(str(path), reporter):
-            if not record.is_trace:
-                continue
-            seen += 1
-            row = Row.of(record)
+    rows = _rows(trace_files(files, reporter.file_problem), reporter)
+    if as_json:
+        for row in rows:
             totals.add(row)
-            click.echo(json.dumps(row.to_json(), ensure_ascii=False) if as_json else _line(row.cells()))
-        if seen == 0 and reporter.problems == before:
-            reporter.problem(no_traces(str(path)))
-    if not as_json:
+            click.echo(json_line(row.to_json()))
+        finish(reporter)
+    first = [row for _, row in zip(range(SIZING_ROWS), rows, strict=False)]
+    if first:
+        layout = Layout.fit(first, terminal_width())
+        click.echo(layout.header())
+        for row in [*first, *rows]:
+            totals.add(row)
+            for line in layout.row(row):
+                click.echo(line)
+    if totals.traces or not reporter.problems:
         click.echo(str(totals))
     finish(reporter)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from spanfold.commands.inputs import Reporter, finish, no_traces, values
-from spanfold.text import plural
+from spanfold.commands.inputs import Reporter, finish, no_traces, trace_files, values
+from spanfold.text import plural, visible
 from spanfold.trace.validate import SCHEMAS, validate_value
 
 #: Shapes without trace events (counted apart).
@@ -24,21 +24,22 @@ _RECORDS = ("metadata", "agentv-summary")
     help="Validate every value against this format's schema (default: each value's own shape).",
 )
 def command(files: tuple[Path, ...], fmt: str | None) -> None:
-    """Validate FILES (Invariant, AgentV, compact or metadata; JSONL, JSON or YAML) against the JSON Schemas.
+    """Validate FILES (Invariant, AgentV, compact or metadata; JSONL, JSON or YAML; or directories of trace files)
+    against the JSON Schemas.
 
     Prints every problem as FILE:LINE: JSON-PATH: problem; on success only the count of valid traces.
     Exit status 0 when all are valid, 1 when any is not, 2 when a file cannot be read or is not JSON.
     """
     reporter = Reporter()
     valid = invalid = records = 0
-    for path in files:
+    for path in trace_files(files, reporter.file_problem, metadata=True):
         name = str(path)
         seen, before = 0, reporter.problems
         for value in values(name, reporter):
             seen += 1
             shape, issues = validate_value(value.data, fmt)
             for issue in issues:
-                click.echo(f"{value.file}:{value.line}: {issue}", err=True)
+                click.echo(visible(f"{value.file}:{value.line}: {issue}"), err=True)
             if shape in _RECORDS and not issues:
                 records += 1
             elif issues:

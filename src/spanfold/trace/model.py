@@ -8,6 +8,7 @@ events. No OpenTelemetry imports here.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -158,7 +159,14 @@ def _int(value: Any) -> int:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number (``NaN``, ``Infinity`` and ``1e999``, which Python's JSON reader accepts, read as absent)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too big for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass(slots=True)

@@ -1,5 +1,7 @@
 """A trace rendered for a person in a terminal: roles, tool calls with their arguments, tool outputs, errors,
 timings and tokens. Plain text lines; ``color=True`` adds ANSI styles (``click.echo`` strips them when piped).
+Every text taken from the trace goes through :func:`spanfold.text.visible` first: model output and tool results are
+attacker-influenced, so their control characters are printed as ``\x1b``-style text, never sent to the terminal.
 
 Used by ``spanfold show`` and reusable as is (``spanfold demo``)::
 
@@ -10,12 +12,16 @@ Used by ``spanfold show`` and reusable as is (``spanfold demo``)::
 from __future__ import annotations
 
 import json
+import math
+import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import click
 
+from spanfold.text import plural, visible
 from spanfold.trace.compact import parse_time
 from spanfold.trace.model import Message, ToolCall, TraceMeta, TraceSummary
 
@@ -30,6 +36,47 @@ ROLE_STYLES: dict[str, dict[str, Any]] = {
 ROLE_WIDTH = 10
 
 
+_STYLE = re.compile("\x1b\\[[0-9;]*m")
+
+
+def _columns(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def wrap_styled(text: str, width: int) -> list[str]:
+    """``text`` (which may hold our own colour codes, never other control characters) in lines of at most
+    ``width`` terminal columns, broken at a space where there is one (wide characters count two)."""
+    if width <= 0 or len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    current: list[str] = []
+    column = 0
+    space = -1  # index in current of the last space
+    for token in re.split(f"({_STYLE.pattern})", text):
+        if _STYLE.fullmatch(token):
+            current.append(token)
+            continue
+        for char in token:
+            cols = _columns(char)
+            if column + cols > width and column > 0:
+                if space > 0:
+                    lines.append("".join(current[:space]).rstrip())
+                    current = current[space + 1 :]
+                else:
+                    lines.append("".join(current))
+                    current = []
+                column = sum(0 if _STYLE.fullmatch(t) else _columns(t) for t in current)
+                space = -1
+            if char == " ":
+                space = len(current)
+            current.append(char)
+            column += cols
+    lines.append("".join(current))
+    return lines
+
+
 class _Painter:
     def __init__(self, color: bool) -> None:
         self.color = color
@@ -39,6 +86,12 @@ class _Painter:
 
 
 def format_ms(ms: float) -> str:
+    """``204.8 ms``, ``3.20 s``, ``2m05.0s``, ``3h07m``; ``-`` for what is not a duration (NaN, infinite)."""
+    if not math.isfinite(ms):
+        return "-"
+    if abs(ms) >= 3_600_000:
+        hours = ms / 3_600_000
+        return f"{hours:.3g} h" if abs(hours) >= 10_000 else f"{int(hours)}h{int(ms / 60_000) % 60:02d}m"
     if ms < 1000:
         return f"{ms:.1f} ms"
     if ms < 60_000:
@@ -62,11 +115,16 @@ def format_arguments(arguments: Any) -> str:
     if arguments is None:
         return ""
     if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
+        return visible(arguments)
+    return visible(json.dumps(arguments, ensure_ascii=False))
 
 
 def _content_text(msg: Message) -> str:
+    """The content as it is printed (control characters made visible, newlines kept)."""
+    return visible(_raw_content_text(msg), multiline=True)
+
+
+def _raw_content_text(msg: Message) -> str:
     if msg.content is None:
         return ""
     if isinstance(msg.content, str):
@@ -88,11 +146,11 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
     facts: list[str] = []
     if meta is not None:
         if meta.trace_id:
-            first.append(meta.trace_id)
+            first.append(visible(meta.trace_id))
         if meta.name:
-            first.append(f"({meta.name})")
+            first.append(f"({visible(meta.name)})")
         if meta.models:
-            facts.append(", ".join(meta.models))
+            facts.append(visible(", ".join(meta.models)))
         tokens = format_tokens(meta.usage)
         if tokens:
             facts.append(tokens)
@@ -101,7 +159,9 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
         if meta.status != "complete":
             facts.append(meta.status)
     calls = sum(summary.tool_calls_by_name.values())
-    facts.append(f"{summary.event_count} events, {calls} tool calls, {summary.error_count} errors")
+    facts.append(
+        f"{plural(summary.event_count, 'event')}, {plural(calls, 'tool call')}, {plural(summary.error_count, 'error')}"
+    )
     return [" ".join(first), "  " + " · ".join(facts)]
 
 
@@ -113,9 +173,12 @@ def clip(text: str, limit: int | None) -> str:
 
 
 class _Renderer:
-    def __init__(self, events: Sequence[Message], meta: TraceMeta | None, color: bool, limit: int | None) -> None:
+    def __init__(
+        self, events: Sequence[Message], meta: TraceMeta | None, color: bool, limit: int | None, width: int | None
+    ) -> None:
         self.events = events
         self.limit = limit
+        self.width = width
         self.paint = _Painter(color)
         self.origin = self._origin(meta)
         self.timed = any(e.timestamp for e in events)
@@ -139,15 +202,18 @@ class _Renderer:
 
     def emit(self, msg: Message, body: str, *, first: bool = True) -> None:
         indent = " " * (11 if self.timed else 0) + " " * (ROLE_WIDTH + 1)
-        role = self.paint(f"{msg.role:<{ROLE_WIDTH}}", **ROLE_STYLES.get(msg.role, {}))
+        role = self.paint(f"{visible(msg.role):<{ROLE_WIDTH}}", **ROLE_STYLES.get(msg.role, {}))
         lead = (self.when(msg) + role + " ") if first else indent
         body_lines = body.split("\n") or [""]
+        if self.width is not None:  # long lines wrap under the text, not under the role
+            room = max(20, self.width - len(indent))
+            body_lines = [part for line in body_lines for part in wrap_styled(line, room)]
         self.lines.append((lead + body_lines[0]).rstrip())
         self.lines.extend((indent + line).rstrip() for line in body_lines[1:])
 
     def call(self, msg: Message, tc: ToolCall, first: bool) -> None:
-        name = self.paint(tc.name, fg="yellow", bold=True)
-        ident = self.paint(f"  [{tc.id}]", dim=True) if tc.id else ""
+        name = self.paint(visible(tc.name), fg="yellow", bold=True)
+        ident = self.paint(f"  [{visible(tc.id)}]", dim=True) if tc.id else ""
         self.emit(msg, f"-> {name}({clip(format_arguments(tc.arguments), self.limit)}){ident}", first=first)
         at = parse_time(msg.timestamp)
         if tc.id is not None:
@@ -156,22 +222,22 @@ class _Renderer:
                 self.call_times[tc.id] = at
 
     def output(self, msg: Message) -> None:
-        name = msg.name or self.call_names.get(msg.tool_call_id or "") or "tool"
-        ident = f" [{msg.tool_call_id}]" if msg.tool_call_id else ""
+        name = visible(msg.name or self.call_names.get(msg.tool_call_id or "") or "tool")
+        ident = f" [{visible(msg.tool_call_id)}]" if msg.tool_call_id else ""
         took = ""
         start, end = self.call_times.get(msg.tool_call_id or ""), parse_time(msg.timestamp)
         if start is not None and end is not None and (start.tzinfo is None) == (end.tzinfo is None):
             took = self.paint(f"  ({format_ms((end - start).total_seconds() * 1000)})", dim=True)
         text = clip(_content_text(msg), self.limit)
         if msg.error is not None:
-            kind = msg.error.get("type", "error")
+            kind = visible(str(msg.error.get("type", "error")))
             text = self.paint(f"!! {kind}: {text}" if text and text != kind else f"!! {kind}", fg="red", bold=True)
         self.emit(msg, f"<- {self.paint(name, fg='yellow')}{self.paint(ident, dim=True)}: {text}{took}")
 
     def message(self, msg: Message) -> None:
         text = clip(_content_text(msg), self.limit)
         if msg.role == "error":
-            text = self.paint(text or str((msg.error or {}).get("type", "error")), fg="red")
+            text = self.paint(text or visible(str((msg.error or {}).get("type", "error"))), fg="red")
         first = True
         if text or not msg.tool_calls:
             self.emit(msg, text)
@@ -179,7 +245,7 @@ class _Renderer:
         for tc in msg.tool_calls:
             self.call(msg, tc, first)
             first = False
-        details = [str(msg.metadata["model"])] if isinstance(msg.metadata.get("model"), str) else []
+        details = [visible(msg.metadata["model"])] if isinstance(msg.metadata.get("model"), str) else []
         tokens = format_tokens(msg.metadata.get("usage"))
         if tokens:
             details.append(tokens)
@@ -196,11 +262,21 @@ class _Renderer:
 
 
 def render_trace(
-    events: Sequence[Message], meta: TraceMeta | None = None, *, color: bool = False, max_chars: int | None = None
+    events: Sequence[Message],
+    meta: TraceMeta | None = None,
+    *,
+    color: bool = False,
+    max_chars: int | None = None,
+    width: int | None = None,
 ) -> list[str]:
     """The trace as lines for a terminal: a heading, then one block per event (tool calls indented under theirs).
-    ``max_chars`` cuts each content, tool output and argument list to that many characters."""
+    ``max_chars`` cuts each content, tool output and argument list to that many characters; ``width`` wraps long
+    lines to that many columns with a hanging indent (under the text, not under the role)."""
     summary = TraceSummary.of(list(events))
     head = header(meta, summary)
     paint = _Painter(color)
-    return [paint(head[0], bold=True), paint(head[1], dim=True), *_Renderer(events, meta, color, max_chars).render()]
+    return [
+        paint(head[0], bold=True),
+        paint(head[1], dim=True),
+        *_Renderer(events, meta, color, max_chars, width).render(),
+    ]
