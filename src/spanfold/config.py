@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -91,85 +91,77 @@ class Option:
     help: str
 
 
-#: Every option: name -> (environment variables, first set wins; parser; default; meaning).
-OPTIONS: Mapping[str, Option] = {
-    "output": Option(("SPANFOLD_OUTPUT",), _str, "traces", "directory the trace files are written to"),
-    "format": Option(("SPANFOLD_FORMAT",), _format, "invariant", "invariant or agentv"),
-    "capture_content": Option(
+def _option(env: tuple[str, ...], parse: Callable[[str, str], Any], default: Any, help: str) -> Any:
+    """A :class:`Config` field and its :class:`Option` (environment variables, parser, default, meaning)."""
+    return field(default=default, metadata={"option": Option(env, parse, default, help)})
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Every option, once: name, type, environment variables (first set wins), parser, default and meaning."""
+
+    output: str = _option(("SPANFOLD_OUTPUT",), _str, "traces", "directory the trace files are written to")
+    format: str = _option(("SPANFOLD_FORMAT",), _format, "invariant", "invariant or agentv")
+    capture_content: bool = _option(
         ("SPANFOLD_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         _content,
         True,
         "record prompts, completions and tool arguments/results",
-    ),
-    "disabled": Option(("SPANFOLD_DISABLED",), _bool, False, "make init() a no-op"),
-    "file_per_trace": Option(
+    )
+    disabled: bool = _option(("SPANFOLD_DISABLED",), _bool, False, "make init() a no-op")
+    file_per_trace: bool = _option(
         ("SPANFOLD_FILE_PER_TRACE",), _bool, False, "also write each trace to its own <trace_id>.json"
-    ),
-    "otlp": Option(
+    )
+    otlp: str | None = _option(
         ("SPANFOLD_OTLP",),
         _str,
         None,
         "also export the raw spans over OTLP/HTTP to this endpoint (default: when spanfold installs the provider "
         "and OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)",
-    ),
-    "max_queue_size": Option(("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded"),
-    "max_traces_in_flight": Option(
+    )
+    max_queue_size: int = _option(("SPANFOLD_MAX_QUEUE_SIZE",), _positive_int, 20_000, "spans waiting to be folded")
+    max_traces_in_flight: int = _option(
         ("SPANFOLD_MAX_TRACES_IN_FLIGHT",), _positive_int, 2_000, "traces buffered before the oldest is cut"
-    ),
-    "max_spans_per_trace": Option(
+    )
+    max_spans_per_trace: int = _option(
         ("SPANFOLD_MAX_SPANS_PER_TRACE",), _positive_int, 20_000, "spans kept per trace (more: truncated)"
-    ),
-    "max_attribute_bytes_per_trace": Option(
+    )
+    max_attribute_bytes_per_trace: int = _option(
         ("SPANFOLD_MAX_ATTRIBUTE_BYTES_PER_TRACE",),
         _positive_int,
         64 * 1024 * 1024,
         "bytes of span attribute text kept per trace (more: spans dropped, trace truncated)",
-    ),
-    "trace_timeout": Option(
+    )
+    trace_timeout: float = _option(
         ("SPANFOLD_TRACE_TIMEOUT",),
         _positive_float,
         300.0,
         "seconds before a trace whose root never ends is written as incomplete",
-    ),
-    "stitch_idle": Option(
+    )
+    stitch_idle: float = _option(
         ("SPANFOLD_STITCH_IDLE",),
         _positive_float,
         30.0,
         "seconds an un-parented conversation stays open for stitching",
-    ),
-    "instrument": Option(
+    )
+    instrument: tuple[str, ...] | None = _option(
         ("SPANFOLD_INSTRUMENT",),
         _names,
         None,
         "client libraries spanfold patches: all installed (default), none (fold spans another instrumentation "
         "makes), or a list such as openai,anthropic",
-    ),
-    "redact": Option(
+    )
+    redact: Any = _option(
         ("SPANFOLD_REDACT",),
         _bool,
         False,
         "redact recorded content: true (built-in patterns: emails, API keys, card numbers), or pass a callable "
         "(text -> text, run after them) or a spanfold.redaction.Redaction to init()",
-    ),
-}
+    )
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
-    output: str
-    format: str
-    capture_content: bool
-    disabled: bool
-    file_per_trace: bool
-    otlp: str | None
-    instrument: tuple[str, ...] | None
-    max_queue_size: int
-    max_traces_in_flight: int
-    max_spans_per_trace: int
-    max_attribute_bytes_per_trace: int
-    trace_timeout: float
-    stitch_idle: float
-    redact: Any
+#: name -> :class:`Option`, in the order of :class:`Config`'s fields.
+OPTIONS: Mapping[str, Option] = {f.name: f.metadata["option"] for f in fields(Config)}
 
 
 def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Config:
@@ -194,7 +186,6 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         values["output"] = os.fspath(values["output"])
     if isinstance(values["instrument"], (list, set, frozenset)):
         values["instrument"] = tuple(values["instrument"])
-    assert {f.name for f in fields(Config)} == set(values)
     return Config(**values)
 
 
