@@ -90,6 +90,15 @@ def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
     return out
 
 
+def bearer_token(authorization: str) -> bytes:
+    """The credentials of an ``Authorization: Bearer ...`` header as the bytes the client sent (aiohttp keeps bytes
+    that are not UTF-8 as surrogates); ``b""`` for another scheme. The scheme is case-insensitive (RFC 7235)."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return b""
+    return credentials.strip(" \t").encode("utf-8", "surrogateescape")
+
+
 def _status_body(kind: str, code: int, message: str) -> bytes:
     if kind == JSON:
         return json.dumps({"code": code, "message": message}).encode()
@@ -116,7 +125,7 @@ class Receiver:
         config = config_module.load({"output": options.output, "format": options.format, **limits})
         chosen = list(writers) if writers is not None else writers_for(config)
         self.fold = FoldWorker(chosen, config, Policy(quiet=options.wait, root=trace_root), name="spanfold-serve")
-        self._expected = f"Bearer {options.token}".encode() if options.token else None
+        self._token = options.token.encode() if options.token else None
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -153,10 +162,9 @@ class Receiver:
         return fold.pending + fold.assembler.spans >= self.options.max_spans
 
     def _authorized(self, request: web.Request) -> bool:
-        if self._expected is None:
+        if self._token is None:
             return True
-        given = request.headers.get("Authorization", "").encode()
-        return hmac.compare_digest(given, self._expected)
+        return hmac.compare_digest(bearer_token(request.headers.get("Authorization", "")), self._token)
 
     async def handle(self, request: web.Request) -> web.Response:
         counters.incr("receiver.requests")
