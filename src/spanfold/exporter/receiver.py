@@ -48,8 +48,12 @@ PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 #: gRPC status codes for the ``google.rpc.Status`` error bodies.
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _UNAUTHENTICATED = 3, 8, 14, 16
+_GZIP: Final = 16 + zlib.MAX_WBITS
+_CHUNK: Final = 64 * 1024
+#: Gzip members read in one body: empty members cost time, not bytes.
+_MAX_MEMBERS: Final = 1024
 #: Content-Encoding -> zlib ``wbits`` (None: not compressed).
-_ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": _GZIP, "deflate": zlib.MAX_WBITS}
 _DECODERS: Final[dict[str, Callable[[bytes], Decoded]]] = {
     PROTOBUF: otlp_proto.decode_body,
     JSON: otlp_json.decode_body,
@@ -78,16 +82,41 @@ class _TooLarge(Exception):
 
 
 def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
-    """``body`` decompressed, never past ``limit`` bytes (:class:`_TooLarge`); ``zlib.error`` when corrupt."""
+    """``body`` decompressed, never past ``limit`` bytes (:class:`_TooLarge`); ``zlib.error`` when corrupt.
+
+    A gzip body may hold several members (RFC 1952: ``cat a.gz b.gz``), each read in turn as ``gzip -d`` reads them
+    (zero padding between or after them too); the limit counts all of them. Anything else after the end is an error.
+    The input goes in by :data:`_CHUNK`, so what is left after a member is never copied whole."""
     if wbits is None:
         return body
-    inflater = zlib.decompressobj(wbits)
-    out = inflater.decompress(body, limit + 1)
-    if len(out) > limit:
-        raise _TooLarge
-    if not inflater.eof:
+    out = bytearray()
+    view = memoryview(body)
+    pos, tail = 0, b""
+    inflater, fresh, members = zlib.decompressobj(wbits), True, 0
+    while tail or pos < len(body):
+        if tail:
+            chunk, tail = tail, b""
+        else:
+            chunk, pos = view[pos : pos + _CHUNK], pos + _CHUNK
+        if fresh and wbits == _GZIP:
+            chunk = bytes(chunk).lstrip(b"\x00")
+            if not chunk:
+                continue
+        fresh = False
+        out += inflater.decompress(chunk, limit + 1 - len(out))  # never 0 (unbounded): len(out) <= limit here
+        if len(out) > limit:
+            raise _TooLarge
+        if inflater.eof:
+            members += 1
+            if members > _MAX_MEMBERS:
+                raise zlib.error(f"more than {_MAX_MEMBERS} gzip members")
+            tail = inflater.unused_data
+            if wbits != _GZIP and (tail or pos < len(body)):
+                raise zlib.error("data after the end of the compressed body")
+            inflater, fresh = zlib.decompressobj(wbits), True
+    if not fresh or not members:
         raise zlib.error("truncated compressed body")
-    return out
+    return bytes(out)
 
 
 def bearer_token(authorization: str) -> bytes:
