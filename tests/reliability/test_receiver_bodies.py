@@ -80,3 +80,45 @@ def test_a_body_of_empty_gzip_members_is_refused_fast(served: Any) -> None:
     assert status == 400 and b"gzip members" in body
     assert time.monotonic() - started < 2
     assert s.stop() == []
+
+
+OUT_OF_RANGE = [str(10**30), "-5", str(2**64)]
+
+
+def first_span(doc: dict[str, Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """The first span whose name starts with ``prefix``, and where it is in the request."""
+    for i, rs in enumerate(doc["resourceSpans"]):
+        for j, ss in enumerate(rs["scopeSpans"]):
+            for k, sp in enumerate(ss["spans"]):
+                if sp["name"].startswith(prefix):
+                    return f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]", sp
+    raise AssertionError(prefix)
+
+
+@pytest.mark.parametrize("bad", OUT_OF_RANGE)
+def test_a_span_with_a_time_out_of_range_is_rejected_the_trace_kept(
+    served: Any, weather_spans: list[ReadableSpan], bad: str
+) -> None:
+    s = served(wait=60)
+    doc = otlp_json(weather_spans)
+    where, tool = first_span(doc, "execute_tool")
+    tool["startTimeUnixNano"] = bad
+    status, _, body = s.post(json.dumps(doc).encode(), "application/json")
+    answer = json.loads(body)["partialSuccess"]
+    assert status == 200 and answer["rejectedSpans"] == "1"
+    assert f"{where}: startTimeUnixNano {bad} is out of range" in answer["errorMessage"]
+    (trace,) = s.stop()  # the root and every good span folded
+    kept = [sp for sp in weather_spans if format(sp.context.span_id, "016x") != tool["spanId"]]
+    assert len(kept) == len(weather_spans) - 1
+    assert trace == folded_in_process(kept)
+    assert [e["role"] for e in trace] == WEATHER_ROLES  # the tool result still comes from the next call's inputs
+
+
+def test_an_event_time_out_of_range_rejects_its_span(served: Any, weather_spans: list[ReadableSpan]) -> None:
+    s = served(wait=60)
+    doc = otlp_json(weather_spans)
+    _, chat = first_span(doc, "chat")
+    chat["events"] = [{"name": "exception", "timeUnixNano": str(10**30)}]
+    status, _, body = s.post(json.dumps(doc).encode(), "application/json")
+    assert status == 200 and json.loads(body)["partialSuccess"]["rejectedSpans"] == "1"
+    assert len(s.stop()) == 1

@@ -1,0 +1,47 @@
+"""``spanfold fold`` on span files real producers can write: a time out of range, the same spans in both id
+encodings. Through the real command line, on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ..bridge.conftest import otlp_json, run_weather_agent
+
+
+@pytest.fixture
+def weather_spans(_global_provider: Any, global_spans: Any) -> list[ReadableSpan]:
+    run_weather_agent(_global_provider)
+    return list(global_spans.get_finished_spans())
+
+
+def spanfold_fold(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run(
+        [sys.executable, "-m", "spanfold", "fold", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_a_time_out_of_range_is_named_with_its_line_and_nothing_is_written(
+    tmp_path: Path, weather_spans: list[ReadableSpan]
+) -> None:
+    good = json.dumps(otlp_json(weather_spans[:3]))
+    doc = otlp_json(weather_spans[3:])
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["startTimeUnixNano"] = str(10**30)
+    spans = tmp_path / "spans.jsonl"
+    spans.write_text(good + "\n" + json.dumps(doc) + "\n")
+    out = tmp_path / "out"
+    done = spanfold_fold(str(spans), "-o", str(out))
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"{spans}:2: resourceSpans[0].scopeSpans[0].spans[0]: startTimeUnixNano {10**30}")
+    assert "out of range" in line
+    assert not out.exists()  # bad input: nothing half-written (the command's rule)
