@@ -17,9 +17,10 @@ trace's own root (no parent at all) for a receiver that gathers the parts of a t
 
 Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, counted ``traces_incomplete``),
 ``max_spans_per_trace`` and ``max_attribute_bytes_per_trace`` (``traces_truncated``, ``dropped_spans``; the root
-span is always kept) and ``trace_timeout`` for traces whose root never comes. Un-parented calls are stitched
-(:mod:`spanfold.exporter.stitch`) within the process they came from (as far as the resource tells: one stitcher per
-resource) and closed after ``stitch_idle`` seconds.
+span is always kept) and ``trace_timeout`` for traces whose root never comes. A span added twice to a trace that is
+still buffered (a retried export, two copies of one file) counts once (``duplicate_spans``). Un-parented calls are
+stitched (:mod:`spanfold.exporter.stitch`) within the process they came from (as far as the resource tells: one
+stitcher per resource) and closed after ``stitch_idle`` seconds.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class _Buffer:
     trace_id: int
     records: list[SpanRecord] = field(default_factory=list)
     open: set[int] = field(default_factory=set)  # started, not yet ended
+    ended: set[int] = field(default_factory=set)  # span ids added: a span sent twice counts once
     root_seen: bool = False
     truncated: bool = False
     touched: float = 0.0
@@ -124,6 +126,8 @@ class Assembler:
     def add(self, record: SpanRecord, now: float) -> None:
         """An ended span."""
         buf = self._buffer(record.trace_id, now)
+        if self._duplicate(buf, record):
+            return
         buf.open.discard(record.span_id)
         size = attribute_bytes(record)
         if self.policy.root(record):  # always kept
@@ -145,6 +149,15 @@ class Assembler:
         self.spans += 1
         if self.policy.quiet is None and buf.root_seen and not buf.open:
             self._finish(buf, incomplete=False)
+
+    @staticmethod
+    def _duplicate(buf: _Buffer, record: SpanRecord) -> bool:
+        """The span was added already (a retried export, two copies of one file): counted ``duplicate_spans``."""
+        if record.span_id in buf.ended:
+            counters.incr("duplicate_spans")
+            return True
+        buf.ended.add(record.span_id)
+        return False
 
     # --- time --------------------------------------------------------------------------------------------
 
