@@ -19,8 +19,22 @@ _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
 @click.option("--port", default=4318, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
-@click.option("--output", "-o", default="traces", show_default=True, type=click.Path(file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(sorted(EVENTS_FILES)), default="invariant", show_default=True)
+@click.option(
+    "--output",
+    "-o",
+    default="traces",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Directory the trace files are appended to (made once listening).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(EVENTS_FILES)),
+    default="invariant",
+    show_default=True,
+    help="Trace file format.",
+)
 @click.option(
     "--wait",
     default=5.0,
@@ -29,7 +43,11 @@ _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
     help="Seconds a trace must be quiet, after its root arrived, before it is folded.",
 )
 @click.option(
-    "--token", envvar="SPANFOLD_SERVE_TOKEN", default=None, help="Require 'Authorization: Bearer TOKEN' (or env)."
+    "--token",
+    envvar="SPANFOLD_SERVE_TOKEN",
+    show_envvar=True,
+    default=None,
+    help="Require 'Authorization: Bearer TOKEN' (better from the environment: arguments show in ps).",
 )
 @click.option(
     "--max-body",

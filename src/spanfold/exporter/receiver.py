@@ -151,9 +151,10 @@ class Receiver:
         self.options = options
         # Every trace holds a span: the span bound (503 past it) bounds the traces too, before any is cut short.
         limits = {"max_traces_in_flight": options.max_spans}
-        config = config_module.load({"output": options.output, "format": options.format, **limits})
-        chosen = list(writers) if writers is not None else writers_for(config)
-        self.fold = FoldWorker(chosen, config, Policy(quiet=options.wait, root=trace_root), name="spanfold-serve")
+        self.config = config_module.load({"output": options.output, "format": options.format, **limits})
+        policy = Policy(quiet=options.wait, root=trace_root)
+        self.fold = FoldWorker(writers or (), self.config, policy, name="spanfold-serve")
+        self._file_writers = writers is None  # made once listening: a failed start leaves no output directory
         self._token = options.token.encode() if options.token else None
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -172,6 +173,10 @@ class Receiver:
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
+        if self._file_writers:
+            self._file_writers = False
+            for writer in writers_for(self.config):
+                self.fold.add_writer(writer)
 
     async def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop listening, then fold and write everything buffered; False if that took over ``timeout_s``."""
