@@ -125,6 +125,13 @@ OPTIONS: Mapping[str, Option] = {
         64 * 1024 * 1024,
         "bytes of span attribute text kept per trace (more: spans dropped, trace truncated)",
     ),
+    "max_buffered_bytes": Option(
+        ("SPANFOLD_MAX_BUFFERED_BYTES",),
+        _positive_int,
+        256 * 1024 * 1024,
+        "bytes of span attribute text buffered across all traces (more: stitched conversations are closed, then the "
+        "least recently active traces whose root has not arrived are cut; spanfold serve answers 503)",
+    ),
     "trace_timeout": Option(
         ("SPANFOLD_TRACE_TIMEOUT",),
         _positive_float,
@@ -167,6 +174,7 @@ class Config:
     max_traces_in_flight: int
     max_spans_per_trace: int
     max_attribute_bytes_per_trace: int
+    max_buffered_bytes: int
     trace_timeout: float
     stitch_idle: float
     redact: Any

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from spanfold.config import ConfigError
+from spanfold.config import OPTIONS, ConfigError
 from spanfold.exporter.writers import EVENTS_FILES
 
 _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
@@ -61,10 +61,28 @@ _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
     default=_DEFAULTS["max_spans"],
     type=click.IntRange(1),
     show_default=True,
-    help="Spans held before clients get 503.",
+    help="Spans held: past it the oldest root-less traces are cut, then clients get 503 (a larger request: 413).",
+)
+@click.option(
+    "--max-buffered-bytes",
+    envvar="SPANFOLD_MAX_BUFFERED_BYTES",
+    show_envvar=True,
+    default=OPTIONS["max_buffered_bytes"].default,
+    type=click.IntRange(1),
+    show_default=True,
+    help="Span attribute bytes held across all traces: past it the oldest root-less traces are cut, then clients get "
+    "503 (a larger request: 413).",
 )
 def command(
-    host: str, port: int, output: str, fmt: str, wait: float, token: str | None, max_body: int, max_spans: int
+    host: str,
+    port: int,
+    output: str,
+    fmt: str,
+    wait: float,
+    token: str | None,
+    max_body: int,
+    max_spans: int,
+    max_buffered_bytes: int,
 ) -> None:
     """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and write them as flat traces."""
     try:
@@ -72,7 +90,7 @@ def command(
     except ImportError as exc:
         click.echo(f"spanfold serve needs its extra: pip install 'spanfold[serve]' ({exc})", err=True)
         sys.exit(2)
-    options = ServeOptions(host, port, output, fmt, wait, token, max_body, max_spans)
+    options = ServeOptions(host, port, output, fmt, wait, token, max_body, max_spans, max_buffered_bytes)
 
     def ready(receiver: Receiver) -> None:
         click.echo(f"spanfold serve: listening on {receiver.url}, writing to {output}", err=True)

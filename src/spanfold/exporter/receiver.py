@@ -11,9 +11,14 @@ Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.St
 * 200 with an ``ExportTraceServiceResponse``; spans that could not be read are left out and counted in its
   ``partial_success`` (``rejected_spans``, ``error_message``);
 * 400 a body that does not decode; 401 a missing or wrong bearer token (when one is set); 413 a body over
-  ``max_body_bytes`` (as sent or once decompressed); 415 another content type or encoding;
-* 503 with ``Retry-After`` while more than ``max_spans`` spans wait in memory (back-pressure: clients retry later,
-  memory stays bounded).
+  ``max_body_bytes`` (as sent or once decompressed), or one that decodes to more spans than ``max_spans`` or more
+  attribute bytes than ``max_buffered_bytes``; 415 another content type or encoding;
+* 503 with ``Retry-After`` while the request would take what is held past ``max_spans`` or ``max_buffered_bytes``
+  (back-pressure: clients retry later, memory stays bounded). Traces whose root has not arrived do not count: the
+  fold cuts the oldest of them to make room, so one client's orphans never lock the others out.
+
+Bodies are inflated and decoded on a small thread pool, never on the event loop; limits are checked on the decoded
+request.
 
 It listens on loopback unless told otherwise; SIGTERM / SIGINT stop it after everything buffered is written.
 """
@@ -29,6 +34,7 @@ import signal
 import threading
 import zlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,7 +44,7 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from spanfold import config as config_module
 from spanfold import counters
 from spanfold.exporter import otlp_json, otlp_proto
-from spanfold.exporter.assembler import Policy, trace_root
+from spanfold.exporter.assembler import Policy, attribute_bytes, trace_root
 from spanfold.exporter.otlp_common import Decoded, OtlpError
 from spanfold.exporter.processor import FoldWorker
 from spanfold.exporter.writers import Writer, writers_for
@@ -54,6 +60,8 @@ _CHUNK: Final = 64 * 1024
 _MAX_MEMBERS: Final = 1024
 #: Content-Encoding -> zlib ``wbits`` (None: not compressed).
 _ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": _GZIP, "deflate": zlib.MAX_WBITS}
+#: Bodies inflated and decoded at once (off the event loop; each may take up to ``max_body_bytes`` decompressed).
+_DECODE_THREADS: Final = 2
 _DECODERS: Final[dict[str, Callable[[bytes], Decoded]]] = {
     PROTOBUF: otlp_proto.decode_body,
     JSON: otlp_json.decode_body,
@@ -70,6 +78,8 @@ class ServeOptions:
     token: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024
     max_spans: int = 100_000
+    #: Attribute bytes held across all traces (None: ``SPANFOLD_MAX_BUFFERED_BYTES`` or its default, 256 MiB).
+    max_buffered_bytes: int | None = None
 
     @property
     def retry_after(self) -> int:
@@ -94,6 +104,7 @@ def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
     pos, tail = 0, b""
     inflater, fresh, members = zlib.decompressobj(wbits), True, 0
     while tail or pos < len(body):
+        chunk: bytes | memoryview
         if tail:
             chunk, tail = tail, b""
         else:
@@ -117,6 +128,12 @@ def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
     if not fresh or not members:
         raise zlib.error("truncated compressed body")
     return bytes(out)
+
+
+def _decode(decode: Callable[[bytes], Decoded], body: bytes, wbits: int | None, limit: int) -> tuple[Decoded, int]:
+    """Inflate and decode a body (off the event loop); the spans and their attribute bytes, as the fold counts them."""
+    decoded = decode(inflate(body, wbits, limit))
+    return decoded, sum(attribute_bytes(record) for record in decoded.records)
 
 
 def bearer_token(authorization: str) -> bytes:
@@ -150,9 +167,10 @@ class Receiver:
     def __init__(self, options: ServeOptions, writers: Sequence[Writer] | None = None) -> None:
         self.options = options
         # Every trace holds a span: the span bound (503 past it) bounds the traces too, before any is cut short.
-        limits = {"max_traces_in_flight": options.max_spans}
+        limits = {"max_traces_in_flight": options.max_spans, "max_buffered_bytes": options.max_buffered_bytes}
         self.config = config_module.load({"output": options.output, "format": options.format, **limits})
-        policy = Policy(quiet=options.wait, root=trace_root)
+        policy = Policy(quiet=options.wait, root=trace_root, max_spans=options.max_spans)
+        self._decoding = ThreadPoolExecutor(_DECODE_THREADS, thread_name_prefix="spanfold-serve-decode")
         self.fold = FoldWorker(writers or (), self.config, policy, name="spanfold-serve")
         self._file_writers = writers is None  # made once listening: a failed start leaves no output directory
         self._token = options.token.encode() if options.token else None
@@ -183,6 +201,7 @@ class Receiver:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self._decoding.shutdown(wait=False)
         return await asyncio.to_thread(self.fold.flush, timeout_s, final=True)
 
     @property
@@ -191,9 +210,19 @@ class Receiver:
 
     # --- one request -------------------------------------------------------------------------------------
 
-    def _busy(self) -> bool:
+    def _busy(self, spans: int, attribute_bytes: int) -> bool:
+        """Would a request of ``spans`` and ``attribute_bytes`` go past the bounds? What is queued and the traces whose
+        root arrived count; traces still waiting for theirs do not: the fold cuts the oldest of them to make room
+        (:meth:`~spanfold.exporter.assembler.Assembler.shed`), so that no client's orphans lock the others out."""
         fold = self.fold
-        return fold.pending + fold.assembler.spans >= self.options.max_spans
+        assembler = fold.assembler
+        held = assembler.held
+        committed_spans = fold.pending + assembler.spans - held.rootless_spans
+        committed_bytes = fold.pending_bytes + held.bytes - held.rootless_bytes
+        return (
+            committed_spans + spans > self.options.max_spans
+            or committed_bytes + attribute_bytes > self.config.max_buffered_bytes
+        )
 
     def _authorized(self, request: web.Request) -> bool:
         if self._token is None:
@@ -216,23 +245,40 @@ class Receiver:
         limit = self.options.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
             return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
-        if self._busy():
-            counters.incr("receiver.throttled")
-            return self._error(kind, 503, _UNAVAILABLE, "busy: too many spans waiting to be folded", retry=True)
+        if self._busy(0, 0):
+            return self._throttled(kind)
         try:
-            body = inflate(await request.read(), _ENCODINGS[encoding], limit)
-            decoded = decode(body)
+            body = await request.read()
+            loop = asyncio.get_running_loop()
+            decoded, size = await loop.run_in_executor(
+                self._decoding, _decode, decode, body, _ENCODINGS[encoding], limit
+            )
         except (web.HTTPRequestEntityTooLarge, _TooLarge):
             return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
         except zlib.error as exc:
             return self._error(kind, 400, _INVALID_ARGUMENT, f"bad {encoding} body: {exc}")
         except OtlpError as exc:
             return self._error(kind, 400, _INVALID_ARGUMENT, str(exc))
-        self.fold.submit(decoded.records)
+        spans = len(decoded.records)
+        if spans > self.options.max_spans or size > self.config.max_buffered_bytes:
+            return self._error(
+                kind,
+                413,
+                _RESOURCE_EXHAUSTED,
+                f"request of {spans} spans and {size} bytes of attributes: more than this receiver holds"
+                f" ({self.options.max_spans} spans, {self.config.max_buffered_bytes} bytes)",
+            )
+        if self._busy(spans, size):
+            return self._throttled(kind)
+        self.fold.submit(decoded.records, size)
         counters.incr("receiver.spans", len(decoded.records))
         if decoded.rejected:
             counters.incr("receiver.rejected_spans", decoded.rejected)
         return web.Response(status=200, body=_success_body(kind, decoded), content_type=kind)
+
+    def _throttled(self, kind: str) -> web.Response:
+        counters.incr("receiver.throttled")
+        return self._error(kind, 503, _UNAVAILABLE, "busy: too many spans or bytes waiting to be folded", retry=True)
 
     def _error(
         self, kind: str, status: int, code: int, message: str, *, auth: bool = False, retry: bool = False
