@@ -40,3 +40,5 @@ def test_help_describes_every_option_and_names_the_environment() -> None:
     text = " ".join(done.stdout.split())
     assert "-o, --output DIRECTORY Directory the trace files are appended to" in text
     assert "SPANFOLD_SERVE_TOKEN" in text
+    assert "SPANFOLD_MAX_BUFFERED_BYTES" in text
+    assert "--read-timeout" in text

@@ -73,6 +73,13 @@ _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
     help="Span attribute bytes held across all traces: past it the oldest root-less traces are cut, then clients get "
     "503 (a larger request: 413).",
 )
+@click.option(
+    "--read-timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds a client has for a request's headers, then for its body (slower: closed, or 408).",
+)
 def command(
     host: str,
     port: int,
@@ -83,6 +90,7 @@ def command(
     max_body: int,
     max_spans: int,
     max_buffered_bytes: int,
+    read_timeout: float,
 ) -> None:
     """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and write them as flat traces."""
     try:
@@ -90,7 +98,7 @@ def command(
     except ImportError as exc:
         click.echo(f"spanfold serve needs its extra: pip install 'spanfold[serve]' ({exc})", err=True)
         sys.exit(2)
-    options = ServeOptions(host, port, output, fmt, wait, token, max_body, max_spans, max_buffered_bytes)
+    options = ServeOptions(host, port, output, fmt, wait, token, max_body, max_spans, max_buffered_bytes, read_timeout)
 
     def ready(receiver: Receiver) -> None:
         click.echo(f"spanfold serve: listening on {receiver.url}, writing to {output}", err=True)

@@ -13,6 +13,7 @@ Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.St
 * 400 a body that does not decode; 401 a missing or wrong bearer token (when one is set); 413 a body over
   ``max_body_bytes`` (as sent or once decompressed), or one that decodes to more spans than ``max_spans`` or more
   attribute bytes than ``max_buffered_bytes``; 415 another content type or encoding;
+* 408 a body not received within ``read_timeout`` seconds (headers that take longer: the connection is closed);
 * 503 with ``Retry-After`` while the request would take what is held past ``max_spans`` or ``max_buffered_bytes``
   (back-pressure: clients retry later, memory stays bounded). Traces whose root has not arrived do not count: the
   fold cuts the oldest of them to make room, so one client's orphans never lock the others out.
@@ -62,6 +63,8 @@ _MAX_MEMBERS: Final = 1024
 _ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": _GZIP, "deflate": zlib.MAX_WBITS}
 #: Bodies inflated and decoded at once (off the event loop; each may take up to ``max_body_bytes`` decompressed).
 _DECODE_THREADS: Final = 2
+#: Seconds an unread body is drained after the answer (so the client reads it) before the connection is closed.
+_LINGER_S: Final = 1.0
 _DECODERS: Final[dict[str, Callable[[bytes], Decoded]]] = {
     PROTOBUF: otlp_proto.decode_body,
     JSON: otlp_json.decode_body,
@@ -80,6 +83,9 @@ class ServeOptions:
     max_spans: int = 100_000
     #: Attribute bytes held across all traces (None: ``SPANFOLD_MAX_BUFFERED_BYTES`` or its default, 256 MiB).
     max_buffered_bytes: int | None = None
+    #: Seconds a client has to send a request's headers (from connecting, or from the last answer on a kept-alive
+    #: connection: idle connections close after it too) and, once they came, its body.
+    read_timeout: float = 30.0
 
     @property
     def retry_after(self) -> int:
@@ -186,7 +192,13 @@ class Receiver:
 
     async def start(self) -> None:
         """Listen (``port=0``: any free port; :attr:`port` says which)."""
-        self._runner = web.AppRunner(self.application(), access_log=None, auto_decompress=False)
+        self._runner = web.AppRunner(
+            self.application(),
+            access_log=None,
+            auto_decompress=False,
+            keepalive_timeout=self.options.read_timeout,  # aiohttp: also the time allowed for a request's headers
+            lingering_time=_LINGER_S,  # a body left unread (413, 408) is drained this long, then the connection closed
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
@@ -248,11 +260,16 @@ class Receiver:
         if self._busy(0, 0):
             return self._throttled(kind)
         try:
-            body = await request.read()
+            body = await asyncio.wait_for(request.read(), self.options.read_timeout)
             loop = asyncio.get_running_loop()
             decoded, size = await loop.run_in_executor(
                 self._decoding, _decode, decode, body, _ENCODINGS[encoding], limit
             )
+        except asyncio.TimeoutError:  # not TimeoutError before Python 3.11
+            counters.incr("receiver.read_timeouts")
+            response = self._error(kind, 408, _INVALID_ARGUMENT, f"body not received in {self.options.read_timeout} s")
+            response.force_close()
+            return response
         except (web.HTTPRequestEntityTooLarge, _TooLarge):
             return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
         except zlib.error as exc:
