@@ -132,6 +132,13 @@ class Config:
         64 * 1024 * 1024,
         "bytes of span attribute text kept per trace (more: spans dropped, trace truncated)",
     )
+    max_buffered_bytes: int = _option(
+        ("SPANFOLD_MAX_BUFFERED_BYTES",),
+        _positive_int,
+        256 * 1024 * 1024,
+        "bytes of span attribute text buffered across all traces (more: stitched conversations are closed, then the "
+        "least recently active traces whose root has not arrived are cut; spanfold serve answers 503)",
+    )
     trace_timeout: float = _option(
         ("SPANFOLD_TRACE_TIMEOUT",),
         _positive_float,
@@ -151,12 +158,12 @@ class Config:
         "client libraries spanfold patches: all installed (default), none (fold spans another instrumentation "
         "makes), or a list such as openai,anthropic",
     )
-    redact: Any = _option(
+    redact: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
         ("SPANFOLD_REDACT",),
         _bool,
         False,
-        "redact recorded content: true (built-in patterns: emails, API keys, card numbers), or pass a callable "
-        "(text -> text, run after them) or a spanfold.redaction.Redaction to init()",
+        "redact recorded content: true (built-in patterns: emails, API keys, tokens, card numbers), or pass a "
+        "callable (text -> text, run after them) or a spanfold.redaction.Redaction to init()",
     )
 
 

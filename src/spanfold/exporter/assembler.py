@@ -17,13 +17,15 @@ trace's own root (no parent at all) for a receiver that gathers the parts of a t
 
 Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, counted ``traces_incomplete``),
 ``max_spans_per_trace`` and ``max_attribute_bytes_per_trace`` (``traces_truncated``, ``dropped_spans``; the root
-span is always kept) and ``trace_timeout`` for traces whose root never comes. Un-parented calls are stitched
-(:mod:`spanfold.exporter.stitch`) within the process they came from (as far as the resource tells: one stitcher per
-resource) and closed after ``stitch_idle`` seconds.
+span is always kept) and ``trace_timeout`` for traces whose root never comes. A span added twice to a trace that is
+still buffered (a retried export, two copies of one file) counts once (``duplicate_spans``). Un-parented calls are
+stitched (:mod:`spanfold.exporter.stitch`) within the process they came from (as far as the resource tells: one
+stitcher per resource) and closed after ``stitch_idle`` seconds.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +69,33 @@ def attribute_bytes(record: SpanRecord) -> int:
     return sum(len(value) for value in record.attributes.values() if isinstance(value, str))
 
 
+@dataclass(slots=True)
+class Held:
+    """What an :class:`Assembler` holds, for its bounds and a receiver's admission: the attribute bytes of every
+    buffered trace and open stitched conversation, and the spans and bytes of the traces whose root has not arrived
+    (what :meth:`Assembler.shed` may cut to make room)."""
+
+    bytes: int = 0
+    rootless_spans: int = 0
+    rootless_bytes: int = 0
+
+    def add(self, size: int, *, rootless: bool) -> None:
+        self.bytes += size
+        if rootless:
+            self.rootless_spans += 1
+            self.rootless_bytes += size
+
+    def rooted(self, buf: _Buffer) -> None:
+        """``buf``'s root arrived (before the root itself is added)."""
+        self.rootless_spans -= len(buf.records)
+        self.rootless_bytes -= buf.attribute_bytes
+
+    def release(self, buf: _Buffer) -> None:
+        self.bytes -= buf.attribute_bytes
+        if not buf.root_seen:
+            self.rooted(buf)
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """When a trace is done (see the module docstring) and whether un-parented calls are stitched."""
@@ -74,6 +103,8 @@ class Policy:
     quiet: float | None = None
     root: Callable[[SpanRecord], bool] = local_root
     stitch: bool = True
+    #: Spans held, all traces together, before :meth:`Assembler.shed` cuts traces whose root has not arrived.
+    max_spans: int = sys.maxsize
 
 
 @dataclass(slots=True, eq=False)
@@ -83,6 +114,7 @@ class _Buffer:
     trace_id: int
     records: list[SpanRecord] = field(default_factory=list)
     open: set[int] = field(default_factory=set)  # started, not yet ended
+    ended: set[int] = field(default_factory=set)  # span ids added: a span sent twice counts once
     root_seen: bool = False
     truncated: bool = False
     touched: float = 0.0
@@ -99,6 +131,8 @@ class Assembler:
         self.spans = 0  # records buffered, all traces together
         self._traces: OrderedDict[int, _Buffer] = OrderedDict()  # least recently active first
         self._rooted: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root arrived (quiet policy)
+        self._rootless: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root has not (yet), cut first
+        self.held = Held()  # attribute bytes held, and how much of it (and of spans) waits for a root
         self._stitchers: dict[Hashable, Stitcher] = {}  # one per process: calls are stitched within a process
         self._written = False  # traces handed to the writers since they were last flushed
 
@@ -107,12 +141,14 @@ class Assembler:
     def _buffer(self, trace_id: int, now: float) -> _Buffer:
         buf = self._traces.get(trace_id)
         if buf is None:
-            buf = self._traces[trace_id] = _Buffer(trace_id)
+            buf = self._traces[trace_id] = self._rootless[trace_id] = _Buffer(trace_id)
             while len(self._traces) > self.config.max_traces_in_flight:
                 self._finish(next(iter(self._traces.values())), incomplete=True)
         else:
             self._traces.move_to_end(trace_id)
-            if buf.root_seen and trace_id in self._rooted:
+            if not buf.root_seen:
+                self._rootless.move_to_end(trace_id)
+            elif trace_id in self._rooted:
                 self._rooted.move_to_end(trace_id)
         buf.touched = now
         return buf
@@ -124,11 +160,15 @@ class Assembler:
     def add(self, record: SpanRecord, now: float) -> None:
         """An ended span."""
         buf = self._buffer(record.trace_id, now)
+        if self._duplicate(buf, record):
+            return
         buf.open.discard(record.span_id)
         size = attribute_bytes(record)
         if self.policy.root(record):  # always kept
             if not buf.root_seen:
                 buf.root_seen = True
+                self._rootless.pop(buf.trace_id, None)
+                self.held.rooted(buf)
                 if self.policy.quiet is not None:
                     self._rooted[buf.trace_id] = buf
         elif (
@@ -143,8 +183,40 @@ class Assembler:
         buf.attribute_bytes += size
         buf.records.append(record)
         self.spans += 1
+        self.held.add(size, rootless=not buf.root_seen)
         if self.policy.quiet is None and buf.root_seen and not buf.open:
             self._finish(buf, incomplete=False)
+        self.shed()
+
+    def shed(self) -> None:
+        """Past ``max_buffered_bytes`` (or the policy's ``max_spans``): close the least recently active stitched
+        conversations (they are written whole, nothing is lost), then cut the least recently active traces whose root
+        has not arrived (the likeliest never to complete; ``traces_shed``), until back under."""
+        held, bytes_bound, spans_bound = self.held, self.config.max_buffered_bytes, self.policy.max_spans
+        while held.bytes > bytes_bound or self.spans > spans_bound:
+            if held.bytes > bytes_bound and self._close_oldest_conversation():
+                continue
+            if not self._rootless:
+                return
+            counters.incr("traces_shed")
+            self._finish(next(iter(self._rootless.values())), incomplete=True)
+
+    def _close_oldest_conversation(self) -> bool:
+        touched = [(t, key) for key, st in self._stitchers.items() if (t := st.oldest_touch()) is not None]
+        if not touched:
+            return False
+        stitcher = self._stitchers[min(touched, key=lambda tk: tk[0])[1]]
+        self._write_conversation(stitcher.close(next(iter(stitcher.open.values()))))
+        return True
+
+    @staticmethod
+    def _duplicate(buf: _Buffer, record: SpanRecord) -> bool:
+        """The span was added already (a retried export, two copies of one file): counted ``duplicate_spans``."""
+        if record.span_id in buf.ended:
+            counters.incr("duplicate_spans")
+            return True
+        buf.ended.add(record.span_id)
+        return False
 
     # --- time --------------------------------------------------------------------------------------------
 
@@ -220,7 +292,9 @@ class Assembler:
         """Fold a trace (or hand it to the stitcher) and forget its buffer."""
         self._traces.pop(buf.trace_id, None)
         self._rooted.pop(buf.trace_id, None)
+        self._rootless.pop(buf.trace_id, None)
         self.spans -= len(buf.records)
+        self.held.release(buf)
         status: TraceStatus = "truncated" if buf.truncated else ("incomplete" if incomplete else "complete")
         try:
             steps: dict[int, Step | None] = {r.span_id: safe_step(r) for r in buf.records}
@@ -247,6 +321,7 @@ class Assembler:
             stitcher = self._stitchers[key] = Stitcher()
         conv = stitcher.add(root, buf.trace_id, buf.records, steps, status, buf.touched)
         conv.attribute_bytes += buf.attribute_bytes
+        self.held.bytes += buf.attribute_bytes  # now the conversation's
         if (
             len(conv.records) > self.config.max_spans_per_trace
             or conv.attribute_bytes > self.config.max_attribute_bytes_per_trace
@@ -262,6 +337,7 @@ class Assembler:
             self._write_conversation(stitcher.close(oldest))
 
     def _write_conversation(self, conv: Conversation) -> None:
+        self.held.bytes -= conv.attribute_bytes
         try:
             trace = fold(conv.records, trace_id=trace_hex(conv.trace_ids[0]), steps=conv.steps)
             trace.meta.status = conv.status

@@ -5,6 +5,8 @@ Tolerant where producers differ, strict where the data would be wrong:
 
 * ids as hex (the OTLP/JSON rule) or base64 (the plain protobuf JSON mapping); a wrong length or all zeros rejects the
   span;
+* times (``fixed64`` nanoseconds) as numbers or strings, 0 to 2**64 - 1 (what protobuf can carry): another number
+  rejects the span, the rest of its trace is kept;
 * lowerCamelCase or the proto field names; enums as numbers or names (``SPAN_KIND_CLIENT``); 64-bit integers as
   numbers or strings;
 * ``AnyValue``: string, bool, int, double (``"NaN"``, ``"Infinity"`` too), bytes (base64), arrays -> tuples (as the
@@ -39,6 +41,8 @@ from spanfold.exporter.records import SpanEvent, SpanRecord, StatusName
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _EMPTY: Mapping[str, Any] = {}
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+#: The latest time a ``fixed64`` holds (protobuf cannot carry more; JSON can, and is refused past it).
+MAX_TIME_NS: Final = 2**64 - 1
 #: The problem of a value nested past Python's recursion limit (in the JSON, or AnyValues in AnyValues).
 TOO_DEEP: Final = "nested too deeply"
 
@@ -70,6 +74,15 @@ def _int(value: Any, what: str) -> int:
     if value is None:
         return 0
     raise ValueError(f"{what} must be an integer, got {value!r}")
+
+
+def _time(value: Any, what: str) -> int:
+    """A ``fixed64`` time in nanoseconds since the epoch: what does not fit (negative, 2**64 or more) is an error, not a
+    time that breaks the fold later."""
+    ns = _int(value, what)
+    if not 0 <= ns <= MAX_TIME_NS:
+        raise ValueError(f"{what} {ns} is out of range (0 to {MAX_TIME_NS})")
+    return ns
 
 
 def id_bytes(value: Any, size: int, what: str) -> bytes:
@@ -168,7 +181,7 @@ def _events(raw: Any) -> tuple[SpanEvent, ...]:
     return tuple(
         SpanEvent(
             str(e.get("name") or ""),
-            _int(_get(e, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
+            _time(_get(e, "timeUnixNano", "time_unix_nano"), "events.timeUnixNano"),
             attributes(e.get("attributes")),
         )
         for e in raw or ()
@@ -180,8 +193,8 @@ def span(raw: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None)
     status = raw.get("status") or {}
     code: StatusName = _enum(status.get("code", 0), "STATUS_CODE_", STATUSES, "status.code")
     parent = id_bytes(_get(raw, "parentSpanId", "parent_span_id"), 8, "parentSpanId")
-    start = _int(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano")
-    end = _int(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano")
+    start = _time(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano")
+    end = _time(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano")
     return SpanRecord(
         trace_id=id_of(id_bytes(_get(raw, "traceId", "trace_id"), 16, "traceId"), 16, "traceId"),
         span_id=id_of(id_bytes(_get(raw, "spanId", "span_id"), 8, "spanId"), 8, "spanId"),

@@ -43,6 +43,16 @@ WAKE_AT = 512
 _EXPIRE_EVERY = 4096
 
 
+class _Batch(list[Any]):
+    """A submitted batch of ended spans, with the attribute bytes its submitter measured (0: not measured)."""
+
+    __slots__ = ("attribute_bytes",)
+
+    def __init__(self, spans: Sequence[Any], attribute_bytes: int) -> None:
+        super().__init__(spans)
+        self.attribute_bytes = attribute_bytes
+
+
 class _Flush:
     """A marker in the queue: everything before it is handled when the worker reaches it."""
 
@@ -88,6 +98,7 @@ class FoldWorker:
         self.queue: deque[Any] = deque()
         self.wake = threading.Event()
         self.pending = 0
+        self.pending_bytes = 0  # attribute bytes of the queued batches, as :meth:`submit` was told
         self._pending_lock = threading.Lock()
         self._writers_lock = threading.Lock()
         self.assembler = Assembler(writers, self.config, self._policy)
@@ -105,13 +116,15 @@ class FoldWorker:
 
     # --- producers ---------------------------------------------------------------------------------------
 
-    def submit(self, spans: Sequence[ReadableSpan | SpanRecord]) -> None:
-        """Queue a batch of ended spans (not the hot path: the exporter and the receiver)."""
+    def submit(self, spans: Sequence[ReadableSpan | SpanRecord], attribute_bytes: int = 0) -> None:
+        """Queue a batch of ended spans (not the hot path: the exporter and the receiver); ``attribute_bytes``, when
+        the caller measured them, count in :attr:`pending_bytes` until the batch is handled."""
         if not spans:
             return
         with self._pending_lock:
             self.pending += len(spans)
-        self.queue.append(list(spans))
+            self.pending_bytes += attribute_bytes
+        self.queue.append(_Batch(spans, attribute_bytes))
         self.wake.set()
 
     def flush(self, timeout_s: float, *, final: bool = False) -> bool:
@@ -189,9 +202,10 @@ class FoldWorker:
                 for span in batch:
                     self._ended(span, now)
                 received += len(batch)
-                if isinstance(item, list):
+                if isinstance(item, _Batch):
                     with self._pending_lock:
                         self.pending -= len(batch)
+                        self.pending_bytes -= item.attribute_bytes
                 if received >= _EXPIRE_EVERY:
                     counters.incr("spans_received", received)
                     received = 0

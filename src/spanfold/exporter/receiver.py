@@ -11,9 +11,15 @@ Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.St
 * 200 with an ``ExportTraceServiceResponse``; spans that could not be read are left out and counted in its
   ``partial_success`` (``rejected_spans``, ``error_message``);
 * 400 a body that does not decode; 401 a missing or wrong bearer token (when one is set); 413 a body over
-  ``max_body_bytes`` (as sent or once decompressed); 415 another content type or encoding;
-* 503 with ``Retry-After`` while more than ``max_spans`` spans wait in memory (back-pressure: clients retry later,
-  memory stays bounded).
+  ``max_body_bytes`` (as sent or once decompressed), or one that decodes to more spans than ``max_spans`` or more
+  attribute bytes than ``max_buffered_bytes``; 415 another content type or encoding;
+* 408 a body not received within ``read_timeout`` seconds (headers that take longer: the connection is closed);
+* 503 with ``Retry-After`` while the request would take what is held past ``max_spans`` or ``max_buffered_bytes``
+  (back-pressure: clients retry later, memory stays bounded). Traces whose root has not arrived do not count: the
+  fold cuts the oldest of them to make room, so one client's orphans never lock the others out.
+
+Bodies are inflated and decoded on a small thread pool, never on the event loop; limits are checked on the decoded
+request.
 
 It listens on loopback unless told otherwise; SIGTERM / SIGINT stop it after everything buffered is written.
 """
@@ -29,6 +35,7 @@ import signal
 import threading
 import zlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,7 +45,7 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from spanfold import config as config_module
 from spanfold import counters
 from spanfold.exporter import otlp_json, otlp_proto
-from spanfold.exporter.assembler import Policy, trace_root
+from spanfold.exporter.assembler import Policy, attribute_bytes, trace_root
 from spanfold.exporter.otlp_common import Decoded, OtlpError
 from spanfold.exporter.processor import FoldWorker
 from spanfold.exporter.writers import Writer, writers_for
@@ -48,8 +55,16 @@ PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 #: gRPC status codes for the ``google.rpc.Status`` error bodies.
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _UNAUTHENTICATED = 3, 8, 14, 16
+_GZIP: Final = 16 + zlib.MAX_WBITS
+_CHUNK: Final = 64 * 1024
+#: Gzip members read in one body: empty members cost time, not bytes.
+_MAX_MEMBERS: Final = 1024
 #: Content-Encoding -> zlib ``wbits`` (None: not compressed).
-_ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_ENCODINGS: Final[dict[str, int | None]] = {"identity": None, "gzip": _GZIP, "deflate": zlib.MAX_WBITS}
+#: Bodies inflated and decoded at once (off the event loop; each may take up to ``max_body_bytes`` decompressed).
+_DECODE_THREADS: Final = 2
+#: Seconds an unread body is drained after the answer (so the client reads it) before the connection is closed.
+_LINGER_S: Final = 1.0
 _DECODERS: Final[dict[str, Callable[[bytes], Decoded]]] = {
     PROTOBUF: otlp_proto.decode_body,
     JSON: otlp_json.decode_body,
@@ -66,6 +81,11 @@ class ServeOptions:
     token: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024
     max_spans: int = 100_000
+    #: Attribute bytes held across all traces (None: ``SPANFOLD_MAX_BUFFERED_BYTES`` or its default, 256 MiB).
+    max_buffered_bytes: int | None = None
+    #: Seconds a client has to send a request's headers (from connecting, or from the last answer on a kept-alive
+    #: connection: idle connections close after it too) and, once they came, its body.
+    read_timeout: float = 30.0
 
     @property
     def retry_after(self) -> int:
@@ -78,16 +98,57 @@ class _TooLarge(Exception):
 
 
 def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
-    """``body`` decompressed, never past ``limit`` bytes (:class:`_TooLarge`); ``zlib.error`` when corrupt."""
+    """``body`` decompressed, never past ``limit`` bytes (:class:`_TooLarge`); ``zlib.error`` when corrupt.
+
+    A gzip body may hold several members (RFC 1952: ``cat a.gz b.gz``), each read in turn as ``gzip -d`` reads them
+    (zero padding between or after them too); the limit counts all of them. Anything else after the end is an error.
+    The input goes in by :data:`_CHUNK`, so what is left after a member is never copied whole."""
     if wbits is None:
         return body
-    inflater = zlib.decompressobj(wbits)
-    out = inflater.decompress(body, limit + 1)
-    if len(out) > limit:
-        raise _TooLarge
-    if not inflater.eof:
+    out = bytearray()
+    view = memoryview(body)
+    pos, tail = 0, b""
+    inflater, fresh, members = zlib.decompressobj(wbits), True, 0
+    while tail or pos < len(body):
+        chunk: bytes | memoryview
+        if tail:
+            chunk, tail = tail, b""
+        else:
+            chunk, pos = view[pos : pos + _CHUNK], pos + _CHUNK
+        if fresh and wbits == _GZIP:
+            chunk = bytes(chunk).lstrip(b"\x00")
+            if not chunk:
+                continue
+        fresh = False
+        out += inflater.decompress(chunk, limit + 1 - len(out))  # never 0 (unbounded): len(out) <= limit here
+        if len(out) > limit:
+            raise _TooLarge
+        if inflater.eof:
+            members += 1
+            if members > _MAX_MEMBERS:
+                raise zlib.error(f"more than {_MAX_MEMBERS} gzip members")
+            tail = inflater.unused_data
+            if wbits != _GZIP and (tail or pos < len(body)):
+                raise zlib.error("data after the end of the compressed body")
+            inflater, fresh = zlib.decompressobj(wbits), True
+    if not fresh or not members:
         raise zlib.error("truncated compressed body")
-    return out
+    return bytes(out)
+
+
+def _decode(decode: Callable[[bytes], Decoded], body: bytes, wbits: int | None, limit: int) -> tuple[Decoded, int]:
+    """Inflate and decode a body (off the event loop); the spans and their attribute bytes, as the fold counts them."""
+    decoded = decode(inflate(body, wbits, limit))
+    return decoded, sum(attribute_bytes(record) for record in decoded.records)
+
+
+def bearer_token(authorization: str) -> bytes:
+    """The credentials of an ``Authorization: Bearer ...`` header as the bytes the client sent (aiohttp keeps bytes
+    that are not UTF-8 as surrogates); ``b""`` for another scheme. The scheme is case-insensitive (RFC 7235)."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return b""
+    return credentials.strip(" \t").encode("utf-8", "surrogateescape")
 
 
 def _status_body(kind: str, code: int, message: str) -> bytes:
@@ -112,11 +173,13 @@ class Receiver:
     def __init__(self, options: ServeOptions, writers: Sequence[Writer] | None = None) -> None:
         self.options = options
         # Every trace holds a span: the span bound (503 past it) bounds the traces too, before any is cut short.
-        limits = {"max_traces_in_flight": options.max_spans}
-        config = config_module.load({"output": options.output, "format": options.format, **limits})
-        chosen = list(writers) if writers is not None else writers_for(config)
-        self.fold = FoldWorker(chosen, config, Policy(quiet=options.wait, root=trace_root), name="spanfold-serve")
-        self._expected = f"Bearer {options.token}".encode() if options.token else None
+        limits = {"max_traces_in_flight": options.max_spans, "max_buffered_bytes": options.max_buffered_bytes}
+        self.config = config_module.load({"output": options.output, "format": options.format, **limits})
+        policy = Policy(quiet=options.wait, root=trace_root, max_spans=options.max_spans)
+        self._decoding = ThreadPoolExecutor(_DECODE_THREADS, thread_name_prefix="spanfold-serve-decode")
+        self.fold = FoldWorker(writers or (), self.config, policy, name="spanfold-serve")
+        self._file_writers = writers is None  # made once listening: a failed start leaves no output directory
+        self._token = options.token.encode() if options.token else None
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -129,17 +192,28 @@ class Receiver:
 
     async def start(self) -> None:
         """Listen (``port=0``: any free port; :attr:`port` says which)."""
-        self._runner = web.AppRunner(self.application(), access_log=None, auto_decompress=False)
+        self._runner = web.AppRunner(
+            self.application(),
+            access_log=None,
+            auto_decompress=False,
+            keepalive_timeout=self.options.read_timeout,  # aiohttp: also the time allowed for a request's headers
+            lingering_time=_LINGER_S,  # a body left unread (413, 408) is drained this long, then the connection closed
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
+        if self._file_writers:
+            self._file_writers = False
+            for writer in writers_for(self.config):
+                self.fold.add_writer(writer)
 
     async def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop listening, then fold and write everything buffered; False if that took over ``timeout_s``."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self._decoding.shutdown(wait=False)
         return await asyncio.to_thread(self.fold.flush, timeout_s, final=True)
 
     @property
@@ -148,15 +222,24 @@ class Receiver:
 
     # --- one request -------------------------------------------------------------------------------------
 
-    def _busy(self) -> bool:
+    def _busy(self, spans: int, attribute_bytes: int) -> bool:
+        """Would a request of ``spans`` and ``attribute_bytes`` go past the bounds? What is queued and the traces whose
+        root arrived count; traces still waiting for theirs do not: the fold cuts the oldest of them to make room
+        (:meth:`~spanfold.exporter.assembler.Assembler.shed`), so that no client's orphans lock the others out."""
         fold = self.fold
-        return fold.pending + fold.assembler.spans >= self.options.max_spans
+        assembler = fold.assembler
+        held = assembler.held
+        committed_spans = fold.pending + assembler.spans - held.rootless_spans
+        committed_bytes = fold.pending_bytes + held.bytes - held.rootless_bytes
+        return (
+            committed_spans + spans > self.options.max_spans
+            or committed_bytes + attribute_bytes > self.config.max_buffered_bytes
+        )
 
     def _authorized(self, request: web.Request) -> bool:
-        if self._expected is None:
+        if self._token is None:
             return True
-        given = request.headers.get("Authorization", "").encode()
-        return hmac.compare_digest(given, self._expected)
+        return hmac.compare_digest(bearer_token(request.headers.get("Authorization", "")), self._token)
 
     async def handle(self, request: web.Request) -> web.Response:
         counters.incr("receiver.requests")
@@ -174,23 +257,45 @@ class Receiver:
         limit = self.options.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
             return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
-        if self._busy():
-            counters.incr("receiver.throttled")
-            return self._error(kind, 503, _UNAVAILABLE, "busy: too many spans waiting to be folded", retry=True)
+        if self._busy(0, 0):
+            return self._throttled(kind)
         try:
-            body = inflate(await request.read(), _ENCODINGS[encoding], limit)
-            decoded = decode(body)
+            body = await asyncio.wait_for(request.read(), self.options.read_timeout)
+            loop = asyncio.get_running_loop()
+            decoded, size = await loop.run_in_executor(
+                self._decoding, _decode, decode, body, _ENCODINGS[encoding], limit
+            )
+        except asyncio.TimeoutError:  # not TimeoutError before Python 3.11
+            counters.incr("receiver.read_timeouts")
+            response = self._error(kind, 408, _INVALID_ARGUMENT, f"body not received in {self.options.read_timeout} s")
+            response.force_close()
+            return response
         except (web.HTTPRequestEntityTooLarge, _TooLarge):
             return self._error(kind, 413, _RESOURCE_EXHAUSTED, f"request body over {limit} bytes")
         except zlib.error as exc:
             return self._error(kind, 400, _INVALID_ARGUMENT, f"bad {encoding} body: {exc}")
         except OtlpError as exc:
             return self._error(kind, 400, _INVALID_ARGUMENT, str(exc))
-        self.fold.submit(decoded.records)
+        spans = len(decoded.records)
+        if spans > self.options.max_spans or size > self.config.max_buffered_bytes:
+            return self._error(
+                kind,
+                413,
+                _RESOURCE_EXHAUSTED,
+                f"request of {spans} spans and {size} bytes of attributes: more than this receiver holds"
+                f" ({self.options.max_spans} spans, {self.config.max_buffered_bytes} bytes)",
+            )
+        if self._busy(spans, size):
+            return self._throttled(kind)
+        self.fold.submit(decoded.records, size)
         counters.incr("receiver.spans", len(decoded.records))
         if decoded.rejected:
             counters.incr("receiver.rejected_spans", decoded.rejected)
         return web.Response(status=200, body=_success_body(kind, decoded), content_type=kind)
+
+    def _throttled(self, kind: str) -> web.Response:
+        counters.incr("receiver.throttled")
+        return self._error(kind, 503, _UNAVAILABLE, "busy: too many spans or bytes waiting to be folded", retry=True)
 
     def _error(
         self, kind: str, status: int, code: int, message: str, *, auth: bool = False, retry: bool = False
