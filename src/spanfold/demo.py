@@ -26,6 +26,7 @@ QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fa
 SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-sonnet-5"
+GEMINI_MODEL = "gemini-2.5-flash"
 
 
 @spanfold.tool
@@ -128,6 +129,41 @@ def openai_responses_agent(client: Any, question: str = QUESTION, *, stream: boo
     return ""
 
 
+def gemini_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The same loop on Gemini ``generate_content``: ``function_call`` parts in (no ids), ``function_response`` parts
+    back in a user turn; the SDK's automatic function calling off, the tools run here."""
+    from google.genai import types
+
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=question)])]
+    config = types.GenerateContentConfig(
+        system_instruction=SYSTEM,
+        tools=scenarios.WEATHER_TOOLS_GEMINI,  # type: ignore[arg-type]
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    for _ in range(max_steps):
+        if stream:
+            chunks = client.models.generate_content_stream(model=GEMINI_MODEL, contents=contents, config=config)
+            parts = [part for chunk in chunks for c in chunk.candidates[:1] for part in c.content.parts or ()]
+        else:
+            response = client.models.generate_content(model=GEMINI_MODEL, contents=contents, config=config)
+            parts = list(response.candidates[0].content.parts or ())
+        contents.append(types.Content(role="model", parts=parts))
+        calls = [part.function_call for part in parts if part.function_call]
+        if not calls:
+            return "".join(part.text or "" for part in parts)
+        results = [run_tool_call(str(c.name), json.dumps(c.args or {}), c.id) for c in calls]
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(name=str(c.name), response={"result": result})
+                    for c, result in zip(calls, results, strict=True)
+                ],
+            )
+        )
+    return ""
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -148,10 +184,17 @@ def _anthropic_client(server: MockLLMServer) -> Any:
     return anthropic.Anthropic(api_key="demo-key", base_url=server.anthropic_base_url, max_retries=0)
 
 
+def _gemini_client(server: MockLLMServer) -> Any:
+    from google import genai
+
+    return genai.Client(api_key="demo-key", http_options={"base_url": server.gemini_base_url})
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
+    "gemini": Provider(gemini_agent, _gemini_client),
 }
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import itertools
 from typing import Any, Final
 
 from spanfold import semconv
@@ -116,7 +117,8 @@ def _is_content(item: Any) -> bool:
     return not isinstance(item, str) and hasattr(item, "parts") and hasattr(item, "role")
 
 
-_HISTORY = HistoryCache(content_messages)
+_HISTORY = HistoryCache(content_messages)  # JSON fragments
+_TURNS = HistoryCache(content_messages)  # the messages themselves, when turns are to be merged
 
 
 def _loose_parts(items: list[Any], rt: Runtime) -> list[p.Message]:
@@ -136,22 +138,38 @@ def _loose_parts(items: list[Any], rt: Runtime) -> list[p.Message]:
     return out
 
 
+def _merged_turns(messages: list[p.Message]) -> list[p.Message]:
+    """Consecutive ``assistant`` messages as one: the SDK's streamed history (automatic function calling, chats)
+    holds a ``model`` content per chunk, which is one model turn, shown as the one output message it was."""
+    out: list[p.Message] = []
+    for msg in messages:
+        last = out[-1] if out else None
+        if last is not None and msg.get("role") == last.get("role") == "assistant":
+            out[-1] = p.message("assistant", [*last.get("parts", ()), *msg.get("parts", ())])
+        else:
+            out.append(msg)
+    return out
+
+
 def input_messages_json(contents: Any, rt: Runtime) -> str:
     items = contents if isinstance(contents, list) else [contents]
     if all(_is_content(item) for item in items):  # the common case (chats, AFC turns, agents): cached by identity
-        return _HISTORY.json_flat_list(items, rt)
-    fragments: list[str] = []
+        roles = [m.get(item, "role") for item in items]
+        if not any(a == b == "model" for a, b in itertools.pairwise(roles)):
+            return _HISTORY.json_flat_list(items, rt)
+        return m.dumps(_merged_turns([msg for msgs in _TURNS.each(items, rt) for msg in msgs]))
+    messages: list[p.Message] = []
     run: list[Any] = []
     for item in [*items, None]:
         if item is not None and not _is_content(item):
             run.append(item)
             continue
         if run:
-            fragments.extend(m.dumps(msg) for msg in _loose_parts(run, rt))
+            messages.extend(_loose_parts(run, rt))
             run = []
         if item is not None:
-            fragments.extend(m.dumps(msg) for msg in content_messages(item, rt))
-    return "[" + ",".join(fragments) + "]"
+            messages.extend(content_messages(item, rt))
+    return m.dumps(_merged_turns(messages))
 
 
 def system_parts(value: Any, rt: Runtime) -> list[p.Part]:
