@@ -23,6 +23,7 @@ from spanfold.cli import main
 from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
+from .gemini_afc_tools import aget_weather, convert_temperature, failing_get_weather, get_weather
 
 MODEL = demo.GEMINI_MODEL
 SYSTEM = demo.SYSTEM
@@ -79,15 +80,9 @@ WEATHER_EVENTS: list[dict[str, Any]] = [
 ]
 
 
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    return scenarios.get_weather(city)
-
-
-def convert_temperature(celsius: float, to: str) -> str:
-    """Convert a temperature in degrees Celsius to another unit."""
-    return scenarios.convert_temperature(celsius, to)
-
+#: google-genai before 3.0 reads string annotations (``from __future__ import annotations``, as in spanfold.demo) as
+#: no type, and its streamed automatic function calling sends a different history: seen without spanfold as well.
+SDK_3 = int(genai.__version__.split(".")[0]) >= 3
 
 AFC = types.GenerateContentConfig(system_instruction=SYSTEM, tools=[get_weather, convert_temperature])
 
@@ -194,9 +189,10 @@ def test_afc_generate_content(traced: Any, server: MockLLMServer, global_spans: 
     assert len(chats) == 3  # every model turn the SDK made, not only the last
     definitions = json.loads(str(chats[0].attributes["gen_ai.tool.definitions"]))
     assert definitions[0]["name"] == "get_weather"
-    assert definitions[0]["parameters"]["properties"] == {"city": {"type": "string"}}
+    assert definitions[0]["parameters"]["properties"]["city"]["type"] in ("string", "STRING")
 
 
+@pytest.mark.skipif(not SDK_3, reason="google-genai < 3 streams AFC differently (without spanfold too)")
 def test_afc_stream(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("afc"):
         chunks = list(client_for(server).models.generate_content_stream(model=MODEL, contents=QUESTION, config=AFC))
@@ -212,11 +208,6 @@ def test_afc_chat_send_message_and_stream(traced: Any, server: MockLLMServer) ->
 
 
 async def test_afc_async_chat(traced: Any, server: MockLLMServer) -> None:
-    async def aget_weather(city: str) -> str:
-        """Get the current weather in a city."""
-        await asyncio.sleep(0)
-        return scenarios.get_weather(city)
-
     config = types.GenerateContentConfig(system_instruction=SYSTEM, tools=[aget_weather, convert_temperature])
     server.respond_with(lambda r: _rename(scenarios.weather_agent(r), "get_weather", "aget_weather"))
     async with spanfold.agent("achat"):
@@ -238,12 +229,8 @@ def _rename(reply: Reply, old: str, new: str) -> Reply:
 
 
 def test_afc_tool_error_is_a_failed_tool_output(traced: Any, server: MockLLMServer) -> None:
-    def get_weather(city: str) -> str:
-        """Get the current weather in a city."""
-        raise RuntimeError(f"no station in {city}")
-
     server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Paris"})]), Reply.text("No data."))
-    config = types.GenerateContentConfig(tools=[get_weather])
+    config = types.GenerateContentConfig(tools=[failing_get_weather])
     with spanfold.agent("afc"):
         client_for(server).models.generate_content(model=MODEL, contents="Paris?", config=config)
     events = traced.one()
@@ -255,6 +242,7 @@ def test_afc_tool_error_is_a_failed_tool_output(traced: Any, server: MockLLMServ
     assert "no station in Paris" in sent["error"]  # the SDK's own handling is untouched
 
 
+@pytest.mark.skipif(not SDK_3, reason="google-genai < 3 cannot run spanfold.demo's string-annotated tools")
 def test_afc_function_already_a_spanfold_tool_is_traced_once(
     traced: Any, server: MockLLMServer, global_spans: Any
 ) -> None:

@@ -215,7 +215,11 @@ def _callable_parameters(fn: Any) -> Any:
     try:
         from google.genai import types
 
-        decl = types.FunctionDeclaration.from_callable_with_api_option(callable=fn, use_json_schema=True)
+        make = types.FunctionDeclaration.from_callable_with_api_option
+        try:
+            decl = make(callable=fn, use_json_schema=True)
+        except TypeError:  # google-genai < 3: no use_json_schema
+            decl = make(callable=fn)
     except Exception:  # an annotation the SDK rejects: it raises the same when it sends the request
         return None
     return decl.parameters_json_schema or decl.parameters
