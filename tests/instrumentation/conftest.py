@@ -42,6 +42,7 @@ class Spans:
         self.settings = settings
         self.provider = provider
 
+
     def use(self, rt: Runtime) -> None:
         """Re-instrument with another runtime (a runtime is fixed per instrumentation)."""
         self.instrumentor.uninstrument()
