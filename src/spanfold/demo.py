@@ -29,7 +29,7 @@ ANTHROPIC_MODEL = "claude-sonnet-5"
 #: Where the demo writes unless told otherwise: the directory the README's commands read.
 DEFAULT_OUTPUT = "traces"
 #: Which extra brings each provider's client library.
-EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 #: Printed the first time the demo writes into a directory: what the output above means.
 LEGEND = """\
 What you are looking at: the agent's run as one flat trace, the event list an Invariant trace file holds.
@@ -38,6 +38,7 @@ What you are looking at: the agent's run as one flat trace, the event list an In
   -> name(...)  a tool call the model asked for, with its arguments and [call id]
   <- name [id]  the tool's output, matched to its call
 Next: `spanfold show {path} --trace -1`, `spanfold summary {directory}`; the README walks through the rest."""
+GEMINI_MODEL = "gemini-2.5-flash"
 
 
 @spanfold.tool
@@ -140,6 +141,41 @@ def openai_responses_agent(client: Any, question: str = QUESTION, *, stream: boo
     return ""
 
 
+def gemini_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The same loop on Gemini ``generate_content``: ``function_call`` parts in (no ids), ``function_response`` parts
+    back in a user turn; the SDK's automatic function calling off, the tools run here."""
+    from google.genai import types
+
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=question)])]
+    config = types.GenerateContentConfig(
+        system_instruction=SYSTEM,
+        tools=scenarios.WEATHER_TOOLS_GEMINI,  # type: ignore[arg-type]
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    for _ in range(max_steps):
+        if stream:
+            chunks = client.models.generate_content_stream(model=GEMINI_MODEL, contents=contents, config=config)
+            parts = [part for chunk in chunks for c in chunk.candidates[:1] for part in c.content.parts or ()]
+        else:
+            response = client.models.generate_content(model=GEMINI_MODEL, contents=contents, config=config)
+            parts = list(response.candidates[0].content.parts or ())
+        contents.append(types.Content(role="model", parts=parts))
+        calls = [part.function_call for part in parts if part.function_call]
+        if not calls:
+            return "".join(part.text or "" for part in parts)
+        results = [run_tool_call(str(c.name), json.dumps(c.args or {}), c.id) for c in calls]
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(name=str(c.name), response={"result": result})
+                    for c, result in zip(calls, results, strict=True)
+                ],
+            )
+        )
+    return ""
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -160,10 +196,17 @@ def _anthropic_client(server: MockLLMServer) -> Any:
     return anthropic.Anthropic(api_key="demo-key", base_url=server.anthropic_base_url, max_retries=0)
 
 
+def _gemini_client(server: MockLLMServer) -> Any:
+    from google import genai
+
+    return genai.Client(api_key="demo-key", http_options={"base_url": server.gemini_base_url})
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
+    "gemini": Provider(gemini_agent, _gemini_client),
 }
 
 
@@ -234,7 +277,7 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     type=click.Choice(list(PROVIDERS)),
     default="openai",
     show_default=True,
-    help="API the agent uses: Chat Completions, Anthropic Messages, or the Responses API.",
+    help="API the agent uses: Chat Completions, Anthropic Messages, the Responses API or Gemini.",
 )
 @click.option("--stream", is_flag=True, help="Stream the model's replies.")
 def command(output: str | None, provider: str, stream: bool) -> None:

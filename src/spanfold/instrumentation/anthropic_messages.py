@@ -101,11 +101,7 @@ def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
     if kind in _MODALITY:
         return [_source_part(block, rt)]
     if kind == "tool_result":
-        return [
-            p.tool_response(
-                m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), rt), rt
-            )
-        ]
+        return [p.tool_response(m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), rt), rt)]
     if isinstance(kind, str) and kind.endswith("_tool_result"):
         return [p.tool_response(m.get(block, "tool_use_id"), _server_result_response(block), rt)]
     return [p.other(kind)]

@@ -204,9 +204,7 @@ def _usage_attributes(usage: Any) -> dict[str, Any]:
     }
 
 
-def _result_attributes(
-    response_id: Any, model: Any, choices: list[Choice], usage: Any, rt: Runtime
-) -> dict[str, Any]:
+def _result_attributes(response_id: Any, model: Any, choices: list[Choice], usage: Any, rt: Runtime) -> dict[str, Any]:
     return m.result_attributes(
         response_id,
         model,
@@ -220,9 +218,7 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     """Attributes of a complete ``ChatCompletion`` (or ``ParsedChatCompletion``)."""
     choices = sorted(m.as_list(m.get(response, "choices")), key=lambda c: m.get(c, "index") or 0)
     folded = [_choice_from_message(m.get(c, "message"), m.get(c, "finish_reason")) for c in choices]
-    return _result_attributes(
-        m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt
-    )
+    return _result_attributes(m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt)
 
 
 def _reasoning(delta: Any) -> Any:

@@ -62,7 +62,7 @@ class _ToolSpec:
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, dict[str, Any]]:
         """Start the span; return it and the kwargs to call the function with."""
         call_id = kwargs.get(CALL_ID_KEYWORD)
-        if call_id is not None and not self.accepts_call_id:
+        if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # tool_call_id=None too (Gemini calls have none)
             kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
         try:
             attrs: dict[str, Any] = {
@@ -123,7 +123,25 @@ def _end_error(span: Span | None, exc: BaseException) -> None:
     end_span(span)
 
 
+#: Marks the functions :func:`tool` made.
+_TRACED_MARK = "__spanfold_tool__"
+
+
+def traced(fn: F) -> F:
+    """``fn`` traced as ``@tool`` traces it, for a function a library runs for the model itself (google-genai's
+    automatic function calling): ``fn`` itself when it is a ``@tool`` already, else a traced twin for this call."""
+    if getattr(fn, _TRACED_MARK, False):
+        return fn
+    return _wrap_tool(fn, None, None)
+
+
 def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
+    wrapped = _make_tool(fn, name, description)
+    setattr(wrapped, _TRACED_MARK, True)  # a function made here: it takes attributes
+    return wrapped
+
+
+def _make_tool(fn: F, name: str | None, description: str | None) -> F:
     spec = _ToolSpec(fn, name, description)
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         # A generator's body runs after the call returns, item by item: a span around the call would record neither

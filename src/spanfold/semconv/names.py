@@ -84,6 +84,13 @@ ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
 #: The attributes that name the previous turn of a chain whose history lives on the server (the fold joins by them).
 PREVIOUS_RESPONSE_ATTRIBUTES: Final = (OPENAI_PREVIOUS_RESPONSE_ID, ANTHROPIC_PREVIOUS_MESSAGE_ID)
 
+# --- Google Gemini (google-genai): provider names and usage ----------------------------------------------
+#: gen_ai.provider.name of the Gemini Developer API (AI Studio keys) and of Vertex AI, as the conventions name them.
+PROVIDER_GCP_GEMINI: Final = "gcp.gemini"
+PROVIDER_GCP_VERTEX_AI: Final = "gcp.vertex_ai"
+#: Output tokens spent on reasoning (Gemini ``thoughts_token_count``); included in ``gen_ai.usage.output_tokens``.
+USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+
 # --- part types ----------------------------------------------------------------------------------------
 PART_TEXT: Final = "text"
 PART_TOOL_CALL: Final = "tool_call"

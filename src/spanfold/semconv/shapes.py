@@ -32,6 +32,29 @@ ANTHROPIC_FINISH_REASONS: Final = {
     "refusal": "content_filter",
 }
 
+#: Gemini ``finish_reason`` (``FinishReason`` enum values; google-genai and Vertex AI alike). ``STOP`` on a candidate
+#: that calls functions is ``tool_call`` (the API has no reason of its own for it): see :data:`GEMINI_TOOL_CALL_STOP`.
+GEMINI_FINISH_REASONS: Final = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "TOO_MANY_TOOL_CALLS": "error",
+    "MISSING_THOUGHT_SIGNATURE": "error",
+    "MALFORMED_RESPONSE": "error",
+}
+#: The raw Gemini reason that means "tool_call" when the candidate holds function calls.
+GEMINI_TOOL_CALL_STOP: Final = "STOP"
+
 
 def finish_reason(table: Mapping[str, str], raw: Any) -> str:
     """The semconv ``finish_reason`` of a provider's raw reason ("" when there is none)."""

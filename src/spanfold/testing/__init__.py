@@ -23,6 +23,7 @@ from spanfold.testing.replies import RawResponse, Reply, ToolCallSpec, Usage, co
 from spanfold.testing.request import MockRequest
 from spanfold.testing.scenarios import (
     WEATHER_TOOLS_ANTHROPIC,
+    WEATHER_TOOLS_GEMINI,
     WEATHER_TOOLS_OPENAI,
     WEATHER_TOOLS_RESPONSES,
     convert_temperature,
@@ -35,6 +36,7 @@ from spanfold.testing.server import MockLLMServer, Responder
 
 __all__ = [
     "WEATHER_TOOLS_ANTHROPIC",
+    "WEATHER_TOOLS_GEMINI",
     "WEATHER_TOOLS_OPENAI",
     "WEATHER_TOOLS_RESPONSES",
     "Api",

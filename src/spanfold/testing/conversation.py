@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from spanfold.testing.replies import ToolCallSpec
 
-Api = Literal["chat", "messages", "responses"]
+Api = Literal["chat", "messages", "responses", "gemini"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -139,10 +139,41 @@ def responses_turns(items: Sequence[dict[str, Any]], instructions: Any = None) -
     return turns
 
 
+def gemini_turns(body: dict[str, Any]) -> list[Turn]:
+    """Gemini ``systemInstruction`` and ``contents``: ``functionCall`` parts are the model's tool calls,
+    ``functionResponse`` parts the tool results (by name, with an ``id`` only when the call had one)."""
+    turns: list[Turn] = []
+    system = body.get("systemInstruction")
+    if isinstance(system, dict):
+        turns.append(Turn("system", "".join(_text_of(part) for part in _dicts(system.get("parts")))))
+    for content in _dicts(body.get("contents")):
+        parts = list(_dicts(content.get("parts")))
+        for part in parts:
+            response = part.get("functionResponse")
+            if isinstance(response, dict):
+                result = response.get("response")
+                if isinstance(result, dict) and len(result) == 1 and isinstance(next(iter(result.values())), str):
+                    result = next(iter(result.values()))  # {"result": text} / {"output": text}
+                text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+                turns.append(Turn("tool", text, tool_call_id=response.get("id")))
+        calls = tuple(
+            ToolCallSpec(str(call.get("name", "")), _arguments(call.get("args")), call.get("id"))
+            for call in (part.get("functionCall") for part in parts)
+            if isinstance(call, dict)
+        )
+        texts = [part["text"] for part in parts if isinstance(part.get("text"), str) and not part.get("thought")]
+        text = "".join(texts)
+        if text or calls or not parts:
+            turns.append(Turn("assistant" if content.get("role") == "model" else "user", text, calls))
+    return turns
+
+
 def prompt_of(body: dict[str, Any]) -> str:
-    """The part of a request body that counts as input tokens: ``system``, ``instructions``, ``messages``, ``input``.
+    """The part of a request body that counts as input tokens: ``system``, ``instructions``, ``messages``, ``input``
+    (Gemini: ``systemInstruction``, ``contents``).
 
     Canonical JSON (sorted keys, no spaces, non-ASCII kept) of those keys that are present.
     """
-    prompt = {key: body[key] for key in ("system", "instructions", "messages", "input") if key in body}
+    keys = ("system", "instructions", "messages", "input", "systemInstruction", "contents")
+    prompt = {key: body[key] for key in keys if key in body}
     return json.dumps(prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

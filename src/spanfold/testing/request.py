@@ -10,6 +10,7 @@ from spanfold.testing.conversation import (
     Api,
     Turn,
     chat_turns,
+    gemini_turns,
     messages_turns,
     prompt_of,
     responses_items,
@@ -36,10 +37,15 @@ class MockRequest:
 
     @property
     def stream(self) -> bool:
+        if self.api == "gemini":  # the method in the path: ``models/{model}:streamGenerateContent``
+            return self.path.endswith(":streamGenerateContent")
         return self.body.get("stream") is True
 
     @property
     def model(self) -> str:
+        if self.api == "gemini":  # ``.../models/{model}:generateContent``
+            name = self.path.rpartition("/models/")[2].partition(":")[0]
+            return name or "mock-model"
         model = self.body.get("model")
         return model if isinstance(model, str) and model else "mock-model"
 
@@ -65,6 +71,8 @@ class MockRequest:
             return tuple(chat_turns(self.body))
         if self.api == "messages":
             return tuple(messages_turns(self.body))
+        if self.api == "gemini":
+            return tuple(gemini_turns(self.body))
         return tuple(responses_turns([*self.history, *self.input_items], self.body.get("instructions")))
 
     def turns(self) -> list[Turn]:

@@ -112,6 +112,16 @@ WEATHER_TOOLS_RESPONSES: list[dict[str, Any]] = [
 ]
 """Responses API ``tools``."""
 
+WEATHER_TOOLS_GEMINI: list[dict[str, Any]] = [
+    {
+        "function_declarations": [
+            {"name": name, "description": description, "parameters_json_schema": schema}
+            for name, description, schema in _TOOLS
+        ]
+    }
+]
+"""Gemini (google-genai) ``config.tools``: one tool of function declarations."""
+
 
 # -- the agent ------------------------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from spanfold.testing.errors import openai_error
 from spanfold.testing.render_anthropic import MessagesRenderer
 from spanfold.testing.render_base import RenderContext, Renderer
 from spanfold.testing.render_chat import ChatRenderer
+from spanfold.testing.render_gemini import GeminiRenderer
 from spanfold.testing.render_responses import ResponsesRenderer
 from spanfold.testing.replay import RecordingReplay
 from spanfold.testing.replies import Reply
@@ -34,6 +35,7 @@ RENDERERS: dict[Api, Renderer] = {
     "chat": ChatRenderer(),
     "messages": MessagesRenderer(),
     "responses": ResponsesRenderer(),
+    "gemini": GeminiRenderer(),
 }
 
 
@@ -46,6 +48,8 @@ def api_for_path(path: str) -> Api | None:
         return "messages"
     if path.endswith("/responses"):
         return "responses"
+    if path.endswith((":generateContent", ":streamGenerateContent")):  # Gemini, Developer API and Vertex AI
+        return "gemini"
     return None
 
 
@@ -290,6 +294,12 @@ class MockLLMServer:
     @property
     def anthropic_base_url(self) -> str:
         """For ``anthropic.Anthropic(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/v1/messages``)."""
+        return self.url
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``genai.Client(http_options={"base_url": ...})``: ``http://127.0.0.1:PORT`` (the SDK appends
+        ``/v1beta/models/{model}:generateContent``, or the Vertex AI path)."""
         return self.url
 
     @property
