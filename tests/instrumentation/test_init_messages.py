@@ -23,7 +23,11 @@ def test_one_line_names_what_is_traced(fresh: Path, caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.INFO, logger="spanfold"):
         spanfold.init(output=str(fresh))
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("spanfold: tracing")]
-    assert lines == ["spanfold: tracing openai, anthropic (each patched when your program imports it)"]
+    installed = registry.available()
+    assert {"openai", "anthropic"} <= set(installed)
+    missing = [name for name in registry.INSTRUMENTORS if name not in installed]
+    tail = f"; not installed: {', '.join(missing)}" if missing else ""
+    assert lines == [f"spanfold: tracing {', '.join(installed)} (each patched when your program imports it){tail}"]
 
 
 def test_nothing_installed_is_a_warning(
@@ -34,7 +38,7 @@ def test_nothing_installed_is_a_warning(
         spanfold.init(output=str(fresh))
     (record,) = [r for r in caplog.records if "none of the client libraries" in r.getMessage()]
     assert record.levelno == logging.WARNING
-    assert "openai, anthropic" in record.getMessage()
+    assert ", ".join(registry.INSTRUMENTORS) in record.getMessage()
 
 
 def test_a_second_init_with_other_options_warns_once(fresh: Path, caplog: pytest.LogCaptureFixture) -> None:
