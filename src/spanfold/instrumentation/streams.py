@@ -79,19 +79,36 @@ class StreamState:
             self.span.finish(attrs)
 
 
+def _iterator(stream: Any) -> Any:
+    """What the proxy pulls chunks from: the stream itself when it is an iterator (the SDK streams), else the iterator
+    it gives (botocore's ``EventStream`` is iterable only: its ``__iter__`` is a generator, which runs nothing until
+    the first chunk is asked for)."""
+    return stream if hasattr(type(stream), "__next__") else iter(stream)
+
+
+def _async_iterator(stream: Any) -> Any:
+    """The same for async streams: aiobotocore's ``AioEventStream.__anext__`` is an async generator function (its
+    ``__aiter__`` returns the generator), not an awaitable ``__anext__``."""
+    anext = getattr(type(stream), "__anext__", None)
+    if anext is not None and not inspect.isasyncgenfunction(anext):
+        return stream
+    return stream.__aiter__()
+
+
 class SyncStreamProxy(wrapt.ObjectProxy[Any]):
     """A sync SDK stream that reports its chunks and its end."""
 
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
+        self._self_chunks = _iterator(wrapped)
 
     def __iter__(self) -> SyncStreamProxy:
         return self
 
     def __next__(self) -> Any:
         try:
-            chunk = self.__wrapped__.__next__()
+            chunk = self._self_chunks.__next__()
         except StopIteration:
             self._self_state.finish()
             raise
@@ -129,13 +146,14 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
+        self._self_chunks = _async_iterator(wrapped)
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
 
     async def __anext__(self) -> Any:
         try:
-            chunk = await self.__wrapped__.__anext__()
+            chunk = await self._self_chunks.__anext__()
         except StopAsyncIteration:
             self._self_state.finish()
             raise

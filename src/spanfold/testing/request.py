@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import unquote
 
 from spanfold.testing.conversation import (
     Api,
     Turn,
     chat_turns,
+    converse_turns,
     messages_turns,
     prompt_of,
     responses_items,
@@ -36,10 +38,14 @@ class MockRequest:
 
     @property
     def stream(self) -> bool:
+        if self.api in ("converse", "invoke"):  # Bedrock: the operation says it
+            return self.path.endswith("-stream")
         return self.body.get("stream") is True
 
     @property
     def model(self) -> str:
+        if self.api in ("converse", "invoke"):  # Bedrock: /model/{modelId}/...
+            return unquote(self.path.split("/")[2])
         model = self.body.get("model")
         return model if isinstance(model, str) and model else "mock-model"
 
@@ -63,8 +69,10 @@ class MockRequest:
     def _turns(self) -> tuple[Turn, ...]:
         if self.api == "chat":
             return tuple(chat_turns(self.body))
-        if self.api == "messages":
+        if self.api == "messages" or (self.api == "invoke" and "anthropic_version" in self.body):
             return tuple(messages_turns(self.body))
+        if self.api in ("converse", "invoke"):
+            return tuple(converse_turns(self.body))
         return tuple(responses_turns([*self.history, *self.input_items], self.body.get("instructions")))
 
     def turns(self) -> list[Turn]:
