@@ -26,6 +26,7 @@ QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fa
 SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-sonnet-5"
+BEDROCK_MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 @spanfold.tool
@@ -128,6 +129,52 @@ def openai_responses_agent(client: Any, question: str = QUESTION, *, stream: boo
     return ""
 
 
+def _converse_streamed(client: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message a ``converse_stream`` call streams, assembled from its events."""
+    blocks: dict[int, dict[str, Any]] = {}
+    for event in client.converse_stream(**request)["stream"]:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            blocks[start["contentBlockIndex"]] = {"toolUse": {**start["start"]["toolUse"], "input": ""}}
+        elif "contentBlockDelta" in event:
+            delta = event["contentBlockDelta"]
+            block = blocks.setdefault(delta["contentBlockIndex"], {"text": ""})
+            if "text" in delta["delta"]:
+                block["text"] += delta["delta"]["text"]
+            elif "toolUse" in delta["delta"]:
+                block["toolUse"]["input"] += delta["delta"]["toolUse"]["input"]
+    for block in blocks.values():
+        if "toolUse" in block:
+            block["toolUse"]["input"] = json.loads(block["toolUse"]["input"] or "{}")
+    return {"role": "assistant", "content": [blocks[index] for index in sorted(blocks)]}
+
+
+def bedrock_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The same loop on Amazon Bedrock Converse: ``toolUse`` blocks in, ``toolResult`` blocks back in a user turn."""
+    history: list[Any] = [{"role": "user", "content": [{"text": question}]}]
+    request = {
+        "modelId": BEDROCK_MODEL,
+        "system": [{"text": SYSTEM}],
+        "messages": history,
+        "toolConfig": {"tools": scenarios.WEATHER_TOOLS_BEDROCK},
+    }
+    for _ in range(max_steps):
+        message = _converse_streamed(client, request) if stream else client.converse(**request)["output"]["message"]
+        history.append(message)
+        uses = [block["toolUse"] for block in message["content"] if "toolUse" in block]
+        if not uses:
+            return "".join(block.get("text", "") for block in message["content"])
+        results = [
+            {
+                "toolUseId": u["toolUseId"],
+                "content": [{"text": run_tool_call(u["name"], json.dumps(u["input"]), u["toolUseId"])}],
+            }
+            for u in uses
+        ]
+        history.append({"role": "user", "content": [{"toolResult": result} for result in results]})
+    return ""
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -148,10 +195,25 @@ def _anthropic_client(server: MockLLMServer) -> Any:
     return anthropic.Anthropic(api_key="demo-key", base_url=server.anthropic_base_url, max_retries=0)
 
 
+def _bedrock_client(server: MockLLMServer) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "bedrock-runtime",
+        endpoint_url=server.url,
+        region_name="us-east-1",
+        aws_access_key_id="demo-key-id",
+        aws_secret_access_key="demo-secret",
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
+    "bedrock": Provider(bedrock_agent, _bedrock_client),
 }
 
 

@@ -1,7 +1,7 @@
 """Amazon Bedrock Runtime instrumentation (boto3 / botocore, and aiobotocore when installed).
 
-Supported: ``botocore`` >= 1.34, < 2 (tested with 1.43) and ``aiobotocore`` 2.x / 3.x (tested with 3.10). Traced: the
-``bedrock-runtime`` operations ``Converse``, ``ConverseStream``, ``InvokeModel`` and
+Supported: ``botocore`` >= 1.43, < 2 (tested with 1.43.117) and ``aiobotocore`` >= 3.10, < 4 (tested with 3.10).
+Traced: the ``bedrock-runtime`` operations ``Converse``, ``ConverseStream``, ``InvokeModel`` and
 ``InvokeModelWithResponseStream``; the shapes are mapped in :mod:`~spanfold.instrumentation.bedrock_converse` and
 :mod:`~spanfold.instrumentation.bedrock_invoke`.
 
@@ -183,7 +183,7 @@ class BedrockInstrumentor(TableInstrumentor):
     """``BedrockInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores botocore,
     aiobotocore and the client classes it wrapped."""
 
-    dependencies = ("botocore >= 1.34, < 2",)
+    dependencies = ("botocore >= 1.43, < 2",)
 
     def patches(self, rt: Runtime) -> tuple[Patch, ...]:
         return PATCHES
