@@ -205,7 +205,7 @@ def _bedrock_client(server: MockLLMServer) -> Any:
         region_name="us-east-1",
         aws_access_key_id="demo-key-id",
         aws_secret_access_key="demo-secret",
-        config=Config(retries={"max_attempts": 1}),
+        config=Config(retries={"total_max_attempts": 1}),
     )
 
 
