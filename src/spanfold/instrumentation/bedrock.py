@@ -25,7 +25,6 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import wrapt
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import counters, runtime, semconv
@@ -211,6 +210,7 @@ class BedrockInstrumentor(TableInstrumentor):
         global _generation
         _generation += 1
         super()._uninstrument(**kwargs)
-        for cls in list(_WRAPPED):
-            unwrap(cls, "_make_api_call")
+        for cls in list(_WRAPPED):  # the wrapper was the class's own attribute: without it, the inherited method
+            if isinstance(vars(cls).get("_make_api_call"), wrapt.FunctionWrapper):
+                delattr(cls, "_make_api_call")
         _WRAPPED.clear()
