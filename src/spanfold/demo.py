@@ -29,7 +29,13 @@ ANTHROPIC_MODEL = "claude-sonnet-5"
 #: Where the demo writes unless told otherwise: the directory the README's commands read.
 DEFAULT_OUTPUT = "traces"
 #: Which extra brings each provider's client library.
-EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+EXTRAS = {
+    "openai": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+}
 #: Printed the first time the demo writes into a directory: what the output above means.
 LEGEND = """\
 What you are looking at: the agent's run as one flat trace, the event list an Invariant trace file holds.
@@ -39,6 +45,7 @@ What you are looking at: the agent's run as one flat trace, the event list an In
   <- name [id]  the tool's output, matched to its call
 Next: `spanfold show {path} --trace -1`, `spanfold summary {directory}`; the README walks through the rest."""
 GEMINI_MODEL = "gemini-2.5-flash"
+BEDROCK_MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 @spanfold.tool
@@ -176,6 +183,52 @@ def gemini_agent(client: Any, question: str = QUESTION, *, stream: bool = False,
     return ""
 
 
+def _converse_streamed(client: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message a ``converse_stream`` call streams, assembled from its events."""
+    blocks: dict[int, dict[str, Any]] = {}
+    for event in client.converse_stream(**request)["stream"]:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            blocks[start["contentBlockIndex"]] = {"toolUse": {**start["start"]["toolUse"], "input": ""}}
+        elif "contentBlockDelta" in event:
+            delta = event["contentBlockDelta"]
+            block = blocks.setdefault(delta["contentBlockIndex"], {"text": ""})
+            if "text" in delta["delta"]:
+                block["text"] += delta["delta"]["text"]
+            elif "toolUse" in delta["delta"]:
+                block["toolUse"]["input"] += delta["delta"]["toolUse"]["input"]
+    for block in blocks.values():
+        if "toolUse" in block:
+            block["toolUse"]["input"] = json.loads(block["toolUse"]["input"] or "{}")
+    return {"role": "assistant", "content": [blocks[index] for index in sorted(blocks)]}
+
+
+def bedrock_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The same loop on Amazon Bedrock Converse: ``toolUse`` blocks in, ``toolResult`` blocks back in a user turn."""
+    history: list[Any] = [{"role": "user", "content": [{"text": question}]}]
+    request = {
+        "modelId": BEDROCK_MODEL,
+        "system": [{"text": SYSTEM}],
+        "messages": history,
+        "toolConfig": {"tools": scenarios.WEATHER_TOOLS_BEDROCK},
+    }
+    for _ in range(max_steps):
+        message = _converse_streamed(client, request) if stream else client.converse(**request)["output"]["message"]
+        history.append(message)
+        uses = [block["toolUse"] for block in message["content"] if "toolUse" in block]
+        if not uses:
+            return "".join(block.get("text", "") for block in message["content"])
+        results = [
+            {
+                "toolUseId": u["toolUseId"],
+                "content": [{"text": run_tool_call(u["name"], json.dumps(u["input"]), u["toolUseId"])}],
+            }
+            for u in uses
+        ]
+        history.append({"role": "user", "content": [{"toolResult": result} for result in results]})
+    return ""
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -202,11 +255,26 @@ def _gemini_client(server: MockLLMServer) -> Any:
     return genai.Client(api_key="demo-key", http_options={"base_url": server.gemini_base_url})
 
 
+def _bedrock_client(server: MockLLMServer) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "bedrock-runtime",
+        endpoint_url=server.url,
+        region_name="us-east-1",
+        aws_access_key_id="demo-key-id",
+        aws_secret_access_key="demo-secret",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
     "gemini": Provider(gemini_agent, _gemini_client),
+    "bedrock": Provider(bedrock_agent, _bedrock_client),
 }
 
 
@@ -277,7 +345,7 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     type=click.Choice(list(PROVIDERS)),
     default="openai",
     show_default=True,
-    help="API the agent uses: Chat Completions, Anthropic Messages, the Responses API or Gemini.",
+    help="API the agent uses: Chat Completions, Anthropic Messages, the Responses API, Gemini or Bedrock Converse.",
 )
 @click.option("--stream", is_flag=True, help="Stream the model's replies.")
 def command(output: str | None, provider: str, stream: bool) -> None:

@@ -207,6 +207,17 @@ BREAKERS = {
 }
 
 
+def _break_bedrock(client: Any) -> list[Any]:
+    response = client.converse_stream(
+        modelId=demo.BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "Talk."}]}]
+    )
+    return list(response["stream"])
+
+
+BREAKERS["bedrock"] = _break_bedrock
+PREFIX["bedrock"] = "tooluse_mock_"
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_stream_broken_off_records_the_error(traced: Any, server: MockLLMServer, provider: str) -> None:
     server.script(Reply.broken(after_events=4, reply=Reply.text("This answer will never be finished, sorry.")))

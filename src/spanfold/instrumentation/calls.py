@@ -64,6 +64,10 @@ class ModelApi:
     bind: Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any] | None] | None = None
     #: The key of a response dict that holds the stream (``Result.NESTED_STREAM``).
     nested_stream: str | None = None
+    #: ``(response dict, state, is_async) -> proxy`` of ``response[nested_stream]`` when the nested value is not a
+    #: chunk stream (Bedrock ``invoke_model``'s readable body: the proxy feeds the state the bytes the user reads).
+    #: Unset: the toolkit's chunk-stream proxies.
+    nested_proxy: Callable[[dict[str, Any], StreamState, bool], Any] | None = None
     #: Types ``classify`` found to be complete responses (that answer depends on the type alone; never ``dict``, whose
     #: kind depends on its keys): the next result of one of them skips ``classify``'s isinstance chain (at most
     #: :data:`RESPONSE_TYPES_LIMIT` are remembered).
@@ -127,7 +131,10 @@ def _nested(api: ModelApi, result: Any, proxy: type[SyncStreamProxy | AsyncStrea
     if key is None or not isinstance(result, dict) or key not in result:
         state.finish()
         return result
-    result[key] = proxy(result[key], state)
+    if api.nested_proxy is not None:
+        result[key] = api.nested_proxy(result, state, proxy is AsyncStreamProxy)
+    else:
+        result[key] = proxy(result[key], state)
     return result
 
 

@@ -28,6 +28,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "openai": ("openai", "spanfold.instrumentation.openai:OpenAIInstrumentor"),
     "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
     "gemini": ("google.genai", "spanfold.instrumentation.gemini:GeminiInstrumentor"),
+    "bedrock": ("botocore", "spanfold.instrumentation.bedrock:BedrockInstrumentor"),
 }
 
 _lock = threading.Lock()

@@ -91,3 +91,16 @@ def first_choice(outputs: Sequence[T]) -> tuple[Sequence[T], Sequence[T]]:
 
 def _role(message: Any) -> Any:
     return message.get("role", "assistant") if isinstance(message, dict) else "assistant"
+
+#: Amazon Bedrock ``stopReason`` (Converse, ConverseStream, and the Amazon Nova model bodies).
+BEDROCK_FINISH_REASONS: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_call",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+    "malformed_model_output": "error",
+    "malformed_tool_use": "error",
+}

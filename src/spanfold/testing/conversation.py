@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from spanfold.testing.replies import ToolCallSpec
 
-Api = Literal["chat", "messages", "responses", "gemini"]
+Api = Literal["chat", "messages", "responses", "gemini", "converse", "invoke"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -108,6 +108,30 @@ def messages_turns(body: dict[str, Any]) -> list[Turn]:
             ToolCallSpec(str(block.get("name", "")), _arguments(block.get("input")), block.get("id"))
             for block in blocks
             if block.get("type") == "tool_use"
+        )
+        if text or calls or not blocks:
+            turns.append(Turn(role, text, calls))
+    return turns
+
+
+def converse_turns(body: dict[str, Any]) -> list[Turn]:
+    """Bedrock Converse (and Amazon Nova bodies): ``system`` text blocks, ``messages[].content[]`` blocks with one key
+    each (``toolResult`` blocks in user messages are the tool results)."""
+    turns: list[Turn] = []
+    system = _text_of(list(_dicts(body.get("system"))))
+    if system:
+        turns.append(Turn("system", system))
+    for message in _dicts(body.get("messages")):
+        role = _role(message.get("role"))
+        blocks = list(_dicts(message.get("content")))
+        for block in blocks:
+            result = block.get("toolResult")
+            if isinstance(result, dict):
+                turns.append(Turn("tool", _text_of(result.get("content")), tool_call_id=result.get("toolUseId")))
+        text = "".join(block["text"] for block in blocks if isinstance(block.get("text"), str))
+        uses = [block["toolUse"] for block in blocks if isinstance(block.get("toolUse"), dict)]
+        calls = tuple(
+            ToolCallSpec(str(u.get("name", "")), _arguments(u.get("input")), u.get("toolUseId")) for u in uses
         )
         if text or calls or not blocks:
             turns.append(Turn(role, text, calls))

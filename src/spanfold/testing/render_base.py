@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spanfold.testing.replies import Reply, ToolCallSpec, Usage
 from spanfold.testing.request import MockRequest
-from spanfold.testing.sse import SSEEvent
 from spanfold.testing.state import Ids, ResponseStore
 
 CREATED = 1_735_689_600
@@ -32,11 +32,18 @@ class RenderContext:
         return [(call.id or self.ids.next(prefix), call) for call in reply.tool_calls]
 
 
+class Frame(Protocol):
+    """One message of a stream as bytes on the wire: an :class:`SSEEvent`, or an AWS event-stream message."""
+
+    def encode(self) -> bytes: ...
+
+
 class Renderer(Protocol):
-    """Renders a message ``Reply`` as one API's JSON body, that body as its SSE stream, and errors."""
+    """Renders a message ``Reply`` as one API's JSON body, that body as its stream (SSE events, or the frames of
+    ``stream_content_type`` when the renderer names one), and errors."""
 
     def body(self, reply: Reply, ctx: RenderContext) -> dict[str, Any]: ...
 
-    def events(self, body: dict[str, Any], ctx: RenderContext) -> list[SSEEvent]: ...
+    def events(self, body: dict[str, Any], ctx: RenderContext) -> Sequence[Frame]: ...
 
     def error_body(self, reply: Reply, ctx: RenderContext) -> dict[str, Any]: ...

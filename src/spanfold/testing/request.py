@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import unquote
 
 from spanfold.testing.conversation import (
     Api,
     Turn,
     chat_turns,
+    converse_turns,
     gemini_turns,
     messages_turns,
     prompt_of,
@@ -39,6 +41,8 @@ class MockRequest:
     def stream(self) -> bool:
         if self.api == "gemini":  # the method in the path: ``models/{model}:streamGenerateContent``
             return self.path.endswith(":streamGenerateContent")
+        if self.api in ("converse", "invoke"):  # Bedrock: the operation says it
+            return self.path.endswith("-stream")
         return self.body.get("stream") is True
 
     @property
@@ -46,6 +50,8 @@ class MockRequest:
         if self.api == "gemini":  # ``.../models/{model}:generateContent``
             name = self.path.rpartition("/models/")[2].partition(":")[0]
             return name or "mock-model"
+        if self.api in ("converse", "invoke"):  # Bedrock: /model/{modelId}/...
+            return unquote(self.path.split("/")[2])
         model = self.body.get("model")
         return model if isinstance(model, str) and model else "mock-model"
 
@@ -69,10 +75,12 @@ class MockRequest:
     def _turns(self) -> tuple[Turn, ...]:
         if self.api == "chat":
             return tuple(chat_turns(self.body))
-        if self.api == "messages":
+        if self.api == "messages" or (self.api == "invoke" and "anthropic_version" in self.body):
             return tuple(messages_turns(self.body))
         if self.api == "gemini":
             return tuple(gemini_turns(self.body))
+        if self.api in ("converse", "invoke"):
+            return tuple(converse_turns(self.body))
         return tuple(responses_turns([*self.history, *self.input_items], self.body.get("instructions")))
 
     def turns(self) -> list[Turn]:

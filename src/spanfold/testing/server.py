@@ -19,6 +19,7 @@ from spanfold.testing.conversation import Api
 from spanfold.testing.errors import openai_error
 from spanfold.testing.render_anthropic import MessagesRenderer
 from spanfold.testing.render_base import RenderContext, Renderer
+from spanfold.testing.render_bedrock import ConverseRenderer, InvokeRenderer
 from spanfold.testing.render_chat import ChatRenderer
 from spanfold.testing.render_gemini import GeminiRenderer
 from spanfold.testing.render_responses import ResponsesRenderer
@@ -36,12 +37,27 @@ RENDERERS: dict[Api, Renderer] = {
     "messages": MessagesRenderer(),
     "responses": ResponsesRenderer(),
     "gemini": GeminiRenderer(),
+    "converse": ConverseRenderer(),
+    "invoke": InvokeRenderer(),
 }
+#: Amazon Bedrock Runtime routes: ``/model/{modelId}/{operation}`` -> the API.
+BEDROCK_OPERATIONS: dict[str, Api] = {
+    "converse": "converse",
+    "converse-stream": "converse",
+    "invoke": "invoke",
+    "invoke-with-response-stream": "invoke",
+}
+
+
+def _no_headers(*_: Any) -> dict[str, str]:
+    return {}
 
 
 def api_for_path(path: str) -> Api | None:
     """``.../chat/completions`` -> chat, ``.../messages`` -> messages, ``.../responses`` -> responses."""
     path = path.rstrip("/")
+    if path.startswith("/model/") and path.count("/") == 3:
+        return BEDROCK_OPERATIONS.get(path.rsplit("/", 1)[1])
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/messages"):
@@ -166,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
         ctx = RenderContext(request, state.ids, state.store)
         request_id = state.ids.next("req_mock_")
         extra = {"request-id" if api == "messages" else "x-request-id": request_id}
+        if api in ("converse", "invoke"):
+            extra = {"x-amzn-RequestId": request_id}
         try:
             self._send_reply(renderer, reply, ctx, extra)
         except OSError:
@@ -188,6 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.kind == "error":
             if reply.should_retry is not None:
                 extra["x-should-retry"] = "true" if reply.should_retry else "false"
+            extra.update(getattr(renderer, "error_headers", _no_headers)(reply))
             self._send_json(reply.status, renderer.error_body(reply, ctx), extra)
             return
         body_json = renderer.body(reply, ctx)
@@ -196,8 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
             events = [event.encode() for event in renderer.events(body_json, ctx)]
             if broken:
                 events = events[: min(reply.after_events, len(events) - 1)]  # never the final event
-            self._send_stream(200, SSE_CONTENT_TYPE, events, not broken, extra)
-        elif broken:
+            content_type = getattr(renderer, "stream_content_type", SSE_CONTENT_TYPE)
+            self._send_stream(200, content_type, events, not broken, extra)
+            return
+        extra.update(getattr(renderer, "body_headers", _no_headers)(body_json, ctx))
+        if broken:
             data = _json_bytes(body_json)
             self._send_headers(200, "application/json", {**extra, "Content-Length": str(len(data))})
             self.wfile.write(data[: len(data) // 2])
