@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from spanfold import semconv
+from spanfold.semconv import shapes
 from spanfold.trace.formats import dumps
 from spanfold.trace.model import Content, Message, ToolCall, parse_arguments
 
@@ -30,13 +30,6 @@ def response_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return dumps(value)
-
-
-def args_key(arguments: Any) -> str | None:
-    """Tool-call arguments as a canonical string (to pair a tool run with the call it answers)."""
-    if arguments is None or isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _arguments(raw: Any) -> dict[str, Any] | str | None:
@@ -158,7 +151,8 @@ def tool_output(call_id: Any, response: Any, call_names: Mapping[str, str]) -> M
 
 def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> list[Message]:
     """The events one semconv message stands for: each tool-call response an event of its own, the other parts
-    one event of the message's role around them, in order."""
+    one event of the message's role around them, in order (:func:`~spanfold.semconv.shapes.split_tool_responses`);
+    parts that make nothing (no content: capture off) make no event, unless nothing else does."""
     role = msg.get("role") or "user"
     parts: Sequence[Any] = msg.get("parts") or ()
     if len(parts) == 1:  # fast paths for the common one-part messages (the same events as the general path)
@@ -170,24 +164,31 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
             text = part.get("content")
             if text is None or isinstance(text, str):
                 return [Message(role=role, content=text or None)]
+    pieces = shapes.split_tool_responses(role, parts, _piece)
     out: list[Message] = []
+    last = len(pieces) - 1
+    for i, piece in enumerate(pieces):
+        if not isinstance(piece, _Body):
+            out.append(tool_output(piece.get("id"), piece.get("response"), call_names))
+        elif i == last and (piece or not out):
+            if role == "tool" and not piece.tool_calls:  # a tool message with a plain text body
+                call_id = msg.get("tool_call_id") or msg.get("id")
+                out.append(tool_output(call_id, piece.content(), call_names))
+            else:
+                out.append(piece.message(role))
+        elif piece:
+            out.append(piece.message(role))
+    return out
+
+
+def _piece(role: Any, parts: list[Part]) -> _Body | Part:
+    """A tool-call response part as it is; a run of other parts as the body they make."""
+    if len(parts) == 1 and parts[0].get("type") == semconv.PART_TOOL_CALL_RESPONSE:
+        return parts[0]
     body = _Body()
     for part in parts:
-        kind = part.get("type")
-        if kind == semconv.PART_TOOL_CALL_RESPONSE:
-            if body:
-                out.append(body.message(role))
-                body = _Body()
-            out.append(tool_output(part.get("id"), part.get("response"), call_names))
-            continue
-        PART_HANDLERS.get(kind, _other)(body, part)
-    if body or not out:
-        if role == "tool" and not body.tool_calls:  # a tool message with a plain text body
-            call_id = msg.get("tool_call_id") or msg.get("id")
-            out.append(tool_output(call_id, body.content(), call_names))
-        else:
-            out.append(body.message(role))
-    return out
+        PART_HANDLERS.get(part.get("type"), _other)(body, part)  # type: ignore[arg-type]
+    return body
 
 
 def system_event(parts: Iterable[Part]) -> Message:

@@ -28,8 +28,9 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from spanfold import config as config_module
 from spanfold import counters
 from spanfold.config import Config
-from spanfold.exporter.assembler import Assembler, Policy, trace_hex
+from spanfold.exporter.assembler import Assembler, Policy
 from spanfold.exporter.forks import reinit_in_child
+from spanfold.exporter.meta import trace_hex
 from spanfold.exporter.records import SpanRecord, from_readable
 from spanfold.exporter.writers import Writer
 
