@@ -5,11 +5,13 @@ new call joins an open conversation when its input history extends that conversa
 first-choice outputs of one of its calls), when it continues one of its responses (``previous_response_id``), or
 shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id, or, without an id,
 the conversation that has waited longest on a call with its name and arguments (else its name): each waiting call
-takes one tool run, so concurrent runs making the same call get one each. Lookups are hashes: a rolling hash over
-the message fingerprints, so finding the conversation a call extends costs O(its inputs), never a comparison with
-every open conversation.
+takes one tool run, so concurrent runs making the same call get one each (:mod:`~spanfold.exporter.pairing`, the
+unit the fold pairs tool results with). Lookups are hashes: a rolling hash over the message fingerprints, so finding
+the conversation a call extends costs O(its inputs), never a comparison with every open conversation.
 
-Pure bookkeeping: no threads, no I/O (the processor closes conversations and writes them).
+A :class:`Conversation` owns what its members bring: their spans, their steps (parsed once, handed on to the fold)
+and their attribute bytes (counted as they join; the assembler bounds them). Pure bookkeeping: no threads, no I/O
+(the assembler closes conversations and writes them).
 """
 
 from __future__ import annotations
