@@ -164,6 +164,8 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
             text = part.get("content")
             if text is None or isinstance(text, str):
                 return [Message(role=role, content=text or None)]
+    if not any(part.get("type") == semconv.PART_TOOL_CALL_RESPONSE for part in parts):  # one event, as below
+        return [_own(role, msg, _body(parts), call_names)]
     pieces = shapes.split_tool_responses(role, parts, _piece)
     out: list[Message] = []
     last = len(pieces) - 1
@@ -171,32 +173,44 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
         if not isinstance(piece, _Body):
             out.append(tool_output(piece.get("id"), piece.get("response"), call_names))
         elif i == last and (piece or not out):
-            if role == "tool" and not piece.tool_calls:  # a tool message with a plain text body
-                call_id = msg.get("tool_call_id") or msg.get("id")
-                out.append(tool_output(call_id, piece.content(), call_names))
-            else:
-                out.append(piece.message(role))
+            out.append(_own(role, msg, piece, call_names))
         elif piece:
             out.append(piece.message(role))
     return out
 
 
-def _piece(role: Any, parts: list[Part]) -> _Body | Part:
-    """A tool-call response part as it is; a run of other parts as the body they make."""
-    if len(parts) == 1 and parts[0].get("type") == semconv.PART_TOOL_CALL_RESPONSE:
-        return parts[0]
+def _body(parts: Iterable[Part]) -> _Body:
     body = _Body()
     for part in parts:
         PART_HANDLERS.get(part.get("type"), _other)(body, part)  # type: ignore[arg-type]
     return body
 
 
+def _piece(role: Any, parts: list[Part]) -> _Body | Part:
+    """A tool-call response part as it is; a run of other parts as the body they make."""
+    if len(parts) == 1 and parts[0].get("type") == semconv.PART_TOOL_CALL_RESPONSE:
+        return parts[0]
+    return _body(parts)
+
+
+def _own(role: str, msg: Mapping[str, Any], body: _Body, call_names: Mapping[str, str]) -> Message:
+    """A message's last event of its own role (the only one, without tool-call responses): a tool message with a
+    plain body is a tool output."""
+    if role == "tool" and not body.tool_calls:
+        return tool_output(msg.get("tool_call_id") or msg.get("id"), body.content(), call_names)
+    return body.message(role)
+
+
+def note_calls(call_names: dict[str, str], msg: Message) -> None:
+    """Remember the names of a message's tool calls by id (tool outputs are named after the call they answer)."""
+    for tc in msg.tool_calls:
+        if tc.id is not None:
+            call_names[tc.id] = tc.name
+
+
 def system_event(parts: Iterable[Part]) -> Message:
     """``gen_ai.system_instructions`` as one ``system`` event."""
-    body = _Body()
-    for part in parts:
-        PART_HANDLERS.get(part.get("type"), _other)(body, part)  # type: ignore[arg-type]
-    return Message(role="system", content=body.content())
+    return Message(role="system", content=_body(parts).content())
 
 
 def fingerprint(msg: Message) -> Fingerprint:

@@ -20,7 +20,7 @@ from collections.abc import Hashable, Iterable, Mapping
 
 from spanfold import counters
 from spanfold.exporter.dialects import safe_step
-from spanfold.exporter.events import Fingerprint, fingerprint, message_events, system_event
+from spanfold.exporter.events import Fingerprint, fingerprint, message_events, note_calls, system_event
 from spanfold.exporter.history import InputEvents, Thread
 from spanfold.exporter.meta import Tally, iso, span_hex, step_metadata, trace_meta
 from spanfold.exporter.pairing import Call, Pairing
@@ -93,7 +93,7 @@ class _Folder:
         self.shown_tool_ids: set[str] = set()
         self.calls: Pairing[_FoldThread] = Pairing()
         self.tally = Tally()
-        self.inputs = InputEvents(self.call_names, self.note_calls)
+        self.inputs = InputEvents(self.call_names)
 
     # --- threads -----------------------------------------------------------------------------------------
 
@@ -160,11 +160,6 @@ class _Folder:
             self.shown_tool_ids.add(msg.tool_call_id)
             self.calls.answer(msg.tool_call_id)
 
-    def note_calls(self, msg: Message) -> None:
-        for tc in msg.tool_calls:
-            if tc.id is not None:
-                self.call_names[tc.id] = tc.name
-
     def expect(self, thread: _FoldThread, msg: Message) -> None:
         """The tool calls of an output message now wait for results (in the model's order)."""
         for tc in msg.tool_calls:
@@ -228,7 +223,7 @@ class _Folder:
         first = True
         for raw in outs:
             for msg in message_events(raw, self.call_names):
-                self.note_calls(msg)
+                note_calls(self.call_names, msg)
                 if first:
                     msg.metadata.update(step_metadata(step))
                     if others:

@@ -8,7 +8,7 @@ stitched run is as complete as its least complete member) and the assembler (:fu
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Final
 
@@ -79,7 +79,7 @@ class Tally:
             self.usage.add(step.usage)
 
 
-def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Iterable[AgentSpan], tally: Tally) -> TraceMeta:
+def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
     """A trace's metadata: span count, start, end and duration, service (of its first span's resource), name (the
     earliest root agent's), models and token totals."""
     meta = TraceMeta(trace_id=trace_id, span_count=len(records))
@@ -89,9 +89,8 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Iterable[Age
         meta.start, meta.end, meta.duration_ms = iso(start), iso(end), (end - start) / 1e6
         service = records[0].resource.get(semconv.SERVICE_NAME)
         meta.service = str(service) if service is not None else None
-    first = min(roots, key=lambda a: (a.start_ns, a.span_id), default=None)
-    if first is not None:
-        meta.name = first.name
+    if roots:
+        meta.name = min(roots, key=lambda a: (a.start_ns, a.span_id)).name
     meta.models = sorted(tally.models)
     meta.usage = tally.usage
     return meta
