@@ -147,3 +147,30 @@ def test_other_openllmetry_spans_are_not_steps() -> None:
         span.set_attribute(SpanAttributes.LLM_REQUEST_TYPE, "embedding")
     records = [from_readable(s) for s in exporter.get_finished_spans()]
     assert [dialect.rewrite(r) for r in records] == [None, None, None]
+
+
+def test_a_tool_result_with_text_and_an_image_keeps_its_text() -> None:
+    """An Anthropic ``tool_result`` whose content mixes text and an image (the JSON content list OpenLLMetry writes)
+    keeps both: the text part is converted once (it used to be converted twice, which lost its text)."""
+    from spanfold.exporter.fold import fold
+    from spanfold.exporter.records import SpanRecord
+
+    blocks = [
+        {"type": "text", "text": "18 degrees"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.invalid/sky.png"}},
+    ]
+    content = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]
+    attrs = {
+        "llm.request.type": "chat",
+        "gen_ai.request.model": "claude-x",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": json.dumps(content),
+    }
+    name, rewritten = dialect.rewrite(SpanRecord(1, 2, None, "anthropic.chat", 0, 1, attrs))
+    assert name == "chat claude-x"
+    (message,) = json.loads(rewritten["gen_ai.input.messages"])
+    assert message["role"] == "tool"
+    (part,) = message["parts"]
+    assert part["response"][0] == {"type": "text", "content": "18 degrees"}
+    trace = fold([SpanRecord(1, 2, None, "anthropic.chat", 0, 1, attrs)], trace_id="t")
+    assert "18 degrees" in json.dumps(trace.events[0].content)

@@ -10,6 +10,7 @@ from typing import Any
 from spanfold.exporter import dialects
 from spanfold.exporter.fold import fold
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.steps import ModelStep
 
 from .conftest import MS, T0, assistant, call, dumps, system, tool_msg, user
 
@@ -82,7 +83,7 @@ def events(records: list[SpanRecord], *, shared: bool) -> str:
     steps = {r.span_id: dialects.safe_step(r) for r in records}
     if not shared:
         for step in steps.values():
-            if isinstance(step, dialects.ModelStep):
+            if isinstance(step, ModelStep):
                 step.inputs = copy.deepcopy(step.inputs)
     trace = fold(records, trace_id="t", steps=steps)
     return json.dumps([(e.to_invariant(timestamps=True), e.metadata, e.name) for e in trace.events])
@@ -105,7 +106,7 @@ def test_growing_history_folds_as_from_scratch_and_shares_messages() -> None:
     run.agent(1, "bot")
     dialects.HISTORIES.clear()
     first, last = (dialects.safe_step(r) for r in (run.records[0], run.records[-3]))
-    assert isinstance(first, dialects.ModelStep) and isinstance(last, dialects.ModelStep)
+    assert isinstance(first, ModelStep) and isinstance(last, ModelStep)
     assert last.inputs[0] is first.inputs[0]  # the fast path is taken
     assert events(run.records, shared=True) == events(run.records, shared=False)
 

@@ -33,16 +33,15 @@ from typing import Any
 
 from spanfold import counters
 from spanfold.config import Config
-from spanfold.exporter.dialects import Step, safe_step
+from spanfold.exporter.dialects import safe_step
 from spanfold.exporter.fold import fold
+from spanfold.exporter.meta import status as trace_status
+from spanfold.exporter.meta import trace_hex as trace_hex  # part of the assembler's surface
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.steps import Step
 from spanfold.exporter.stitch import Conversation, Stitcher, stitch_root
 from spanfold.exporter.writers import Writer
 from spanfold.trace.model import Trace, TraceStatus
-
-
-def trace_hex(trace_id: int) -> str:
-    return format(trace_id, "032x")
 
 
 def local_root(record: SpanRecord) -> bool:
@@ -295,7 +294,7 @@ class Assembler:
         self._rootless.pop(buf.trace_id, None)
         self.spans -= len(buf.records)
         self.held.release(buf)
-        status: TraceStatus = "truncated" if buf.truncated else ("incomplete" if incomplete else "complete")
+        status = trace_status(truncated=buf.truncated, incomplete=incomplete)
         try:
             steps: dict[int, Step | None] = {r.span_id: safe_step(r) for r in buf.records}
             if not any(s is not None for s in steps.values()):
@@ -319,8 +318,9 @@ class Assembler:
         stitcher = self._stitchers.get(key)
         if stitcher is None:
             stitcher = self._stitchers[key] = Stitcher()
-        conv = stitcher.add(root, buf.trace_id, buf.records, steps, status, buf.touched)
-        conv.attribute_bytes += buf.attribute_bytes
+        conv = stitcher.add(
+            root, buf.trace_id, buf.records, steps, status, buf.touched, attribute_bytes=buf.attribute_bytes
+        )
         self.held.bytes += buf.attribute_bytes  # now the conversation's
         if (
             len(conv.records) > self.config.max_spans_per_trace

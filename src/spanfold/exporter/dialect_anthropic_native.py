@@ -42,15 +42,14 @@ from typing import Any, Final
 from spanfold import semconv
 from spanfold.semconv import shapes
 
-#: The SDK's instrumentation scope; platform clients append their platform (``com.anthropic.sdk.python.bedrock``).
-SCOPE: Final = "com.anthropic.sdk.python"
-MODEL_SPAN: Final = "anthropic.messages.create"
-TOOL_RUNNER_SPAN: Final = "anthropic.messages.tool_runner"
-TOOL_SPAN_PREFIXES: Final = ("anthropic.custom_tool_use", "anthropic.tool_use", "anthropic.mcp_tool_use")
+SCOPE: Final = semconv.ANTHROPIC_NATIVE_SCOPE
+MODEL_SPAN: Final = semconv.ANTHROPIC_NATIVE_MODEL_SPAN
+TOOL_RUNNER_SPAN: Final = semconv.ANTHROPIC_NATIVE_TOOL_RUNNER_SPAN
+TOOL_SPAN_PREFIXES: Final = semconv.ANTHROPIC_NATIVE_TOOL_SPAN_PREFIXES
 
-STOP_REASON: Final = "anthropic.message.stop_reason"
-CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
-TOOL_RESULT_CONTENT: Final = "anthropic.tool_result.content"
+STOP_REASON: Final = semconv.ANTHROPIC_NATIVE_STOP_REASON
+CACHE_WRITE_INPUT_TOKENS: Final = semconv.ANTHROPIC_NATIVE_CACHE_WRITE_INPUT_TOKENS
+TOOL_RESULT_CONTENT: Final = semconv.ANTHROPIC_NATIVE_TOOL_RESULT_CONTENT
 
 FINISH_REASONS: Final = shapes.ANTHROPIC_FINISH_REASONS
 #: The SDK's placeholders for media it leaves out -> content-less parts of the contract.
@@ -104,26 +103,17 @@ def _part(part: Any) -> Any:
 
 def split_messages(messages: Any, **extra: Any) -> list[dict[str, Any]]:
     """Each ``tool_call_response`` part in a message of its own with role ``tool``; the other parts stay in their
-    message around them, in order (the contract's shape for tool results)."""
+    message around them, in order (the contract's shape for tool results, :func:`.shapes.split_tool_responses`).
+    ``extra`` goes on every message."""
     out: list[dict[str, Any]] = []
+
+    def make(role: Any, parts: list[Any]) -> dict[str, Any]:
+        return {"role": role, "parts": parts, **extra}
+
     for msg in messages if isinstance(messages, list) else []:
-        if not isinstance(msg, dict):
-            continue
-        role = msg.get("role") or "user"
-        parts: list[Any] = []
-        had_response = False
-        for part in msg.get("parts") or []:
-            part = _part(part)
-            if isinstance(part, dict) and part.get("type") == semconv.PART_TOOL_CALL_RESPONSE:
-                if parts:
-                    out.append({"role": role, "parts": parts, **extra})
-                    parts = []
-                out.append({"role": "tool", "parts": [part], **extra})
-                had_response = True
-            else:
-                parts.append(part)
-        if parts or not had_response:
-            out.append({"role": role, "parts": parts, **extra})
+        if isinstance(msg, dict):
+            parts = [_part(p) for p in msg.get("parts") or []]
+            out.extend(shapes.split_tool_responses(msg.get("role") or "user", parts, make))
     return out
 
 
@@ -140,7 +130,7 @@ def _model_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
         out[semconv.INPUT_MESSAGES] = _dumps(split_messages(inputs))
     outputs = loads(attrs.get(semconv.OUTPUT_MESSAGES))
     if outputs is not None:
-        reason = FINISH_REASONS.get(stop_reason, stop_reason) if isinstance(stop_reason, str) else ""
+        reason = shapes.finish_reason(FINISH_REASONS, stop_reason) if isinstance(stop_reason, str) else ""
         out[semconv.OUTPUT_MESSAGES] = _dumps(split_messages(outputs, finish_reason=reason))
     system = loads(attrs.get(semconv.SYSTEM_INSTRUCTIONS))
     if isinstance(system, list):

@@ -51,13 +51,8 @@ from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.records import SpanRecord
 
 #: Event name -> the role of the input message it carries (``gen_ai.choice`` is the output).
-INPUT_EVENTS: Final = {
-    "gen_ai.system.message": "system",
-    "gen_ai.user.message": "user",
-    "gen_ai.assistant.message": "assistant",
-    "gen_ai.tool.message": "tool",
-}
-CHOICE_EVENT: Final = "gen_ai.choice"
+INPUT_EVENTS: Final = semconv.GENAI_INPUT_EVENTS
+CHOICE_EVENT: Final = semconv.GENAI_CHOICE_EVENT
 EVENT_NAMES: Final = frozenset({*INPUT_EVENTS, CHOICE_EVENT})
 #: Spans whose events are held at most (least recently written dropped first).
 MAX_SPANS: Final = 4096
@@ -108,7 +103,7 @@ def _event_name(record: Any) -> str | None:
     name = getattr(record, "event_name", None)
     if name is None:  # emitters before the Logs API had event names put it in an attribute
         attrs = getattr(record, "attributes", None) or {}
-        name = attrs.get("event.name")
+        name = attrs.get(semconv.EVENT_NAME)
     return name if isinstance(name, str) else None
 
 

@@ -37,55 +37,45 @@ from spanfold.exporter.dialect_shapes import (
 )
 from spanfold.exporter.records import SpanRecord
 
-SPAN_KIND: Final = "openinference.span.kind"
-INPUT_MESSAGES: Final = "llm.input_messages."
-OUTPUT_MESSAGES: Final = "llm.output_messages."
-INPUT_VALUE: Final = "input.value"
-OUTPUT_VALUE: Final = "output.value"
-SESSION_ID: Final = "session.id"
-#: What ``TraceConfig(hide_inputs=True)`` / ``hide_outputs`` leave in ``input.value`` / ``output.value``.
-REDACTED: Final = "__REDACTED__"
-_MESSAGE: Final = "message."
-_CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
-
+SPAN_KIND: Final = semconv.OPENINFERENCE_SPAN_KIND
+INPUT_MESSAGES: Final = semconv.OPENINFERENCE_INPUT_MESSAGES
+OUTPUT_MESSAGES: Final = semconv.OPENINFERENCE_OUTPUT_MESSAGES
+INPUT_VALUE: Final = semconv.OPENINFERENCE_INPUT_VALUE
+OUTPUT_VALUE: Final = semconv.OPENINFERENCE_OUTPUT_VALUE
+SESSION_ID: Final = semconv.OPENINFERENCE_SESSION_ID
+REDACTED: Final = semconv.OPENINFERENCE_REDACTED
 #: OpenInference attribute -> the contract's (filled when the contract's is missing).
-LLM_ATTRIBUTES: Final = {
-    "llm.model_name": semconv.REQUEST_MODEL,
-    "llm.provider": semconv.PROVIDER_NAME,
-    "llm.system": semconv.PROVIDER_NAME,
-    "llm.token_count.prompt": semconv.USAGE_INPUT_TOKENS,
-    "llm.token_count.completion": semconv.USAGE_OUTPUT_TOKENS,
-    "llm.token_count.prompt_details.cache_read": semconv.USAGE_CACHE_READ_INPUT_TOKENS,
-    "llm.token_count.prompt_details.cache_write": semconv.USAGE_CACHE_CREATION_INPUT_TOKENS,
-    SESSION_ID: semconv.CONVERSATION_ID,
-}
+LLM_ATTRIBUTES: Final = semconv.OPENINFERENCE_LLM_ATTRIBUTES
 
 
 def _contents(fields: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """``message.contents.{K}.message_content.*`` as OpenAI content parts (None when there are none)."""
-    groups = indexed(fields, ("contents.",))["contents."]
+    groups = indexed(fields, (semconv.OPENINFERENCE_CONTENTS,))[semconv.OPENINFERENCE_CONTENTS]
     if not groups:
         return None
     parts: list[dict[str, Any]] = []
     for content in in_order(groups):
-        kind = content.get("message_content.type")
+        kind = content.get(semconv.OPENINFERENCE_CONTENT_TYPE)
         if kind == "image":
-            parts.append({"type": "image_url", "image_url": {"url": content.get("message_content.image.image.url")}})
+            url = content.get(semconv.OPENINFERENCE_CONTENT_IMAGE_URL)
+            parts.append({"type": "image_url", "image_url": {"url": url}})
         else:
-            parts.append({"type": "text", "text": content.get("message_content.text")})
+            parts.append({"type": "text", "text": content.get(semconv.OPENINFERENCE_CONTENT_TEXT)})
     return parts
 
 
 def _messages(groups: dict[int, dict[str, Any]], finish_reason: str | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages_in_order(groups):
-        fields = {k[len(_MESSAGE) :]: v for k, v in message.items() if k.startswith(_MESSAGE)}
-        calls = indexed_tool_calls(fields, "tool_calls.", _CALL_KEYS)
-        content = fields.get("content")
+        prefix = semconv.OPENINFERENCE_MESSAGE
+        fields = {k[len(prefix) :]: v for k, v in message.items() if k.startswith(prefix)}
+        calls = indexed_tool_calls(fields, semconv.OPENINFERENCE_TOOL_CALLS, semconv.OPENINFERENCE_TOOL_CALL_KEYS)
+        content = fields.get(semconv.OPENINFERENCE_CONTENT)
         if content is None:
             content = _contents(fields)
-        call_id = fields.get("tool_call_id")
-        out.extend(chat_message(fields.get("role"), content, calls, call_id, finish_reason=finish_reason))
+        call_id = fields.get(semconv.OPENINFERENCE_TOOL_CALL_ID)
+        role = fields.get(semconv.OPENINFERENCE_ROLE)
+        out.extend(chat_message(role, content, calls, call_id, finish_reason=finish_reason))
     return out
 
 
@@ -94,7 +84,7 @@ def _llm(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, A
     for theirs, ours in LLM_ATTRIBUTES.items():
         if theirs in attrs and ours not in out:
             out[ours] = attrs[theirs]
-    reason = attrs.get("llm.finish_reason")
+    reason = attrs.get(semconv.OPENINFERENCE_FINISH_REASON)
     if isinstance(reason, str) and semconv.RESPONSE_FINISH_REASONS not in attrs:
         out[semconv.RESPONSE_FINISH_REASONS] = [reason]
     groups = indexed(attrs, (INPUT_MESSAGES, OUTPUT_MESSAGES))
@@ -111,10 +101,11 @@ def _llm(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, A
 def _tool(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     out = dict(attrs)
     out[semconv.OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
-    name = attrs.get("tool.name") or record.name
+    name = attrs.get(semconv.OPENINFERENCE_TOOL_NAME) or record.name
     out.setdefault(semconv.TOOL_NAME, name)
-    if "tool_call.id" in attrs:
-        out.setdefault(semconv.TOOL_CALL_ID, attrs["tool_call.id"])
+    call_id = semconv.OPENINFERENCE_TOOL_CALL_ID_ATTRIBUTE
+    if call_id in attrs:
+        out.setdefault(semconv.TOOL_CALL_ID, attrs[call_id])
     for theirs, ours in ((INPUT_VALUE, semconv.TOOL_CALL_ARGUMENTS), (OUTPUT_VALUE, semconv.TOOL_CALL_RESULT)):
         value = attrs.get(theirs)
         if value is not None and value != REDACTED:
@@ -125,7 +116,7 @@ def _tool(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, 
 def _agent(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     out = dict(attrs)
     out[semconv.OPERATION_NAME] = semconv.OP_INVOKE_AGENT
-    name = attrs.get("agent.name") or record.name
+    name = attrs.get(semconv.OPENINFERENCE_AGENT_NAME) or record.name
     out.setdefault(semconv.AGENT_NAME, name)
     if SESSION_ID in attrs:
         out.setdefault(semconv.CONVERSATION_ID, attrs[SESSION_ID])

@@ -41,24 +41,18 @@ from spanfold.exporter.dialect_shapes import (
 )
 from spanfold.exporter.records import SpanRecord
 
-REQUEST_TYPE: Final = "llm.request.type"
-SPAN_KIND: Final = "traceloop.span.kind"
-ENTITY_NAME: Final = "traceloop.entity.name"
-ENTITY_INPUT: Final = "traceloop.entity.input"
-ENTITY_OUTPUT: Final = "traceloop.entity.output"
-PROMPT: Final = "gen_ai.prompt."
-COMPLETION: Final = "gen_ai.completion."
-_CALL_KEYS: Final = ("id", "name", "arguments")
+REQUEST_TYPE: Final = semconv.OPENLLMETRY_REQUEST_TYPE
+SPAN_KIND: Final = semconv.OPENLLMETRY_SPAN_KIND
+ENTITY_NAME: Final = semconv.OPENLLMETRY_ENTITY_NAME
+ENTITY_INPUT: Final = semconv.OPENLLMETRY_ENTITY_INPUT
+ENTITY_OUTPUT: Final = semconv.OPENLLMETRY_ENTITY_OUTPUT
+PROMPT: Final = semconv.OPENLLMETRY_PROMPT
+COMPLETION: Final = semconv.OPENLLMETRY_COMPLETION
 
 #: ``llm.request.type`` values that are model steps (the anthropic instrumentation calls Messages ``completion``).
 MODEL_REQUESTS: Final = frozenset({"chat", "completion"})
 #: Older usage names -> the contract's.
-USAGE_ALIASES: Final = {
-    "gen_ai.usage.prompt_tokens": semconv.USAGE_INPUT_TOKENS,
-    "gen_ai.usage.completion_tokens": semconv.USAGE_OUTPUT_TOKENS,
-    "gen_ai.usage.cache_read_input_tokens": semconv.USAGE_CACHE_READ_INPUT_TOKENS,
-    "gen_ai.usage.cache_creation_input_tokens": semconv.USAGE_CACHE_CREATION_INPUT_TOKENS,
-}
+USAGE_ALIASES: Final = semconv.OPENLLMETRY_USAGE_ALIASES
 #: ``traceloop.span.kind`` -> the operation its span stands for.
 ENTITY_OPERATIONS: Final = {"tool": semconv.OP_EXECUTE_TOOL, "agent": semconv.OP_INVOKE_AGENT}
 
@@ -66,13 +60,13 @@ ENTITY_OPERATIONS: Final = {"tool": semconv.OP_EXECUTE_TOOL, "agent": semconv.OP
 def _messages(groups: dict[int, dict[str, Any]], output: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for fields in messages_in_order(groups):
-        calls = indexed_tool_calls(fields, "tool_calls.", _CALL_KEYS)
-        content = fields.get("content")
+        calls = indexed_tool_calls(fields, semconv.OPENLLMETRY_TOOL_CALLS, semconv.OPENLLMETRY_TOOL_CALL_KEYS)
+        content = fields.get(semconv.OPENLLMETRY_CONTENT)
         if content is None and output:
-            content = fields.get("refusal")
-        reason = str(fields.get("finish_reason") or "") if output else None
-        role = fields.get("role") or ("assistant" if output else "user")
-        call_id = fields.get("tool_call_id")
+            content = fields.get(semconv.OPENLLMETRY_REFUSAL)
+        reason = str(fields.get(semconv.OPENLLMETRY_FINISH_REASON) or "") if output else None
+        role = fields.get(semconv.OPENLLMETRY_ROLE) or ("assistant" if output else "user")
+        call_id = fields.get(semconv.OPENLLMETRY_TOOL_CALL_ID)
         out.extend(chat_message(role, content, calls, call_id, finish_reason=reason, json_lists=True))
     return out
 
@@ -84,7 +78,8 @@ def _model(attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         out[semconv.INPUT_MESSAGES] = dumps(_messages(groups[PROMPT], output=False))
     if groups[COMPLETION] and semconv.OUTPUT_MESSAGES not in attrs:
         out[semconv.OUTPUT_MESSAGES] = dumps(_messages(groups[COMPLETION], output=True))
-        reasons = [f["finish_reason"] for f in in_order(groups[COMPLETION]) if f.get("finish_reason")]
+        reason_key = semconv.OPENLLMETRY_FINISH_REASON
+        reasons = [f[reason_key] for f in in_order(groups[COMPLETION]) if f.get(reason_key)]
         if reasons and semconv.RESPONSE_FINISH_REASONS not in attrs:
             out[semconv.RESPONSE_FINISH_REASONS] = reasons
     for old, new in USAGE_ALIASES.items():

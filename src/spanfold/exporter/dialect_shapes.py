@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 from spanfold import counters, semconv
-from spanfold.exporter.dialect_anthropic_native import blocks_text, split_messages
+from spanfold.exporter.dialect_anthropic_native import blocks_text
 from spanfold.exporter.dialect_anthropic_native import loads as loads  # the dialects share one lenient JSON reader
+from spanfold.semconv import shapes
 
 Part: TypeAlias = dict[str, Any]
 Message: TypeAlias = dict[str, Any]
@@ -190,4 +191,8 @@ def chat_message(
         part = {"type": semconv.PART_TOOL_CALL_RESPONSE, "id": tool_call_id, "response": response}
         return [{"role": role, "parts": [part], **extra}]
     parts = content_parts(content, with_tool_uses=not calls, json_lists=json_lists) + calls
-    return split_messages([{"role": role, "parts": parts}], **extra)
+
+    def make(role: Any, parts: list[Any]) -> Message:
+        return {"role": role, "parts": parts, **extra}
+
+    return shapes.split_tool_responses(role, parts, make)

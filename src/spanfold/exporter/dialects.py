@@ -5,8 +5,8 @@ Two small tables:
 * :data:`REWRITERS`: a foreign producer's span rewritten into the contract's span name and attributes
   (:mod:`spanfold.semconv`). The anthropic SDK's native spans are the first; OpenLLMetry (``gen_ai.prompt.N.*``) and
   OpenInference (``llm.input_messages.N.*``) adapters slot in the same way (:func:`register_rewriter`).
-* :data:`OPERATIONS`: ``gen_ai.operation.name`` (or the span name's first word) -> the builder of the step:
-  :class:`ModelStep`, :class:`ToolStep` or :class:`AgentSpan` (grouping only).
+* :data:`OPERATIONS`: ``gen_ai.operation.name`` (or the span name's first word) -> the builder of the step
+  (:mod:`spanfold.exporter.steps`): a model step, a tool step or an agent span (grouping only).
 
 Each content attribute is parsed once (``json.loads``). A bad attribute (invalid JSON, wrong type) is a counted
 fault (``fold.json`` / ``fold.type``); the span still makes the best step it can. Never imports
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from spanfold import counters, semconv
@@ -25,72 +24,13 @@ from spanfold.exporter import dialect_anthropic_native as anthropic_native
 from spanfold.exporter import dialect_genai_events, dialect_openinference, dialect_openllmetry
 from spanfold.exporter.json_prefix import ArrayPrefixCache
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, ToolStep
 from spanfold.trace.model import Usage, parse_arguments
-
-Json: TypeAlias = Any
-SemconvMessage: TypeAlias = dict[str, Any]
 
 #: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).
 PREVIOUS_RESPONSE_ATTRIBUTES: Final = semconv.PREVIOUS_RESPONSE_ATTRIBUTES
-EXCEPTION_EVENT: Final = "exception"
 
 
-@dataclass(slots=True)
-class ModelStep:
-    """One model call: what it was sent, what it answered, and what it cost."""
-
-    span_id: int
-    parent_id: int | None
-    start_ns: int
-    end_ns: int
-    inputs: list[SemconvMessage] = field(default_factory=list)
-    outputs: list[SemconvMessage] = field(default_factory=list)
-    system_instructions: list[dict[str, Any]] | None = None
-    request_model: str | None = None
-    response_model: str | None = None
-    response_id: str | None = None
-    usage: Usage | None = None
-    finish_reasons: list[str] = field(default_factory=list)
-    error: dict[str, Any] | None = None
-    conversation_id: str | None = None
-    previous_response_id: str | None = None
-    provider: str | None = None
-
-    @property
-    def model(self) -> str | None:
-        return self.response_model or self.request_model
-
-
-@dataclass(slots=True)
-class ToolStep:
-    """One tool execution. ``result`` is the result text (JSON for structured results)."""
-
-    span_id: int
-    parent_id: int | None
-    start_ns: int
-    end_ns: int
-    name: str | None
-    call_id: str | None = None
-    arguments: dict[str, Any] | str | None = None
-    result: str | None = None
-    error: dict[str, Any] | None = None
-    conversation_id: str | None = None
-
-
-@dataclass(slots=True)
-class AgentSpan:
-    """An agent run: groups the steps below it into one conversation thread."""
-
-    span_id: int
-    parent_id: int | None
-    start_ns: int
-    end_ns: int
-    name: str | None
-    conversation_id: str | None = None
-    error: dict[str, Any] | None = None
-
-
-Step: TypeAlias = "ModelStep | ToolStep | AgentSpan"
 Rewriter: TypeAlias = Callable[[SpanRecord], "tuple[str, Mapping[str, Any]] | None"]
 Builder: TypeAlias = Callable[[SpanRecord, str, Mapping[str, Any]], Step]
 
@@ -190,9 +130,9 @@ def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | N
     """``{"type", "message"}`` of a failed span (status ERROR), from ``error.type`` and the exception event."""
     if record.status_code != "ERROR":
         return None
-    exc: Mapping[str, Any] = next((e.attributes for e in record.events if e.name == EXCEPTION_EVENT), {})
-    kind = attrs.get(semconv.ERROR_TYPE) or exc.get("exception.type") or "error"
-    message = exc.get("exception.message") or record.status_description
+    exc: Mapping[str, Any] = next((e.attributes for e in record.events if e.name == semconv.EXCEPTION_EVENT), {})
+    kind = attrs.get(semconv.ERROR_TYPE) or exc.get(semconv.EXCEPTION_TYPE) or "error"
+    message = exc.get(semconv.EXCEPTION_MESSAGE) or record.status_description
     return {"type": str(kind), "message": str(message) if message is not None else None}
 
 
@@ -272,8 +212,8 @@ def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Agent
 #: ``gen_ai.operation.name`` -> step builder (the span name's first word is read when the attribute is missing).
 OPERATIONS: dict[str, Builder] = {
     semconv.OP_CHAT: model_step,
-    "text_completion": model_step,
-    "generate_content": model_step,
+    semconv.OP_TEXT_COMPLETION: model_step,
+    semconv.OP_GENERATE_CONTENT: model_step,
     semconv.OP_EXECUTE_TOOL: tool_step,
     semconv.OP_INVOKE_AGENT: agent_span,
 }

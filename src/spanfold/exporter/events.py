@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from spanfold import semconv
+from spanfold.semconv import shapes
 from spanfold.trace.formats import dumps
 from spanfold.trace.model import Content, Message, ToolCall, parse_arguments
 
@@ -30,13 +30,6 @@ def response_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return dumps(value)
-
-
-def args_key(arguments: Any) -> str | None:
-    """Tool-call arguments as a canonical string (to pair a tool run with the call it answers)."""
-    if arguments is None or isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _arguments(raw: Any) -> dict[str, Any] | str | None:
@@ -158,7 +151,8 @@ def tool_output(call_id: Any, response: Any, call_names: Mapping[str, str]) -> M
 
 def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> list[Message]:
     """The events one semconv message stands for: each tool-call response an event of its own, the other parts
-    one event of the message's role around them, in order."""
+    one event of the message's role around them, in order (:func:`~spanfold.semconv.shapes.split_tool_responses`);
+    parts that make nothing (no content: capture off) make no event, unless nothing else does."""
     role = msg.get("role") or "user"
     parts: Sequence[Any] = msg.get("parts") or ()
     if len(parts) == 1:  # fast paths for the common one-part messages (the same events as the general path)
@@ -170,32 +164,53 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
             text = part.get("content")
             if text is None or isinstance(text, str):
                 return [Message(role=role, content=text or None)]
+    if not any(part.get("type") == semconv.PART_TOOL_CALL_RESPONSE for part in parts):  # one event, as below
+        return [_own(role, msg, _body(parts), call_names)]
+    pieces = shapes.split_tool_responses(role, parts, _piece)
     out: list[Message] = []
+    last = len(pieces) - 1
+    for i, piece in enumerate(pieces):
+        if not isinstance(piece, _Body):
+            out.append(tool_output(piece.get("id"), piece.get("response"), call_names))
+        elif i == last and (piece or not out):
+            out.append(_own(role, msg, piece, call_names))
+        elif piece:
+            out.append(piece.message(role))
+    return out
+
+
+def _body(parts: Iterable[Part]) -> _Body:
     body = _Body()
     for part in parts:
-        kind = part.get("type")
-        if kind == semconv.PART_TOOL_CALL_RESPONSE:
-            if body:
-                out.append(body.message(role))
-                body = _Body()
-            out.append(tool_output(part.get("id"), part.get("response"), call_names))
-            continue
-        PART_HANDLERS.get(kind, _other)(body, part)
-    if body or not out:
-        if role == "tool" and not body.tool_calls:  # a tool message with a plain text body
-            call_id = msg.get("tool_call_id") or msg.get("id")
-            out.append(tool_output(call_id, body.content(), call_names))
-        else:
-            out.append(body.message(role))
-    return out
+        PART_HANDLERS.get(part.get("type"), _other)(body, part)  # type: ignore[arg-type]
+    return body
+
+
+def _piece(role: Any, parts: list[Part]) -> _Body | Part:
+    """A tool-call response part as it is; a run of other parts as the body they make."""
+    if len(parts) == 1 and parts[0].get("type") == semconv.PART_TOOL_CALL_RESPONSE:
+        return parts[0]
+    return _body(parts)
+
+
+def _own(role: str, msg: Mapping[str, Any], body: _Body, call_names: Mapping[str, str]) -> Message:
+    """A message's last event of its own role (the only one, without tool-call responses): a tool message with a
+    plain body is a tool output."""
+    if role == "tool" and not body.tool_calls:
+        return tool_output(msg.get("tool_call_id") or msg.get("id"), body.content(), call_names)
+    return body.message(role)
+
+
+def note_calls(call_names: dict[str, str], msg: Message) -> None:
+    """Remember the names of a message's tool calls by id (tool outputs are named after the call they answer)."""
+    for tc in msg.tool_calls:
+        if tc.id is not None:
+            call_names[tc.id] = tc.name
 
 
 def system_event(parts: Iterable[Part]) -> Message:
     """``gen_ai.system_instructions`` as one ``system`` event."""
-    body = _Body()
-    for part in parts:
-        PART_HANDLERS.get(part.get("type"), _other)(body, part)  # type: ignore[arg-type]
-    return Message(role="system", content=body.content())
+    return Message(role="system", content=_body(parts).content())
 
 
 def fingerprint(msg: Message) -> Fingerprint:

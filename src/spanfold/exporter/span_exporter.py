@@ -4,7 +4,7 @@
 
 The SDK's configurator builds it from the ``opentelemetry_traces_exporter`` entry point ``spanfold`` and puts it
 behind the standard ``BatchSpanProcessor``; ``SPANFOLD_OUTPUT``, ``SPANFOLD_FORMAT`` and the other ``SPANFOLD_*``
-options configure it. ``export`` only queues the batch: a :class:`~spanfold.exporter.processor.FoldWorker` folds
+options configure it. ``export`` only queues the batch: a :class:`~spanfold.exporter.worker.FoldWorker` folds
 on its own thread, with the same :class:`~spanfold.exporter.assembler.Assembler` as the in-process processor, so
 un-parented calls are stitched here too. The batch processor exports spans in the order they ended, so a trace is
 done once its local root arrived (``Policy(quiet=0)``); a span ending after its root is a late part. Shutdown (the
@@ -20,10 +20,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from spanfold import config as config_module
-from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.assembler import Policy
-from spanfold.exporter.processor import FoldWorker
+from spanfold.exporter.worker import FoldWorker
 from spanfold.exporter.writers import Writer, writers_for
 
 #: Seconds ``shutdown`` waits for the last traces to be written.
@@ -47,14 +46,8 @@ class FoldingSpanExporter(SpanExporter):
         self._fold = FoldWorker(chosen, self.config, Policy(quiet=0.0), name="spanfold-export")
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        fold = self._fold
-        if fold.shut:
-            return SpanExportResult.FAILURE
-        if fold.pending >= self.config.max_queue_size:  # the fold is behind: drop the batch, counted
-            counters.incr("dropped_spans", len(spans))
-            return SpanExportResult.FAILURE
-        fold.submit(spans)
-        return SpanExportResult.SUCCESS
+        queued = self._fold.offer(spans)  # dropped and counted when the fold is behind (max_queue_size spans queued)
+        return SpanExportResult.SUCCESS if queued else SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Fold and write everything exported so far (open conversations included)."""

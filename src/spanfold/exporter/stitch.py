@@ -5,40 +5,34 @@ new call joins an open conversation when its input history extends that conversa
 first-choice outputs of one of its calls), when it continues one of its responses (``previous_response_id``), or
 shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id, or, without an id,
 the conversation that has waited longest on a call with its name and arguments (else its name): each waiting call
-takes one tool run, so concurrent runs making the same call get one each. Lookups are hashes: a rolling hash over
-the message fingerprints, so finding the conversation a call extends costs O(its inputs), never a comparison with
-every open conversation.
+takes one tool run, so concurrent runs making the same call get one each (:mod:`~spanfold.exporter.pairing`, the
+unit the fold pairs tool results with). Lookups are hashes: a rolling hash over the message fingerprints, so finding
+the conversation a call extends costs O(its inputs), never a comparison with every open conversation.
 
-Pure bookkeeping: no threads, no I/O (the processor closes conversations and writes them).
+A :class:`Conversation` owns what its members bring: their spans, their steps (parsed once, handed on to the fold)
+and their attribute bytes (counted as they join; the assembler bounds them). Pure bookkeeping: no threads, no I/O
+(the assembler closes conversations and writes them).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
-from spanfold.exporter.dialects import AgentSpan, ModelStep, Step, ToolStep
-from spanfold.exporter.events import INPUTS, Fingerprint, args_key, fingerprint, message_events, system_event
+from spanfold.exporter.events import INPUTS, Fingerprint, fingerprint, message_events, system_event
+from spanfold.exporter.meta import worst
+from spanfold.exporter.pairing import Call, Pairing
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.semconv.shapes import first_choice
 from spanfold.trace.model import TraceStatus
-
-_STATUS_RANK: dict[TraceStatus, int] = {"complete": 0, "incomplete": 1, "truncated": 2}
-
-
-@dataclass(slots=True, eq=False)
-class _Waiting:
-    """A tool call a conversation waits on; ``taken`` once a tool run answered it (or the conversation closed)."""
-
-    conv: Conversation
-    call_id: str | None
-    keys: tuple[Hashable, ...]
-    taken: bool = False
 
 
 @dataclass(slots=True, eq=False)
 class Conversation:
-    """Member traces of one stitched run, in the order they completed."""
+    """Member traces of one stitched run, in the order they completed, and the attribute bytes of their spans
+    (the assembler bounds them)."""
 
     serial: int
     trace_ids: list[int] = field(default_factory=list)
@@ -46,16 +40,23 @@ class Conversation:
     steps: dict[int, Step | None] = field(default_factory=dict)
     status: TraceStatus = "complete"
     keys: list[Hashable] = field(default_factory=list)
-    waiting: list[_Waiting] = field(default_factory=list)
+    waiting: list[Call[Conversation]] = field(default_factory=list)
     touched: float = 0.0
-    attribute_bytes: int = 0  # of its members' spans (the assembler bounds it)
+    attribute_bytes: int = 0
 
-    def add(self, trace_id: int, records: list[SpanRecord], steps: dict[int, Step | None], status: TraceStatus) -> None:
+    def add(
+        self,
+        trace_id: int,
+        records: list[SpanRecord],
+        steps: dict[int, Step | None],
+        status: TraceStatus,
+        attribute_bytes: int = 0,
+    ) -> None:
         self.trace_ids.append(trace_id)
         self.records.extend(records)
         self.steps.update(steps)
-        if _STATUS_RANK[status] > _STATUS_RANK[self.status]:
-            self.status = status
+        self.status = worst(self.status, status)
+        self.attribute_bytes += attribute_bytes
 
 
 def stitch_root(records: Iterable[SpanRecord], steps: dict[int, Step | None]) -> ModelStep | ToolStep | None:
@@ -93,9 +94,7 @@ class Stitcher:
     def __init__(self) -> None:
         self.open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
         self._index: dict[Hashable, Conversation] = {}
-        #: Calls waiting for their tool run: by call id, and in arrival order by (name, arguments) and by name.
-        self._calls: dict[str, _Waiting] = {}
-        self._queues: dict[Hashable, deque[_Waiting]] = {}
+        self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
 
     def __len__(self) -> int:
@@ -136,9 +135,7 @@ class Stitcher:
         return None
 
     def _register_model(self, conv: Conversation, step: ModelStep, seed: int, inputs: list[Fingerprint]) -> None:
-        outs = step.outputs
-        if len(outs) > 1 and all(m.get("role", "assistant") == "assistant" for m in outs):
-            outs = outs[:1]
+        outs, _ = first_choice(step.outputs)
         out_events = [e for m in outs for e in message_events(m, {})]
         history = _chain(seed, [*inputs, *(fingerprint(e) for e in out_events)])
         if out_events or step.error is not None:  # a retry of a failed call re-sends the same inputs
@@ -149,45 +146,13 @@ class Stitcher:
             self._register(conv, ("conversation", step.conversation_id))
         for e in out_events:
             for tc in e.tool_calls:
-                self._wait(conv, tc.id, ("signature", tc.name, args_key(tc.arguments)), ("tool", tc.name))
+                conv.waiting.append(self._calls.expect(conv, tc.id, tc.name, tc.arguments))
 
     # --- tool runs ---------------------------------------------------------------------------------------
 
-    def _wait(self, conv: Conversation, call_id: str | None, *keys: Hashable) -> None:
-        waiting = _Waiting(conv, call_id, keys)
-        conv.waiting.append(waiting)
-        if call_id is not None:
-            self._calls[call_id] = waiting
-        for key in keys:
-            self._queues.setdefault(key, deque()).append(waiting)
-
-    def _trim(self, key: Hashable) -> deque[_Waiting] | None:
-        """The queue of ``key`` without the answered calls at its head (dropped when empty)."""
-        queue = self._queues.get(key)
-        while queue and queue[0].taken:
-            queue.popleft()
-        if queue is not None and not queue:
-            del self._queues[key]
-            return None
-        return queue
-
-    def _take(self, waiting: _Waiting | None) -> Conversation | None:
-        if waiting is None or waiting.taken:
-            return None
-        waiting.taken = True
-        for key in waiting.keys:
-            self._trim(key)
-        return waiting.conv
-
     def _find_tool(self, step: ToolStep) -> Conversation | None:
-        if step.call_id is not None:
-            return self._take(self._calls.pop(step.call_id, None))
-        name = step.name or ""
-        for key in (("signature", name, args_key(step.arguments)), ("tool", name)):
-            queue = self._trim(key)
-            if queue:
-                return self._take(queue[0])
-        return None
+        call = self._calls.answer(step.call_id, step.name, step.arguments)
+        return call.owner if call is not None else None
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -199,8 +164,11 @@ class Stitcher:
         steps: dict[int, Step | None],
         status: TraceStatus,
         now: float,
+        *,
+        attribute_bytes: int = 0,
     ) -> Conversation:
-        """Join the trace to the conversation it continues, or open a new one; returns it."""
+        """Join the trace to the conversation it continues, or open a new one; returns it. ``attribute_bytes``: of the
+        trace's spans (the conversation counts them)."""
         if isinstance(root, ModelStep):
             seed = self._seed(root)
             inputs = _fingerprints(root.inputs)
@@ -208,7 +176,7 @@ class Stitcher:
             self._register_model(conv, root, seed, inputs)
         else:
             conv = self._find_tool(root) or self._new()
-        conv.add(trace_id, records, steps, status)
+        conv.add(trace_id, records, steps, status, attribute_bytes)
         conv.touched = now
         self.open.move_to_end(conv.serial)
         return conv
@@ -232,10 +200,8 @@ class Stitcher:
             if self._index.get(key) is conv:
                 del self._index[key]
         conv.keys.clear()
-        for waiting in conv.waiting:  # calls never answered: out of the queues
-            self._take(waiting)
-            if waiting.call_id is not None and self._calls.get(waiting.call_id) is waiting:
-                del self._calls[waiting.call_id]
+        for call in conv.waiting:  # calls never answered: out of the queues
+            self._calls.drop(call)
         conv.waiting.clear()
         return conv
 

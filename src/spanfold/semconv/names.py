@@ -122,3 +122,108 @@ def span_name(operation: str, target: str | None) -> str:
 PROVIDER_AWS_BEDROCK: Final = "aws.bedrock"
 #: The AWS request id of a call (``ResponseMetadata.RequestId``), as the AWS conventions name it.
 AWS_REQUEST_ID: Final = "aws.request_id"
+
+# --- names the fold reads that spanfold does not write -----------------------------------------------------
+#: Other model operations of the conventions (the fold reads them as model steps).
+OP_TEXT_COMPLETION: Final = "text_completion"
+OP_GENERATE_CONTENT: Final = "generate_content"
+#: The span event a recorded exception makes, and its attributes.
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+#: Resource attribute: the service a span came from (trace metadata).
+SERVICE_NAME: Final = "service.name"
+
+# =========================================================================================================
+# Foreign producers: what other instrumentations write, read by the exporter's dialects (never written by
+# spanfold). One section per dialect; each dialect module says how it maps them onto the contract above.
+# =========================================================================================================
+
+# --- the anthropic SDK's own spans (exporter/dialect_anthropic_native.py) ---------------------------------
+#: The SDK's instrumentation scope; platform clients append their platform (``com.anthropic.sdk.python.bedrock``).
+ANTHROPIC_NATIVE_SCOPE: Final = "com.anthropic.sdk.python"
+ANTHROPIC_NATIVE_MODEL_SPAN: Final = "anthropic.messages.create"
+ANTHROPIC_NATIVE_TOOL_RUNNER_SPAN: Final = "anthropic.messages.tool_runner"
+ANTHROPIC_NATIVE_TOOL_SPAN_PREFIXES: Final = (
+    "anthropic.custom_tool_use",
+    "anthropic.tool_use",
+    "anthropic.mcp_tool_use",
+)
+ANTHROPIC_NATIVE_STOP_REASON: Final = "anthropic.message.stop_reason"
+#: The SDK's name for semconv's ``gen_ai.usage.cache_creation.input_tokens``.
+ANTHROPIC_NATIVE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+ANTHROPIC_NATIVE_TOOL_RESULT_CONTENT: Final = "anthropic.tool_result.content"
+
+# --- OpenLLMetry / traceloop (exporter/dialect_openllmetry.py) ---------------------------------------------
+OPENLLMETRY_REQUEST_TYPE: Final = "llm.request.type"
+OPENLLMETRY_SPAN_KIND: Final = "traceloop.span.kind"
+OPENLLMETRY_ENTITY_NAME: Final = "traceloop.entity.name"
+OPENLLMETRY_ENTITY_INPUT: Final = "traceloop.entity.input"
+OPENLLMETRY_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+#: Indexed message attributes: ``gen_ai.prompt.{N}.{field}``, ``gen_ai.completion.{N}.{field}``.
+OPENLLMETRY_PROMPT: Final = "gen_ai.prompt."
+OPENLLMETRY_COMPLETION: Final = "gen_ai.completion."
+#: A message's fields after ``{prefix}{N}.``; its tool calls under ``tool_calls.{M}.`` with (id, name, arguments).
+OPENLLMETRY_ROLE: Final = "role"
+OPENLLMETRY_CONTENT: Final = "content"
+OPENLLMETRY_REFUSAL: Final = "refusal"
+OPENLLMETRY_FINISH_REASON: Final = "finish_reason"
+OPENLLMETRY_TOOL_CALL_ID: Final = "tool_call_id"
+OPENLLMETRY_TOOL_CALLS: Final = "tool_calls."
+OPENLLMETRY_TOOL_CALL_KEYS: Final = ("id", "name", "arguments")
+#: Older usage names -> the contract's.
+OPENLLMETRY_USAGE_ALIASES: Final = {
+    "gen_ai.usage.prompt_tokens": USAGE_INPUT_TOKENS,
+    "gen_ai.usage.completion_tokens": USAGE_OUTPUT_TOKENS,
+    "gen_ai.usage.cache_read_input_tokens": USAGE_CACHE_READ_INPUT_TOKENS,
+    "gen_ai.usage.cache_creation_input_tokens": USAGE_CACHE_CREATION_INPUT_TOKENS,
+}
+
+# --- OpenInference (exporter/dialect_openinference.py) -----------------------------------------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+#: Indexed message attributes: ``llm.input_messages.{N}.message.{field}``, the same under ``llm.output_messages``.
+OPENINFERENCE_INPUT_MESSAGES: Final = "llm.input_messages."
+OPENINFERENCE_OUTPUT_MESSAGES: Final = "llm.output_messages."
+OPENINFERENCE_MESSAGE: Final = "message."
+#: A message's fields after ``message.``; content parts under ``contents.{K}.``; tool calls under ``tool_calls.{M}.``.
+OPENINFERENCE_ROLE: Final = "role"
+OPENINFERENCE_CONTENT: Final = "content"
+OPENINFERENCE_TOOL_CALL_ID: Final = "tool_call_id"
+OPENINFERENCE_CONTENTS: Final = "contents."
+OPENINFERENCE_CONTENT_TYPE: Final = "message_content.type"
+OPENINFERENCE_CONTENT_TEXT: Final = "message_content.text"
+OPENINFERENCE_CONTENT_IMAGE_URL: Final = "message_content.image.image.url"
+OPENINFERENCE_TOOL_CALLS: Final = "tool_calls."
+OPENINFERENCE_TOOL_CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
+OPENINFERENCE_FINISH_REASON: Final = "llm.finish_reason"
+OPENINFERENCE_INPUT_VALUE: Final = "input.value"
+OPENINFERENCE_OUTPUT_VALUE: Final = "output.value"
+OPENINFERENCE_SESSION_ID: Final = "session.id"
+OPENINFERENCE_TOOL_NAME: Final = "tool.name"
+OPENINFERENCE_TOOL_CALL_ID_ATTRIBUTE: Final = "tool_call.id"
+OPENINFERENCE_AGENT_NAME: Final = "agent.name"
+#: What ``TraceConfig(hide_inputs=True)`` / ``hide_outputs`` leave in ``input.value`` / ``output.value``.
+OPENINFERENCE_REDACTED: Final = "__REDACTED__"
+#: OpenInference attribute -> the contract's (filled when the contract's is missing).
+OPENINFERENCE_LLM_ATTRIBUTES: Final = {
+    "llm.model_name": REQUEST_MODEL,
+    "llm.provider": PROVIDER_NAME,
+    "llm.system": PROVIDER_NAME,
+    "llm.token_count.prompt": USAGE_INPUT_TOKENS,
+    "llm.token_count.completion": USAGE_OUTPUT_TOKENS,
+    "llm.token_count.prompt_details.cache_read": USAGE_CACHE_READ_INPUT_TOKENS,
+    "llm.token_count.prompt_details.cache_write": USAGE_CACHE_CREATION_INPUT_TOKENS,
+    OPENINFERENCE_SESSION_ID: CONVERSATION_ID,
+}
+
+# --- GenAI per-message log events, semconv 1.28-1.30 (exporter/dialect_genai_events.py) --------------------
+#: Log record attribute naming the event, for emitters older than the Logs API's event names.
+EVENT_NAME: Final = "event.name"
+#: Event name -> the role of the input message it carries (``gen_ai.choice`` is the output).
+GENAI_INPUT_EVENTS: Final = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+GENAI_CHOICE_EVENT: Final = "gen_ai.choice"

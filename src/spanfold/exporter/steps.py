@@ -1,0 +1,79 @@
+"""The intermediate step model every exporter module shares: what a span stands for once its dialect read it.
+
+* :class:`ModelStep`: one model call (inputs, outputs, model, usage, error ...);
+* :class:`ToolStep`: one tool run (name, call id, arguments, result, error);
+* :class:`AgentSpan`: an agent run, grouping only (the thread its steps belong to).
+
+Plain data: :mod:`spanfold.exporter.dialects` makes them, :mod:`~spanfold.exporter.fold` and
+:mod:`~spanfold.exporter.stitch` read them. Messages are semconv messages (``{"role", "parts": [...]}``), shared
+between steps that re-send the same history: never mutate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from spanfold.trace.model import Usage
+
+SemconvMessage: TypeAlias = dict[str, Any]
+
+
+@dataclass(slots=True)
+class ModelStep:
+    """One model call: what it was sent, what it answered, and what it cost."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    inputs: list[SemconvMessage] = field(default_factory=list)
+    outputs: list[SemconvMessage] = field(default_factory=list)
+    system_instructions: list[dict[str, Any]] | None = None
+    request_model: str | None = None
+    response_model: str | None = None
+    response_id: str | None = None
+    usage: Usage | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    conversation_id: str | None = None
+    previous_response_id: str | None = None
+    provider: str | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.response_model or self.request_model
+
+
+@dataclass(slots=True)
+class ToolStep:
+    """One tool execution. ``result`` is the result text (JSON for structured results)."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    name: str | None
+    call_id: str | None = None
+    arguments: dict[str, Any] | str | None = None
+    result: str | None = None
+    error: dict[str, Any] | None = None
+    conversation_id: str | None = None
+
+
+@dataclass(slots=True)
+class AgentSpan:
+    """An agent run: groups the steps below it into one conversation thread."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    name: str | None
+    conversation_id: str | None = None
+    error: dict[str, Any] | None = None
+
+
+Step: TypeAlias = "ModelStep | ToolStep | AgentSpan"
+#: The steps of a trace's spans by span id (None: a span the fold does not read), parsed once.
+Steps: TypeAlias = "dict[int, Step | None]"
