@@ -38,7 +38,7 @@ def outside(requirements: Iterable[str]) -> str | None:
             continue
         if not req.specifier.contains(installed, prereleases=True):
             return (
-                f"spanfold: {req.name} {installed} is installed, but spanfold traces {req.name} {req.specifier} only;"
+                f"spanfold: {req.name} {installed} is installed, but spanfold traces {spec.strip()} only;"
                 f" its calls are not traced (the other libraries are)"
             )
     return None
