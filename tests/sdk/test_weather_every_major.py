@@ -39,3 +39,25 @@ def test_structured_parse_is_one_model_step(traced: Any, server: Any) -> None:
     events = traced.one()
     assert [e["role"] for e in events] == ["user", "assistant"]
     assert [c["function"]["name"] for c in events[1]["tool_calls"]] == ["get_weather", "get_weather"]
+
+
+def test_anthropic_streams_and_raw_responses_keep_their_types(traced: Any, server: Any) -> None:
+    """anthropic 0.x: ``isinstance(stream, anthropic.Stream)`` is answered by the SDK's metaclass (it must stay True
+    for our proxy), and ``with_raw_response`` returns a ``LegacyAPIResponse`` (its output must reach the span)."""
+    import anthropic
+
+    from spanfold.testing import Reply
+
+    server.script(Reply.text("Streamed."), Reply.text("Raw."))
+    client = anthropic.Anthropic(api_key="sk-test", base_url=server.anthropic_base_url, max_retries=0)
+    user = [{"role": "user", "content": "Hi"}]
+    with spanfold.agent("types"):
+        stream = client.messages.create(model="claude-sonnet-5", max_tokens=64, messages=user, stream=True)
+        assert isinstance(stream, anthropic.Stream)
+        list(stream)
+        raw = client.messages.with_raw_response.create(model="claude-sonnet-5", max_tokens=64, messages=user)
+        assert raw.parse().content[0].text == "Raw."
+    assert [(e["role"], e["content"]) for e in traced.one() if e["role"] == "assistant"] == [
+        ("assistant", "Streamed."),
+        ("assistant", "Raw."),
+    ]

@@ -41,6 +41,7 @@ native spans (content mode on or off).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final
@@ -53,6 +54,7 @@ from spanfold.instrumentation import anthropic_messages
 from spanfold.instrumentation import messages as m
 from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, base_url_server, sync_wrapper
 from spanfold.instrumentation.patching import Patch, TableInstrumentor, plain
+from spanfold.instrumentation.streams import AsyncStreamProxy, SyncStreamProxy
 from spanfold.runtime import Runtime
 
 #: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
@@ -79,6 +81,8 @@ def classify(result: Any) -> Result:
         return Result.STREAM
     if isinstance(result, anthropic.AsyncStream):
         return Result.ASYNC_STREAM
+    if _is_legacy_raw(result):  # with_raw_response in 0.x: ``parse()`` is sync, sync client or async
+        return Result.RAW
     if isinstance(result, (APIResponse, AsyncAPIResponse)):
         headers = getattr(getattr(result, "_options", None), "headers", None)
         if isinstance(headers, Mapping) and headers.get(_RAW_RESPONSE_HEADER) == "stream":
@@ -87,6 +91,23 @@ def classify(result: Any) -> Result:
     if isinstance(result, anthropic.BaseModel):
         return Result.RESPONSE
     return Result.OPAQUE
+
+
+def _is_legacy_raw(result: Any) -> bool:
+    legacy = sys.modules.get("anthropic._legacy_response")  # 0.x only; imported by the SDK's resources there
+    return legacy is not None and isinstance(result, legacy.LegacyAPIResponse)
+
+
+def _stream_instancecheck(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """anthropic 0.x: the metaclass of ``Stream`` / ``AsyncStream`` answers ``isinstance()`` itself, True only for a
+    ``MessageStream`` (a real stream passes by its type before it is asked), so the user's ``isinstance(stream,
+    anthropic.Stream)`` would be False for our proxy of a stream: ask about the stream it proxies."""
+    obj = args[0] if args else None
+    if isinstance(obj, (SyncStreamProxy, AsyncStreamProxy)):
+        return isinstance(obj.__wrapped__, instance)
+    return wrapped(*args, **kwargs)
 
 
 MESSAGES = ModelApi(
@@ -112,9 +133,7 @@ METHODS: tuple[tuple[str, str, bool], ...] = tuple(
 #: an un-awaited coroutine for async) that it makes on ``__enter__``; the span starts there, and the helper's
 #: ``close()`` closes our stream proxy, which ends the span at once.
 STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
-    (module, f"{prefix}Messages.stream", prefix == "Async")
-    for module in _MODULES
-    for prefix in ("", "Async")
+    (module, f"{prefix}Messages.stream", prefix == "Async") for module in _MODULES for prefix in ("", "Async")
 )
 
 # --- one model step per API call -----------------------------------------------------------------------
@@ -287,6 +306,8 @@ PATCHES: tuple[Patch, ...] = (
     *(_method_patch(module, name, is_async) for module, name, is_async in METHODS),
     *(_helper_patch(module, name, is_async) for module, name, is_async in STREAM_HELPERS),
     *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
+    plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only
+    plain("anthropic._streaming", "_AsyncStreamMeta.__instancecheck__", _stream_instancecheck),
     # hooks into the SDK's own tracing (absent in SDKs without it)
     plain("anthropic._base_client", "start_api_call_span", _native_call_span),
     Patch("anthropic.lib._tracing._tools", "end_tool_use_span", lambda tracer, rt: _tool_span_enricher(rt)),
