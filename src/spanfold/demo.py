@@ -75,9 +75,11 @@ def openai_chat_agent(client: Any, question: str = QUESTION, *, stream: bool = F
     """The usual Chat Completions tool loop: call, run the requested tools, send results back, repeat."""
     messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
     request = {"model": MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+    chat = client.chat.completions
+    helpers = chat if hasattr(chat, "stream") else client.beta.chat.completions  # openai < 1.92: in beta
     for _ in range(max_steps):
         if stream:
-            with client.chat.completions.stream(**request) as s:
+            with helpers.stream(**request) as s:
                 completion = s.get_final_completion()
         else:
             completion = client.chat.completions.create(**request)

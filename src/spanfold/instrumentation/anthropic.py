@@ -1,16 +1,20 @@
 """Anthropic instrumentation: which ``anthropic`` SDK methods are wrapped, and how the SDK's own spans are handled.
 
-Supported: ``anthropic`` >= 2.0, < 3 (the httpx2-based SDK; tested with 2.12). Wrapped: ``messages.create`` (sync
-and async, streaming or not, through ``with_raw_response`` too), ``messages.parse``, the ``messages.stream()``
-helper, and the same methods of ``beta.messages`` (the same code path: the beta tool runner and message threads
-call ``beta.messages.create``). The mapping of the shapes is in :mod:`spanfold.instrumentation.anthropic_messages`.
+Supported: ``anthropic`` >= 0.40, < 3: the httpx-based 0.x and 1.x and the httpx2-based 2.x (the range is
+:data:`SUPPORTED`). Wrapped: ``messages.create`` (sync and async, streaming or not, through ``with_raw_response``
+too), ``messages.parse`` (where the SDK has it), the ``messages.stream()`` helper, and the same methods of
+``beta.messages`` (the same code path: the beta tool runner and message threads call ``beta.messages.create``) and of
+the 0.x ``beta.prompt_caching.messages``. Messages was the module ``anthropic.resources.messages`` in the oldest 0.x
+(a package since): the table lists both places, and what a version lacks is skipped. The mapping of the shapes is in
+:mod:`spanfold.instrumentation.anthropic_messages`.
 
 The SDK's own spans, and why spanfold suppresses its call span under ours
 -------------------------------------------------------------------------
-anthropic 2.x traces itself: every API call gets a CLIENT span ``anthropic.messages.create`` (scope
-``com.anthropic.sdk.python``) from the global tracer provider, or the one its ``open_telemetry`` client option names,
-unless that option or ``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off. Content is recorded only in its ``content``
-mode (``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``). Its tool runner adds ``anthropic.messages.tool_runner``
+anthropic traces itself (2.x, and 1.x from 1.14 on; older SDKs do not, and the hooks below are skipped there): every API
+call gets a CLIENT span ``anthropic.messages.create`` (scope ``com.anthropic.sdk.python``) from the global tracer
+provider, or the one its ``open_telemetry`` client option names, unless that option or
+``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off. Content is recorded only in its ``content`` mode
+(``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``). Its tool runner adds ``anthropic.messages.tool_runner``
 (``invoke_agent``) and ``anthropic.custom_tool_use {name}`` (``execute_tool``) spans. With both spanfold's wrapper and
 the SDK's span, one API call would be two model steps. The three ways out, and the choice:
 
@@ -37,6 +41,7 @@ native spans (content mode on or off).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final
@@ -49,10 +54,19 @@ from spanfold.instrumentation import anthropic_messages
 from spanfold.instrumentation import messages as m
 from spanfold.instrumentation.calls import ModelApi, Result, Wrapper, async_wrapper, base_url_server, sync_wrapper
 from spanfold.instrumentation.patching import Patch, TableInstrumentor, plain
+from spanfold.instrumentation.streams import AsyncStreamProxy, SyncStreamProxy
 from spanfold.runtime import Runtime
 
+#: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
+SUPPORTED: Final = "anthropic >= 0.40, < 3"
+
 _MESSAGES = "anthropic.resources.messages.messages"
+_OLD_MESSAGES = "anthropic.resources.messages"  # a module, not a package, in the oldest 0.x
+_PROMPT_CACHING_MESSAGES = "anthropic.resources.beta.prompt_caching.messages"  # 0.x only
 _BETA_MESSAGES = "anthropic.resources.beta.messages.messages"
+#: Every module that holds a ``Messages`` / ``AsyncMessages`` resource in some supported release (the same class
+#: reached through the old and the new path is wrapped once).
+_MODULES = (_MESSAGES, _BETA_MESSAGES, _OLD_MESSAGES, _PROMPT_CACHING_MESSAGES)
 #: The span name the SDK gives the call span of every Messages create/parse/stream request.
 NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
 #: The SDK's header that marks ``with_raw_response`` ("raw") and ``with_streaming_response`` ("stream") calls.
@@ -67,6 +81,8 @@ def classify(result: Any) -> Result:
         return Result.STREAM
     if isinstance(result, anthropic.AsyncStream):
         return Result.ASYNC_STREAM
+    if _is_legacy_raw(result):  # with_raw_response in 0.x: ``parse()`` is sync, sync client or async
+        return Result.RAW
     if isinstance(result, (APIResponse, AsyncAPIResponse)):
         headers = getattr(getattr(result, "_options", None), "headers", None)
         if isinstance(headers, Mapping) and headers.get(_RAW_RESPONSE_HEADER) == "stream":
@@ -75,6 +91,23 @@ def classify(result: Any) -> Result:
     if isinstance(result, anthropic.BaseModel):
         return Result.RESPONSE
     return Result.OPAQUE
+
+
+def _is_legacy_raw(result: Any) -> bool:
+    legacy = sys.modules.get("anthropic._legacy_response")  # 0.x only; imported by the SDK's resources there
+    return legacy is not None and isinstance(result, legacy.LegacyAPIResponse)
+
+
+def _stream_instancecheck(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """anthropic 0.x: the metaclass of ``Stream`` / ``AsyncStream`` answers ``isinstance()`` itself, True only for a
+    ``MessageStream`` (a real stream passes by its type before it is asked), so the user's ``isinstance(stream,
+    anthropic.Stream)`` would be False for our proxy of a stream: ask about the stream it proxies."""
+    obj = args[0] if args else None
+    if isinstance(obj, (SyncStreamProxy, AsyncStreamProxy)):
+        return isinstance(obj.__wrapped__, instance)
+    return wrapped(*args, **kwargs)
 
 
 MESSAGES = ModelApi(
@@ -91,7 +124,7 @@ MESSAGES = ModelApi(
 #: (module, "Class.method", is_async): methods that make the request themselves.
 METHODS: tuple[tuple[str, str, bool], ...] = tuple(
     (module, f"{prefix}Messages.{method}", prefix == "Async")
-    for module in (_MESSAGES, _BETA_MESSAGES)
+    for module in _MODULES
     for prefix in ("", "Async")
     for method in ("create", "parse")
 )
@@ -100,9 +133,7 @@ METHODS: tuple[tuple[str, str, bool], ...] = tuple(
 #: an un-awaited coroutine for async) that it makes on ``__enter__``; the span starts there, and the helper's
 #: ``close()`` closes our stream proxy, which ends the span at once.
 STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
-    (module, f"{prefix}Messages.stream", prefix == "Async")
-    for module in (_MESSAGES, _BETA_MESSAGES)
-    for prefix in ("", "Async")
+    (module, f"{prefix}Messages.stream", prefix == "Async") for module in _MODULES for prefix in ("", "Async")
 )
 
 # --- one model step per API call -----------------------------------------------------------------------
@@ -192,14 +223,62 @@ def _stream_helper(start: Wrapper, is_async: bool) -> Wrapper:
                 async def send(**_: Any) -> Any:
                     return await request
 
-                setattr(manager, name, start(send, instance, (), kwargs))  # a coroutine the manager awaits
+                async def started() -> Any:
+                    return _kept(manager, await start(send, instance, (), kwargs))
+
+                setattr(manager, name, started())  # a coroutine the manager awaits
             else:
-                setattr(manager, name, lambda: start(lambda **_: request(), instance, (), kwargs))
+                setattr(manager, name, lambda: _kept(manager, start(lambda **_: request(), instance, (), kwargs)))
         except Exception as exc:
             counters.fault("anthropic.stream_helper", exc)
         return manager
 
     return wrapper
+
+
+#: The attribute of a stream manager that holds the stream our wrapper returned.
+_OUR_STREAM: Final = "_spanfold_stream"
+
+
+def _kept(manager: Any, stream: Any) -> Any:
+    setattr(manager, _OUR_STREAM, stream)
+    return stream
+
+
+def _adopt(manager: Any, helper_stream: Any) -> None:
+    """Older SDKs (0.40, the 0.x prompt-caching beta) make the helper's ``MessageStream`` a new ``Stream`` over the
+    HTTP response of the one the request returned, so our proxy would never be read: the helper reads it instead
+    (the same response, not yet read). Newer SDKs hand the helper our proxy itself: nothing to do."""
+    try:
+        ours = vars(manager).get(_OUR_STREAM)
+        raw = getattr(helper_stream, "_raw_stream", None)
+        if ours is not None and raw is not None and raw is not ours and raw.response is ours.response:
+            helper_stream._raw_stream = ours
+    except Exception as exc:
+        counters.fault("anthropic.stream_helper", exc)
+
+
+def _enter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    helper_stream = wrapped(*args, **kwargs)
+    _adopt(instance, helper_stream)
+    return helper_stream
+
+
+async def _aenter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    helper_stream = await wrapped(*args, **kwargs)
+    _adopt(instance, helper_stream)
+    return helper_stream
+
+
+#: The stream managers' ``__enter__`` / ``__aenter__`` (module, "Class.method", wrapper).
+MANAGER_ENTERS: tuple[tuple[str, str, Wrapper], ...] = tuple(
+    (module, f"{prefix}{cls}.{method}", wrapper)
+    for module, cls in (
+        ("anthropic.lib.streaming._messages", "MessageStreamManager"),
+        ("anthropic.lib.streaming._prompt_caching_beta_messages", "PromptCachingBetaMessageStreamManager"),
+    )
+    for prefix, method, wrapper in (("", "__enter__", _enter), ("Async", "__aenter__", _aenter))
+)
 
 
 def _helper_patch(module: str, name: str, is_async: bool) -> Patch:
@@ -226,6 +305,9 @@ def _method_patch(module: str, name: str, is_async: bool) -> Patch:
 PATCHES: tuple[Patch, ...] = (
     *(_method_patch(module, name, is_async) for module, name, is_async in METHODS),
     *(_helper_patch(module, name, is_async) for module, name, is_async in STREAM_HELPERS),
+    *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
+    plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only
+    plain("anthropic._streaming", "_AsyncStreamMeta.__instancecheck__", _stream_instancecheck),
     # hooks into the SDK's own tracing (absent in SDKs without it)
     plain("anthropic._base_client", "start_api_call_span", _native_call_span),
     Patch("anthropic.lib._tracing._tools", "end_tool_use_span", lambda tracer, rt: _tool_span_enricher(rt)),
@@ -235,7 +317,7 @@ PATCHES: tuple[Patch, ...] = (
 class AnthropicInstrumentor(TableInstrumentor):
     """``AnthropicInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores it."""
 
-    dependencies = ("anthropic >= 2.0, < 3",)
+    dependencies = (SUPPORTED,)
 
     def patches(self, rt: Runtime) -> tuple[Patch, ...]:
         return PATCHES

@@ -19,6 +19,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import runtime
+from spanfold.instrumentation import versions
 from spanfold.instrumentation.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.runtime import Runtime
 from spanfold.version import __version__
@@ -77,6 +78,17 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def patches(self, rt: Runtime) -> Sequence[Patch]:
         raise NotImplementedError
 
+    def instrument(self, **kwargs: Any) -> Any:
+        """Patch the library when its installed version is in :attr:`dependencies`; otherwise say so once and patch
+        nothing. The check runs even when the caller skipped OpenTelemetry's (zero-code passes ``skip_dep_check``
+        after checking the whole distribution, which holds several instrumentors): it is per library, and the same
+        for ``init()`` and ``opentelemetry-instrument``."""
+        kwargs.pop("skip_dep_check", None)
+        kwargs.pop("raise_exception_on_conflict", None)
+        if not versions.supported(self.instrumentation_dependencies()):
+            return None
+        return super().instrument(skip_dep_check=True, **kwargs)
+
     def _instrument(self, **kwargs: Any) -> None:
         tracer: Tracer = get_tracer(type(self).__module__, __version__, kwargs.get("tracer_provider"))
         rt: Runtime = kwargs.get("runtime") or runtime.active()
@@ -86,6 +98,8 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             if target is None:
                 continue  # not in this version of the SDK
             owner, attr = target
+            if any(o is owner and a == attr for o, a in applied):
+                continue  # the same class reached through an old and a new module path
             wrapt.wrap_function_wrapper(owner, attr, patch.factory(tracer, rt))
             applied.append(target)
         type(self)._applied = applied
