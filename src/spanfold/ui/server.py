@@ -131,6 +131,7 @@ class Ui:
         app = web.Application(middlewares=[_middleware(self.options)], client_max_size=64 * 1024)
         app.router.add_get("/", self.page)
         app.router.add_get("/static/{name}", self.static)
+        app.router.add_get("/favicon.ico", self.favicon)
         app.router.add_get("/api/state", self.state)
         app.router.add_get("/api/runs", self.runs)
         app.router.add_get("/api/run/{id}", self.run)
@@ -156,6 +157,9 @@ class Ui:
 
     async def page(self, request: web.Request) -> web.Response:
         return web.Response(body=_asset("index.html"), content_type="text/html", charset="utf-8")
+
+    async def favicon(self, request: web.Request) -> web.Response:
+        return web.Response(status=204)
 
     async def static(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
