@@ -12,8 +12,9 @@ import yaml
 
 pytest.importorskip("aiohttp")
 
-from spanfold.ui.index import Index  # noqa: E402
-from tests.ui.traces import trace, write  # noqa: E402
+from tests.ui.traces import trace, write
+
+from spanfold.ui.index import Index
 
 
 def test_index_reads_only_complete_appended_lines(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.ui.traces import XSS_IMG, XSS_SCRIPT, trace, write
 
 expect = pytest.importorskip(
@@ -33,7 +32,7 @@ def test_demo_run_list_and_run_view(demo_dir: Path, ui_server, page: Any) -> Non
     row = page.locator("#runs tr.run").first
     row.wait_for()
     text = row.inner_text()
-    assert "weather-bot" in text and "gpt-4o-mini" in text and "get_weather ×2" in text and "complete" in text
+    assert "weather-bot" in text and "gpt-4o-mini" in text and "get_weather \u00d72" in text and "complete" in text
     row.click()
     page.wait_for_selector(".card")
     assert re.search(r"#/run/0-1$", page.url)
@@ -58,9 +57,9 @@ def test_filter_sort_compare_and_live_update(tmp_path: Path, ui_server, page: An
     server.wait_total(10)
     _open(page, server.url)
     page.wait_for_selector("#runs tr.run")
-    assert page.locator("#count").inner_text() == "1–10 of 10 runs"
+    assert page.locator("#count").inner_text() == "1\u201310 of 10 runs"
     page.select_option("#f-tool", "fetch")
-    expect(page.locator("#count")).to_have_text("1–5 of 5 runs (10 in all)")
+    expect(page.locator("#count")).to_have_text("1\u20135 of 5 runs (10 in all)")
     page.select_option("#f-tool", "")
     page.select_option("#f-errors", "yes")
     expect(page.locator("#runs tr.run")).to_have_count(1)
@@ -121,7 +120,10 @@ def test_trace_content_is_text_never_markup(tmp_path: Path, ui_server, page: Any
 
 
 def test_data_image_is_shown(tmp_path: Path, ui_server, page: Any) -> None:
-    pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    pixel = (
+        "data:image/png;base64,"
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
     events, meta = trace(1)
     events[0]["content"] = [{"type": "text", "text": "what is this?"}, {"type": "image", "image_url": {"url": pixel}}]
     write(tmp_path, [(events, meta)])

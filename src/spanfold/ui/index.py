@@ -95,6 +95,57 @@ def _preview(trace: Trace | None) -> str:
     return ""
 
 
+@dataclass(slots=True)
+class _Glance:
+    """What the list needs of a bare Invariant event list, read from the JSON without building a Trace (the index
+    of a big file spends most of its time here); None from :func:`_glance` sends the value to the full decoder."""
+
+    summary: TraceSummary
+    steps: int
+    preview: str
+
+
+def _glance(value: Any) -> _Glance | None:
+    if not isinstance(value, list) or not value:
+        return None
+    counts: dict[str, int] = {}
+    n_events = errors = steps = 0
+    preview: str | None = None
+    for ev in value:
+        if not isinstance(ev, dict):
+            return None
+        role = ev.get("role")
+        calls = ev.get("tool_calls") or []
+        error = ev.get("error")
+        content = ev.get("content")
+        if not isinstance(role, str) or not isinstance(calls, list) or not (error is None or isinstance(error, dict)):
+            return None
+        for call in calls:
+            fn = call.get("function", call) if isinstance(call, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if not isinstance(name, str) or "tool" in fn:  # "tool": a compact call, for the full decoder
+                return None
+            counts[name] = counts.get(name, 0) + 1
+        n_events += len(calls)
+        if role in ("tool", "error") or content or not calls:
+            n_events += 1
+        if error is not None or role == "error":
+            errors += 1
+        if role == "assistant":
+            steps += 1
+        elif role == "user" and preview is None:
+            if isinstance(content, str):
+                preview = content[:PREVIEW_CHARS]
+            elif isinstance(content, list):
+                text = "".join(
+                    str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text"
+                )
+                preview = text[:PREVIEW_CHARS]
+    names = sorted(counts)
+    summary = TraceSummary(n_events, names, {name: counts[name] for name in names}, errors)
+    return _Glance(summary, steps, preview or "")
+
+
 def _steps(trace: Trace | None) -> int:
     return 0 if trace is None else sum(1 for ev in trace.events if ev.role == "assistant")
 
@@ -107,6 +158,7 @@ class _Lines:
     done: int = 0
     line: int = 0
     inode: int = -1
+    pending: bool = False  # more bytes than one step reads were there at the last look
 
     def appended(self) -> list[tuple[int, int, int, bytes]] | None:
         """``(line, offset, length, bytes)`` of each complete line appended since the last call; None when the
@@ -118,6 +170,7 @@ class _Lines:
         if (self.inode != -1 and st.st_ino != self.inode) or st.st_size < self.done:
             return None
         self.inode = st.st_ino
+        self.pending = False
         if st.st_size == self.done:
             return []
         out: list[tuple[int, int, int, bytes]] = []
@@ -125,7 +178,10 @@ class _Lines:
         with self.path.open("rb") as handle:
             handle.seek(self.done)
             budget = CHUNK
-            while budget > 0:
+            while True:
+                if budget <= 0:
+                    self.pending = True
+                    break
                 start = handle.tell()
                 raw = handle.readline(limit + 1)
                 if not raw.endswith(b"\n"):
@@ -178,6 +234,8 @@ class Index:
         self.generation = 0
         self.seq = 0
         self.rows: dict[str, Row] = {}
+        #: Whether the last :meth:`refresh` stopped with bytes still to read (the caller refreshes again at once).
+        self.behind = False
 
     # -- discovery -----------------------------------------------------------------------------------------------
     def _discover(self) -> list[Path]:
@@ -200,6 +258,7 @@ class Index:
     def refresh(self) -> bool:
         """Read what was appended to every file (and index new files); True when a row was added or changed."""
         changed = False
+        self.behind = False
         for path in self._discover():
             key = os.path.abspath(path)
             entry = self.files.get(key)
@@ -211,6 +270,8 @@ class Index:
                 self.files[key] = entry
                 self.order.append(entry)
             changed |= self._refresh_file(entry)
+            if (entry.lines is not None and entry.lines.pending) or (entry.meta is not None and entry.meta.pending):
+                self.behind = True
         if changed:
             with self.lock:
                 self.generation += 1
@@ -231,10 +292,14 @@ class Index:
             entry.slots = 0
             entry.attached = (0, 0)
 
-    def _row(self, entry: _File, line: int, offset: int, length: int, decoded: Decoded) -> Row:
+    def _row(
+        self, entry: _File, line: int, offset: int, length: int, decoded: Decoded, glance: _Glance | None = None
+    ) -> Row:
         self.seq += 1
         trace = decoded.trace
-        summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
+        if glance is None:
+            summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
+            glance = _Glance(summary, _steps(trace), _preview(trace))
         meta = decoded.meta or TraceMeta(trace_id="")
         return Row(
             id=f"{entry.number}-{line}",
@@ -244,10 +309,10 @@ class Index:
             length=length,
             seq=self.seq,
             shape=decoded.shape,
-            summary=summary,
+            summary=glance.summary,
             meta=meta,
-            steps=_steps(trace),
-            preview=_preview(trace),
+            steps=glance.steps,
+            preview=glance.preview,
             own_meta=bool(meta.trace_id),
         )
 
@@ -275,6 +340,14 @@ class Index:
             return self._refresh_file(entry) or True
         for line, offset, length, raw in appended:
             data = _json(raw)
+            glance = _glance(data)
+            if glance is not None:
+                row = self._row(entry, line, offset, length, Decoded("invariant", None), glance)
+                row.slot = entry.slots
+                entry.slots += 1
+                self._add(entry, row)
+                changed = True
+                continue
             try:
                 decoded = decode(data) if data is not None else None
             except (TraceError, RecursionError):

@@ -153,7 +153,7 @@ class Ui:
         while True:
             with contextlib.suppress(OSError):
                 await loop.run_in_executor(None, self.index.refresh)
-            await asyncio.sleep(self.options.refresh)
+            await asyncio.sleep(0 if self.index.behind else self.options.refresh)
 
     async def page(self, request: web.Request) -> web.Response:
         return web.Response(body=_asset("index.html"), content_type="text/html", charset="utf-8")
