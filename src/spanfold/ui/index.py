@@ -123,7 +123,8 @@ def _glance(value: Any) -> _Glance | None:
         for call in calls:
             fn = call.get("function", call) if isinstance(call, dict) else None
             name = fn.get("name") if isinstance(fn, dict) else None
-            if not isinstance(name, str) or "tool" in fn:  # "tool": a compact call, for the full decoder
+            # a call with "tool" is a compact one: the full decoder tells the shapes apart
+            if not isinstance(fn, dict) or not isinstance(name, str) or "tool" in fn:
                 return None
             counts[name] = counts.get(name, 0) + 1
         n_events += len(calls)
