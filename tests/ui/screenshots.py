@@ -20,15 +20,30 @@ OUT = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 def _agent(tools: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A coding agent's run calling ``tools`` in order, one model step each."""
+    """A coding agent's run calling ``tools`` in order, one model step each, with step times (event timestamps,
+    when each step ended, and durations)."""
     events, meta = trace(100, tool=tools[0])
     events = events[:1]
+    clock = 0.0
+
+    def at(ms: float) -> str:
+        return f"2026-01-01T00:01:{40 + int(ms // 1000):02d}.{int(ms % 1000):03d}Z"
+
     for k, tool in enumerate(tools):
+        clock += 700 + 150 * k
         call = {"id": f"c{k}", "type": "function", "function": {"name": tool, "arguments": {"path": f"src/m{k}.py"}}}
-        events.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        events.append({"role": "tool", "content": f"{tool} ok", "tool_call_id": f"c{k}"})
-    events.append({"role": "assistant", "content": "done"})
-    meta["metadata"]["name"] = "coder"
+        step = {"model": "gpt-test", "duration_ms": 700 + 150 * k}
+        events.append({"role": "assistant", "content": None, "tool_calls": [call], "timestamp": at(clock), **step})
+        clock += 300 + 400 * (tool == "run_tests")
+        took = {"duration_ms": 300 + 400 * (tool == "run_tests")}
+        events.append(
+            {"role": "tool", "content": f"{tool} ok", "tool_call_id": f"c{k}", "timestamp": at(clock), **took}
+        )
+    clock += 900
+    events.append(
+        {"role": "assistant", "content": "done", "timestamp": at(clock), "model": "gpt-test", "duration_ms": 900}
+    )
+    meta["metadata"].update(name="coder", start=at(0), duration_ms=clock)
     return events, meta
 
 
@@ -60,8 +75,8 @@ def main() -> None:
                 page.goto(f"{server.url}#/run/{demo}")
                 page.wait_for_selector(".card")
                 page.screenshot(path=str(OUT / "ui-run.png"), full_page=True)
-                page.goto(f"{server.url}#/run/{demo}/timeline")
-                page.wait_for_selector(".bar-row, #run-body p")
+                page.goto(f"{server.url}#/run/1-1/timeline")
+                page.wait_for_selector(".bar-row")
                 page.screenshot(path=str(OUT / "ui-timeline.png"))
                 page.goto(f"{server.url}#/compare/1-1/1-2")  # pair.jsonl: files are numbered in name order
                 page.wait_for_selector("#divergence")

@@ -132,3 +132,26 @@ def test_data_image_is_shown(tmp_path: Path, ui_server, page: Any) -> None:
     _open(page, server.url + "#/run/0-1")
     page.wait_for_selector("img.trace-image")
     assert page.evaluate("document.querySelector('img.trace-image').naturalWidth") == 1
+
+
+def test_timeline_shows_step_durations(tmp_path: Path, ui_server, page: Any) -> None:
+    events, meta = trace(1, tool="search")
+    events[1].update(timestamp="2026-01-01T00:00:01.000Z", duration_ms=1000, model="gpt-test")
+    events[2].update(timestamp="2026-01-01T00:00:01.250Z", duration_ms=250)
+    events[3].update(timestamp="2026-01-01T00:00:02.000Z", duration_ms=750, model="gpt-test")
+    meta["metadata"].update(start="2026-01-01T00:00:00.000Z", duration_ms=2000)
+    write(tmp_path, [(events, meta)])
+    server = ui_server([tmp_path])
+    server.wait_total(1)
+    _open(page, server.url + "#/run/0-1/timeline")
+    rows = page.locator(".timeline .bar-row")
+    expect(rows).to_have_count(3)
+    assert [rows.nth(i).inner_text().split("\n")[0] for i in range(3)] == [
+        "model gpt-test",
+        "tool search",
+        "model gpt-test",
+    ]
+    assert "250 ms" in rows.nth(1).inner_text()
+    rows.nth(1).locator("a").click()  # a step links to its event in the conversation
+    page.wait_for_selector("#event-3")
+    assert page.url.endswith("#/run/0-1/conversation/3")

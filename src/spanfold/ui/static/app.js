@@ -192,7 +192,7 @@ function errorBlock(error) {
 function toolCard(call, output) {
   const fn = call.function || {};
   const failed = output && output.error;
-  const card = el("div", { class: `card${failed ? " error" : ""}`, id: call.id ? `call-${call.id}` : null },
+  const card = el("div", { class: `card${failed ? " error" : ""}`, id: output ? `event-${output.n}` : null },
     el("div", {}, el("span", { class: "tool-name" }, fn.name || "?"), " ",
       el("span", { class: "muted" }, call.id || "")),
     el("div", { class: "label" }, "arguments"),
@@ -234,13 +234,15 @@ function conversation(events) {
 
 function timeline(run) {
   const start = Date.parse(run.meta && run.meta.start);
+  const names = new Map();
+  for (const ev of run.events) for (const c of ev.tool_calls || []) if (c.id) names.set(c.id, (c.function || {}).name);
   const steps = [];
   for (const ev of run.events) {
     const at = Date.parse(ev.timestamp);
     const took = ev.metadata && typeof ev.metadata.duration_ms === "number" ? ev.metadata.duration_ms : null;
     if (isNaN(at) && took === null) continue;
     const kind = ev.role === "tool" ? "tool" : ev.role === "assistant" ? "model" : ev.role;
-    const label = ev.role === "tool" ? `tool ${ev.name || ev.tool_call_id || ""}`
+    const label = ev.role === "tool" ? `tool ${ev.name || names.get(ev.tool_call_id) || ev.tool_call_id || ""}`
       : ev.role === "assistant" ? `model ${(ev.metadata && ev.metadata.model) || ""}` : ev.role;
     steps.push({ at, took, kind, label, error: !!ev.error || ev.role === "error", n: ev.n });
   }
@@ -286,7 +288,7 @@ function renderRun(run, tab, anchor) {
       "data-tab": key, onclick: () => { location.hash = `#/run/${row.id}/${key}`; } }, label))));
   let body;
   if (!run.events) body = [el("p", { class: "muted" }, "This record holds a summary only, no events.")];
-  else if (tab === "timeline") body = timeline(run);
+  else if (tab === "timeline") body = [el("div", { class: "timeline" }, timeline(run))];
   else if (tab === "metadata") body = [el("pre", { id: "metadata" }, pretty(run.meta))];
   else if (tab === "raw") body = [el("pre", { id: "raw" }, pretty(run.raw))];
   else body = conversation(run.events);
