@@ -34,6 +34,11 @@ def command(paths: tuple[Path, ...], host: str, port: int, token: str | None) ->
         for p in missing:
             click.echo(f"{p}: no such file or directory", err=True)
         sys.exit(2)
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        click.echo(
+            f"spanfold ui: warning: listening on {host} without --token: anyone who reaches it reads the traces",
+            err=True,
+        )
     index = Index(chosen)
     options = UiOptions(host, port, token or None)
 

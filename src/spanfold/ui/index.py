@@ -11,7 +11,6 @@ its N-th record fills the N-th trace's metadata.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
@@ -436,6 +435,5 @@ class Index:
 
 
 def lookup(index: Index, run_id: str) -> Row | None:
-    with contextlib.suppress(Exception), index.lock:
+    with index.lock:
         return index.rows.get(run_id)
-    return None
