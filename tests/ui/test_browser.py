@@ -119,19 +119,24 @@ def test_trace_content_is_text_never_markup(tmp_path: Path, ui_server, page: Any
     assert page.evaluate("window.__xss") is None
 
 
-def test_data_image_is_shown(tmp_path: Path, ui_server, page: Any) -> None:
+def test_data_image_is_shown_and_reasoning_folded(tmp_path: Path, ui_server, page: Any) -> None:
     pixel = (
         "data:image/png;base64,"
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     )
     events, meta = trace(1)
     events[0]["content"] = [{"type": "text", "text": "what is this?"}, {"type": "image", "image_url": {"url": pixel}}]
+    events[3]["reasoning"] = "the user wants the pixel described"  # event metadata, as the fold writes it
     write(tmp_path, [(events, meta)])
     server = ui_server([tmp_path])
     server.wait_total(1)
     _open(page, server.url + "#/run/0-1")
     page.wait_for_selector("img.trace-image")
     assert page.evaluate("document.querySelector('img.trace-image').naturalWidth") == 1
+    reasoning = page.locator("details.reasoning")
+    assert reasoning.count() == 1 and reasoning.get_attribute("open") is None  # collapsed
+    reasoning.locator("summary").click()
+    expect(reasoning).to_contain_text("the user wants the pixel described")
 
 
 def test_timeline_shows_step_durations(tmp_path: Path, ui_server, page: Any) -> None:

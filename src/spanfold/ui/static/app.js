@@ -221,6 +221,11 @@ function conversation(events) {
       el("div", { class: "role" }, ev.role === "tool" ? `tool output${ev.name ? " · " + ev.name : ""}` : ev.role,
         ev.timestamp ? el("span", { class: "muted" }, ` · ${fmtTime(ev.timestamp)}`) : null));
     box.appendChild(errorBlock(ev.error) || el("span"));
+    const reasoning = ev.metadata && ev.metadata.reasoning;
+    if (reasoning) {
+      box.appendChild(el("details", { class: "reasoning" }, el("summary", {}, "reasoning"),
+        el("div", { class: "text" }, typeof reasoning === "string" ? reasoning : pretty(reasoning))));
+    }
     box.append(...chunks(ev.content));
     for (const call of ev.tool_calls || []) {
       const output = call.id ? outputs.get(call.id) : undefined;
