@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -125,6 +126,7 @@ def _glance(value: Any) -> _Glance | None:
             # a call with "tool" is a compact one: the full decoder tells the shapes apart
             if not isinstance(fn, dict) or not isinstance(name, str) or "tool" in fn:
                 return None
+            name = sys.intern(name)  # the same few tool names in every row: held once
             counts[name] = counts.get(name, 0) + 1
         n_events += len(calls)
         if role in ("tool", "error") or content or not calls:
@@ -144,6 +146,14 @@ def _glance(value: Any) -> _Glance | None:
     names = sorted(counts)
     summary = TraceSummary(n_events, names, {name: counts[name] for name in names}, errors)
     return _Glance(summary, steps, preview or "")
+
+
+def _shared(meta: TraceMeta) -> TraceMeta:
+    """The metadata with its repeated strings (agent, service, models, status) held once across rows."""
+    meta.name = sys.intern(meta.name) if meta.name is not None else None
+    meta.service = sys.intern(meta.service) if meta.service is not None else None
+    meta.models = [sys.intern(m) for m in meta.models]
+    return meta
 
 
 def _steps(trace: Trace | None) -> int:
@@ -213,6 +223,7 @@ def _json(raw: bytes) -> Any:
 class _File:
     number: int
     path: Path
+    name: str  # str(path), shared by its rows
     lines: _Lines | None  # None: a whole-document file
     meta: _Lines | None = None
     metas: list[TraceMeta] = field(default_factory=list)
@@ -263,7 +274,7 @@ class Index:
             key = os.path.abspath(path)
             entry = self.files.get(key)
             if entry is None:
-                entry = _File(len(self.order), path, _Lines(path) if path.suffix == ".jsonl" else None)
+                entry = _File(len(self.order), path, str(path), _Lines(path) if path.suffix == ".jsonl" else None)
                 sibling = meta_path(path)
                 if sibling is not None:
                     entry.meta = _Lines(sibling)
@@ -303,7 +314,7 @@ class Index:
         meta = decoded.meta or TraceMeta(trace_id="")
         return Row(
             id=f"{entry.number}-{line}",
-            file=str(entry.path),
+            file=entry.name,
             line=line,
             offset=offset,
             length=length,
@@ -329,7 +340,9 @@ class Index:
             for _, _, _, raw in meta_lines:
                 data = _json(raw)
                 got = data.get("metadata") if isinstance(data, dict) else None
-                entry.metas.append(TraceMeta.from_dict(got) if isinstance(got, dict) else TraceMeta(trace_id=""))
+                entry.metas.append(
+                    _shared(TraceMeta.from_dict(got)) if isinstance(got, dict) else TraceMeta(trace_id="")
+                )
             changed |= self._attach_metas(entry)
         appended = entry.lines.appended()
         if appended is None:
