@@ -11,7 +11,7 @@ PACKAGE = SRC / "spanfold"
 GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.runtime", "spanfold.redaction",
           "spanfold.counters", "spanfold.version")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
-ABOVE = ("spanfold.setup", "spanfold.demo", "spanfold.commands", "spanfold.cli", "spanfold.checks")
+ABOVE = ("spanfold.setup", "spanfold.demo", "spanfold.commands", "spanfold.cli", "spanfold.checks", "spanfold.ui")
 
 
 def _name(path: Path) -> str:

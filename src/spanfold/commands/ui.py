@@ -1,0 +1,63 @@
+"""``spanfold ui [DIR ...]``: browse traces in a local web page (the run list, a run, two runs compared).
+
+Loopback only unless ``--host`` says otherwise; ``--token`` (or ``SPANFOLD_UI_TOKEN``) makes every request need
+it (open the page once as ``/?token=TOKEN``). The page loads nothing from outside this server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("ui")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
+@click.option("--port", default=8777, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
+@click.option("--token", envvar="SPANFOLD_UI_TOKEN", default=None, help="Require this token (or env).")
+def command(paths: tuple[Path, ...], host: str, port: int, token: str | None) -> None:
+    """Browse the traces in DIR (or files; default: ./traces) in a local web page, updated as traces are added."""
+    try:
+        from spanfold.ui.index import Index
+        from spanfold.ui.server import UiOptions, start
+    except ImportError as exc:
+        click.echo(f"spanfold ui needs aiohttp: pip install 'spanfold[ui]' ({exc})", err=True)
+        sys.exit(2)
+    chosen = list(paths) or [Path("traces")]
+    missing = [p for p in chosen if not p.exists()]
+    if missing:
+        for p in missing:
+            click.echo(f"{p}: no such file or directory", err=True)
+        sys.exit(2)
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        click.echo(
+            f"spanfold ui: warning: listening on {host} without --token: anyone who reaches it reads the traces",
+            err=True,
+        )
+    index = Index(chosen)
+    options = UiOptions(host, port, token or None)
+
+    async def main() -> None:
+        try:
+            runner, url = await start(index, options)
+        except OSError as exc:
+            click.echo(f"spanfold ui: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        click.echo(f"spanfold ui: {url}" + ("?token=..." if token else ""), err=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await runner.cleanup()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())

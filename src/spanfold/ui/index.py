@@ -1,0 +1,452 @@
+"""The index behind ``spanfold ui``: one row per trace and where its bytes are, kept up to date by reading only
+what was appended since the last look.
+
+A JSONL file (``*.jsonl``) is indexed line by line: each trace is ``(offset, length)`` into the file plus a small
+summary row, so opening a run reads one line and the list never holds a trace's content. Only complete lines are
+indexed; a partial last line (a writer mid-append) is picked up on a later refresh. A file that shrank or was
+replaced is indexed again from the start. A whole-document file (``*.json``, YAML) is one or a few traces, read
+again when its size or time changes. The ``NAME.meta.jsonl`` sibling of ``NAME.jsonl`` is indexed the same way;
+its N-th record fills the N-th trace's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spanfold.trace.decode import Decoded, decode
+from spanfold.trace.errors import TraceError
+from spanfold.trace.model import Trace, TraceMeta, TraceSummary
+from spanfold.trace.read import (
+    META_SUFFIX,
+    Problem,
+    max_line_bytes,
+    meta_path,
+    read_values,
+)
+
+#: Characters of the first user message kept in a row (what the text filter also searches).
+PREVIEW_CHARS = 160
+#: Bytes read per refresh step of one file (bounds the time the lock is held and the memory of one read).
+CHUNK = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Row:
+    """One trace in the list: where it is and what the list shows."""
+
+    id: str
+    file: str
+    line: int
+    offset: int  # -1: a whole-document file (read again with read_values)
+    length: int
+    seq: int
+    shape: str
+    summary: TraceSummary
+    meta: TraceMeta
+    steps: int
+    preview: str
+    own_meta: bool  # the metadata came from the trace itself, not from a sibling
+    slot: int = -1  # which record of the metadata sibling describes it (-1: none)
+
+    def to_json(self) -> dict[str, Any]:
+        meta = self.meta
+        return {
+            "id": self.id,
+            "file": self.file,
+            "line": self.line,
+            "shape": self.shape,
+            "trace_id": meta.trace_id or None,
+            "name": meta.name,
+            "service": meta.service,
+            "models": meta.models,
+            "start": meta.start,
+            "duration_ms": meta.duration_ms,
+            "status": meta.status,
+            "tokens_in": meta.usage.input_tokens,
+            "tokens_out": meta.usage.output_tokens,
+            "steps": self.steps,
+            "calls": sum(self.summary.tool_calls_by_name.values()),
+            "tools": self.summary.tool_calls_by_name,
+            "errors": self.summary.error_count,
+            "events": self.summary.event_count,
+            "preview": self.preview,
+        }
+
+    def haystack(self) -> str:
+        meta = self.meta
+        parts = [self.file, meta.trace_id, meta.name or "", meta.service or "", " ".join(meta.models), self.preview]
+        parts.extend(self.summary.tool_calls_by_name)
+        return "\n".join(parts).lower()
+
+
+def _preview(trace: Trace | None) -> str:
+    if trace is None:
+        return ""
+    for ev in trace.events:
+        if ev.role == "user":
+            return ev.text()[:PREVIEW_CHARS]
+    return ""
+
+
+@dataclass(slots=True)
+class _Glance:
+    """What the list needs of a bare Invariant event list, read from the JSON without building a Trace (the index
+    of a big file spends most of its time here); None from :func:`_glance` sends the value to the full decoder."""
+
+    summary: TraceSummary
+    steps: int
+    preview: str
+
+
+def _glance(value: Any) -> _Glance | None:
+    if not isinstance(value, list) or not value:
+        return None
+    counts: dict[str, int] = {}
+    n_events = errors = steps = 0
+    preview: str | None = None
+    for ev in value:
+        if not isinstance(ev, dict):
+            return None
+        role = ev.get("role")
+        calls = ev.get("tool_calls") or []
+        error = ev.get("error")
+        content = ev.get("content")
+        if not isinstance(role, str) or not isinstance(calls, list) or not (error is None or isinstance(error, dict)):
+            return None
+        for call in calls:
+            fn = call.get("function", call) if isinstance(call, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            # a call with "tool" is a compact one: the full decoder tells the shapes apart
+            if not isinstance(fn, dict) or not isinstance(name, str) or "tool" in fn:
+                return None
+            name = sys.intern(name)  # the same few tool names in every row: held once
+            counts[name] = counts.get(name, 0) + 1
+        n_events += len(calls)
+        if role in ("tool", "error") or content or not calls:
+            n_events += 1
+        if error is not None or role == "error":
+            errors += 1
+        if role == "assistant":
+            steps += 1
+        elif role == "user" and preview is None:
+            if isinstance(content, str):
+                preview = content[:PREVIEW_CHARS]
+            elif isinstance(content, list):
+                text = "".join(
+                    str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text"
+                )
+                preview = text[:PREVIEW_CHARS]
+    names = sorted(counts)
+    summary = TraceSummary(n_events, names, {name: counts[name] for name in names}, errors)
+    return _Glance(summary, steps, preview or "")
+
+
+def _shared(meta: TraceMeta) -> TraceMeta:
+    """The metadata with its repeated strings (agent, service, models, status) held once across rows."""
+    meta.name = sys.intern(meta.name) if meta.name is not None else None
+    meta.service = sys.intern(meta.service) if meta.service is not None else None
+    meta.models = [sys.intern(m) for m in meta.models]
+    return meta
+
+
+def _steps(trace: Trace | None) -> int:
+    return 0 if trace is None else sum(1 for ev in trace.events if ev.role == "assistant")
+
+
+@dataclass(slots=True)
+class _Lines:
+    """A JSONL file read incrementally: how far it was read, and what identifies it."""
+
+    path: Path
+    done: int = 0
+    line: int = 0
+    inode: int = -1
+    pending: bool = False  # more bytes than one step reads were there at the last look
+
+    def appended(self) -> list[tuple[int, int, int, bytes]] | None:
+        """``(line, offset, length, bytes)`` of each complete line appended since the last call; None when the
+        file was replaced or shrank (read it again from the start)."""
+        try:
+            st = self.path.stat()
+        except OSError:
+            return []
+        if (self.inode != -1 and st.st_ino != self.inode) or st.st_size < self.done:
+            return None
+        self.inode = st.st_ino
+        self.pending = False
+        if st.st_size == self.done:
+            return []
+        out: list[tuple[int, int, int, bytes]] = []
+        limit = max_line_bytes()
+        with self.path.open("rb") as handle:
+            handle.seek(self.done)
+            budget = CHUNK
+            while True:
+                if budget <= 0:
+                    self.pending = True
+                    break
+                start = handle.tell()
+                raw = handle.readline(limit + 1)
+                if not raw.endswith(b"\n"):
+                    if len(raw) > limit:  # past the line limit: skip to the next newline
+                        while raw and not raw.endswith(b"\n"):
+                            raw = handle.readline(CHUNK)
+                        if raw:
+                            self.line += 1
+                            self.done = handle.tell()
+                            continue
+                    break  # a partial last line: wait for the rest
+                self.line += 1
+                self.done = handle.tell()
+                budget -= len(raw)
+                if len(raw) > limit:
+                    continue
+                out.append((self.line, start, len(raw), raw))
+        return out
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+@dataclass(slots=True)
+class _File:
+    number: int
+    path: Path
+    name: str  # str(path), shared by its rows
+    lines: _Lines | None  # None: a whole-document file
+    meta: _Lines | None = None
+    metas: list[TraceMeta] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    stamp: tuple[int, int] = (-1, -1)
+    problems: int = 0
+    attached: tuple[int, int] = (0, 0)  # (rows, metadata records) when the sibling was last matched
+    slots: int = 0  # trace lines (and bad lines) seen: the sibling's records go with them in order
+
+
+class Index:
+    """Every trace under the paths given, as :class:`Row`s; :meth:`refresh` reads what changed."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.files: dict[str, _File] = {}
+        self.order: list[_File] = []
+        self.lock = threading.Lock()
+        self.generation = 0
+        self.seq = 0
+        self.rows: dict[str, Row] = {}
+        #: Whether the last :meth:`refresh` stopped with bytes still to read (the caller refreshes again at once).
+        self.behind = False
+
+    # -- discovery -----------------------------------------------------------------------------------------------
+    def _discover(self) -> list[Path]:
+        found: list[Path] = []
+        for path in self.paths:
+            if path.is_dir():
+                found.extend(
+                    sorted(
+                        f
+                        for f in path.iterdir()
+                        if f.suffix in (".jsonl", ".json", ".yaml", ".yml")
+                        and not f.name.endswith(META_SUFFIX)
+                        and not f.name.startswith(".")
+                    )
+                )
+            elif path.is_file():
+                found.append(path)
+        return found
+
+    def refresh(self) -> bool:
+        """Read what was appended to every file (and index new files); True when a row was added or changed."""
+        changed = False
+        self.behind = False
+        for path in self._discover():
+            key = os.path.abspath(path)
+            entry = self.files.get(key)
+            if entry is None:
+                entry = _File(len(self.order), path, str(path), _Lines(path) if path.suffix == ".jsonl" else None)
+                sibling = meta_path(path)
+                if sibling is not None:
+                    entry.meta = _Lines(sibling)
+                self.files[key] = entry
+                self.order.append(entry)
+            changed |= self._refresh_file(entry)
+            if (entry.lines is not None and entry.lines.pending) or (entry.meta is not None and entry.meta.pending):
+                self.behind = True
+        if changed:
+            with self.lock:
+                self.generation += 1
+        return changed
+
+    def _add(self, entry: _File, row: Row) -> None:
+        with self.lock:
+            entry.rows.append(row)
+            self.rows[row.id] = row
+
+    def _clear(self, entry: _File) -> None:
+        with self.lock:
+            for row in entry.rows:
+                self.rows.pop(row.id, None)
+            entry.rows = []
+            entry.metas = []
+            entry.problems = 0
+            entry.slots = 0
+            entry.attached = (0, 0)
+
+    def _row(
+        self, entry: _File, line: int, offset: int, length: int, decoded: Decoded, glance: _Glance | None = None
+    ) -> Row:
+        self.seq += 1
+        trace = decoded.trace
+        if glance is None:
+            summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
+            glance = _Glance(summary, _steps(trace), _preview(trace))
+        meta = decoded.meta or TraceMeta(trace_id="")
+        return Row(
+            id=f"{entry.number}-{line}",
+            file=entry.name,
+            line=line,
+            offset=offset,
+            length=length,
+            seq=self.seq,
+            shape=decoded.shape,
+            summary=glance.summary,
+            meta=meta,
+            steps=glance.steps,
+            preview=glance.preview,
+            own_meta=bool(meta.trace_id),
+        )
+
+    def _refresh_file(self, entry: _File) -> bool:
+        if entry.lines is None:
+            return self._refresh_document(entry)
+        changed = False
+        if entry.meta is not None:
+            meta_lines = entry.meta.appended()
+            if meta_lines is None:
+                entry.meta = _Lines(entry.meta.path)
+                entry.metas = []
+                meta_lines = entry.meta.appended() or []
+            for _, _, _, raw in meta_lines:
+                data = _json(raw)
+                got = data.get("metadata") if isinstance(data, dict) else None
+                entry.metas.append(
+                    _shared(TraceMeta.from_dict(got)) if isinstance(got, dict) else TraceMeta(trace_id="")
+                )
+            changed |= self._attach_metas(entry)
+        appended = entry.lines.appended()
+        if appended is None:
+            self._clear(entry)
+            entry.lines = _Lines(entry.path)
+            if entry.meta is not None:
+                entry.meta = _Lines(entry.meta.path)
+            return self._refresh_file(entry) or True
+        for line, offset, length, raw in appended:
+            data = _json(raw)
+            glance = _glance(data)
+            if glance is not None:
+                row = self._row(entry, line, offset, length, Decoded("invariant", None), glance)
+                row.slot = entry.slots
+                entry.slots += 1
+                self._add(entry, row)
+                changed = True
+                continue
+            try:
+                decoded = decode(data) if data is not None else None
+            except (TraceError, RecursionError):
+                decoded = None
+            if decoded is None:
+                entry.problems += 1
+                entry.slots += 1
+                continue
+            if decoded.trace is None and decoded.summary is None:
+                continue
+            row = self._row(entry, line, offset, length, decoded)
+            if decoded.trace is not None:
+                row.slot = entry.slots
+                entry.slots += 1
+            self._add(entry, row)
+            changed = True
+        changed |= self._attach_metas(entry)
+        return changed
+
+    def _attach_metas(self, entry: _File) -> bool:
+        changed = False
+        now = (len(entry.rows), len(entry.metas))
+        if now == entry.attached:
+            return False
+        entry.attached = now
+        with self.lock:
+            for row in entry.rows:
+                if row.own_meta or not 0 <= row.slot < len(entry.metas) or row.meta is entry.metas[row.slot]:
+                    continue
+                row.meta = entry.metas[row.slot]
+                changed = True
+        return changed
+
+    def _refresh_document(self, entry: _File) -> bool:
+        try:
+            st = entry.path.stat()
+        except OSError:
+            return False
+        stamp = (st.st_size, st.st_mtime_ns)
+        if stamp == entry.stamp:
+            return False
+        entry.stamp = stamp
+        self._clear(entry)
+        for item in read_values(entry.path):
+            if isinstance(item, Problem):
+                entry.problems += 1
+                continue
+            try:
+                decoded = decode(item.data)
+            except (TraceError, RecursionError):
+                entry.problems += 1
+                continue
+            if decoded.trace is None and decoded.summary is None:
+                continue
+            self._add(entry, self._row(entry, item.line, -1, 0, decoded))
+        return True
+
+    # -- reading -------------------------------------------------------------------------------------------------
+    def snapshot(self) -> tuple[int, list[Row]]:
+        with self.lock:
+            return self.generation, list(self.rows.values())
+
+    def problems(self) -> int:
+        return sum(f.problems for f in self.order)
+
+    def raw(self, row: Row) -> Any:
+        """The JSON value the row was read from (one line, or the document)."""
+        if row.offset >= 0:
+            with open(row.file, "rb") as handle:
+                handle.seek(row.offset)
+                return json.loads(handle.read(row.length))
+        for item in read_values(row.file):
+            if not isinstance(item, Problem) and item.line == row.line:
+                return item.data
+        raise LookupError(f"{row.file}:{row.line}: no longer there")
+
+    def trace(self, row: Row) -> tuple[Any, Trace | None]:
+        """The raw value and its decoded trace, with the row's metadata (from a sibling) when it has none."""
+        raw = self.raw(row)
+        decoded = decode(raw)
+        trace = decoded.trace
+        if trace is not None and not trace.meta.trace_id:
+            trace.meta = row.meta
+        return raw, trace
+
+
+def lookup(index: Index, run_id: str) -> Row | None:
+    with index.lock:
+        return index.rows.get(run_id)

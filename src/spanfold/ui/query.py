@@ -1,0 +1,104 @@
+"""The run list's filters, sorting and paging (pure functions over index rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spanfold.ui.index import Row
+
+#: Sortable columns and the key each sorts by (missing values sort as the smallest).
+SORT_KEYS: dict[str, Callable[[Row], Any]] = {
+    "time": lambda r: (r.meta.start or "", r.seq),
+    "name": lambda r: ((r.meta.name or "").lower(), r.seq),
+    "models": lambda r: (",".join(r.meta.models), r.seq),
+    "steps": lambda r: (r.steps, r.seq),
+    "calls": lambda r: (sum(r.summary.tool_calls_by_name.values()), r.seq),
+    "errors": lambda r: (r.summary.error_count, r.seq),
+    "tokens_in": lambda r: (r.meta.usage.input_tokens, r.seq),
+    "tokens_out": lambda r: (r.meta.usage.output_tokens, r.seq),
+    "duration": lambda r: (r.meta.duration_ms if r.meta.duration_ms is not None else -1.0, r.seq),
+    "status": lambda r: (r.meta.status, r.seq),
+    "file": lambda r: (r.file, r.line),
+}
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    text: str = ""
+    tool: str = ""
+    model: str = ""
+    status: str = ""
+    errors: str = ""  # "", "yes", "no"
+    sort: str = "time"
+    desc: bool = True
+    offset: int = 0
+    limit: int = 100
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str]) -> Query:
+        def number(name: str, default: int, top: int) -> int:
+            try:
+                return max(0, min(top, int(params.get(name, default))))
+            except ValueError:
+                return default
+
+        sort = params.get("sort", "time")
+        return cls(
+            text=params.get("q", "").strip().lower(),
+            tool=params.get("tool", ""),
+            model=params.get("model", ""),
+            status=params.get("status", ""),
+            errors=params.get("errors", ""),
+            sort=sort if sort in SORT_KEYS else "time",
+            desc=params.get("order", "desc") != "asc",
+            offset=number("offset", 0, 10**9),
+            limit=number("limit", 100, MAX_LIMIT) or 1,
+        )
+
+    def keeps(self, row: Row) -> bool:
+        if self.tool and self.tool not in row.summary.tool_calls_by_name:
+            return False
+        if self.model and self.model not in row.meta.models:
+            return False
+        if self.status and row.meta.status != self.status:
+            return False
+        if self.errors == "yes" and not row.summary.error_count:
+            return False
+        if self.errors == "no" and row.summary.error_count:
+            return False
+        return not self.text or self.text in row.haystack()
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.text, self.tool, self.model, self.status, self.errors, self.sort, self.desc)
+
+
+class Lister:
+    """Filters and sorts the rows once per (query, index generation), then pages from that result."""
+
+    def __init__(self) -> None:
+        self._cache: tuple[tuple[Any, ...], int, list[Row]] | None = None
+
+    def page(self, generation: int, rows: list[Row], query: Query) -> tuple[int, list[Row]]:
+        cached = self._cache
+        if cached is not None and cached[0] == query.key() and cached[1] == generation:
+            chosen = cached[2]
+        else:
+            chosen = [r for r in rows if query.keeps(r)]
+            chosen.sort(key=SORT_KEYS[query.sort], reverse=query.desc)
+            self._cache = (query.key(), generation, chosen)
+        return len(chosen), chosen[query.offset : query.offset + query.limit]
+
+
+def facets(rows: list[Row]) -> dict[str, list[str]]:
+    """The tool names, models and statuses present (the filters' choices)."""
+    tools: set[str] = set()
+    models: set[str] = set()
+    statuses: set[str] = set()
+    for r in rows:
+        tools.update(r.summary.tool_calls_by_name)
+        models.update(r.meta.models)
+        statuses.add(r.meta.status)
+    return {"tools": sorted(tools), "models": sorted(models), "statuses": sorted(statuses)}

@@ -1,0 +1,235 @@
+"""The ``spanfold ui`` web server (aiohttp): the page, its static assets and a small JSON API over the index.
+
+Every response carries a Content-Security-Policy that allows only this server's own script, style and images
+(``data:`` images too, which traces carry inline), no inline script, no framing; trace content reaches the page
+only as JSON and is put on it as text. With a token, each request needs it: ``Authorization: Bearer TOKEN``, or
+the cookie the page gets when it is opened once as ``/?token=TOKEN``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from spanfold.checks.trajectory import ExpectedCall
+from spanfold.checks.view import Call, view_of
+from spanfold.trace.compact import compact_messages
+from spanfold.trace.model import Trace
+from spanfold.ui.index import Index, Row, lookup
+from spanfold.ui.query import Lister, Query, facets
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+COOKIE = "spanfold_ui_token"
+STATIC = {"app.js": "text/javascript", "style.css": "text/css", "index.html": "text/html"}
+#: Seconds between looks at the files for appended traces.
+REFRESH_SECONDS = 1.0
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(slots=True)
+class UiOptions:
+    host: str = "127.0.0.1"
+    port: int = 8777
+    token: str | None = None
+    refresh: float = REFRESH_SECONDS
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("spanfold.ui").joinpath("static").joinpath(name).read_bytes()
+
+
+def _authorized(request: web.Request, token: str) -> bool:
+    given = ""
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        given = header[len("Bearer ") :]
+    elif "token" in request.query:
+        given = request.query["token"]
+    else:
+        given = request.cookies.get(COOKIE, "")
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass"))
+
+
+def _middleware(options: UiOptions) -> Any:
+    @web.middleware
+    async def secure(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if options.token is not None and not _authorized(request, options.token):
+            response: web.StreamResponse = web.Response(status=401, text="spanfold ui: a token is required\n")
+        else:
+            try:
+                response = await handler(request)
+            except web.HTTPException as exc:
+                response = web.Response(status=exc.status, text=exc.reason or "")
+            if options.token is not None and "token" in request.query:
+                assert isinstance(response, web.Response)
+                response.set_cookie(COOKIE, request.query["token"], httponly=True, samesite="Strict")
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    return secure
+
+
+def _json(value: Any) -> web.Response:
+    return web.Response(text=json.dumps(value, ensure_ascii=False, default=str), content_type="application/json")
+
+
+def _event(n: int, ev: Any) -> dict[str, Any]:
+    out: dict[str, Any] = ev.to_invariant(timestamps=True)
+    out["n"] = n
+    if ev.name is not None:
+        out["name"] = ev.name
+    if ev.metadata:
+        out["metadata"] = ev.metadata
+    return out
+
+
+def _call(call: Call) -> dict[str, Any]:
+    return {
+        "index": call.index,
+        "name": call.name,
+        "args": call.args,
+        "output": call.output if call.has_output else None,
+        "error": call.error,
+        "event": call.event,
+    }
+
+
+def divergence(a: list[Call], b: list[Call]) -> int | None:
+    """Where two trajectories part (0-based), by ``tool_trajectory``'s ``exact`` rule: call i of one must be
+    call i of the other, same tool and equal arguments; None when they are the same."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if not ExpectedCall(x.name, x.args, "exact").matches(y):
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+class Ui:
+    def __init__(self, index: Index, options: UiOptions) -> None:
+        self.index = index
+        self.options = options
+        self.lister = Lister()
+        self._facets: tuple[int, dict[str, list[str]]] = (-1, {})
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[_middleware(self.options)], client_max_size=64 * 1024)
+        app.router.add_get("/", self.page)
+        app.router.add_get("/static/{name}", self.static)
+        app.router.add_get("/favicon.ico", self.favicon)
+        app.router.add_get("/api/state", self.state)
+        app.router.add_get("/api/runs", self.runs)
+        app.router.add_get("/api/run/{id}", self.run)
+        app.router.add_get("/api/compare", self.compare)
+        app.on_startup.append(self._start)
+        app.on_cleanup.append(self._stop)
+        return app
+
+    async def _start(self, app: web.Application) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _stop(self, app: web.Application) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            with contextlib.suppress(OSError):
+                await loop.run_in_executor(None, self.index.refresh)
+            await asyncio.sleep(0 if self.index.behind else self.options.refresh)
+
+    async def page(self, request: web.Request) -> web.Response:
+        return web.Response(body=_asset("index.html"), content_type="text/html", charset="utf-8")
+
+    async def favicon(self, request: web.Request) -> web.Response:
+        return web.Response(status=204)
+
+    async def static(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in STATIC:
+            raise web.HTTPNotFound()
+        return web.Response(body=_asset(name), content_type=STATIC[name], charset="utf-8")
+
+    async def state(self, request: web.Request) -> web.Response:
+        generation, rows = self.index.snapshot()
+        return _json({"generation": generation, "total": len(rows), "problems": self.index.problems()})
+
+    async def runs(self, request: web.Request) -> web.Response:
+        query = Query.parse(request.query)
+        generation, rows = self.index.snapshot()
+        total, page = self.lister.page(generation, rows, query)
+        if self._facets[0] != generation:
+            self._facets = (generation, facets(rows))
+        return _json(
+            {
+                "generation": generation,
+                "total": total,
+                "all": len(rows),
+                "offset": query.offset,
+                "runs": [r.to_json() for r in page],
+                "facets": self._facets[1],
+            }
+        )
+
+    def _load(self, run_id: str) -> tuple[Row, Any, Trace | None]:
+        row = lookup(self.index, run_id)
+        if row is None:
+            raise web.HTTPNotFound(reason="no such run")
+        try:
+            raw, trace = self.index.trace(row)
+        except Exception:
+            raise web.HTTPNotFound(reason="this run can no longer be read") from None
+        return row, raw, trace
+
+    async def run(self, request: web.Request) -> web.Response:
+        row, raw, trace = await asyncio.get_running_loop().run_in_executor(None, self._load, request.match_info["id"])
+        out: dict[str, Any] = {"row": row.to_json(), "raw": raw}
+        if trace is not None:
+            out["meta"] = trace.meta.to_dict()
+            out["events"] = [_event(n, ev) for n, ev in enumerate(trace.events, 1)]
+            out["spec"] = yaml.safe_dump(compact_messages(trace), sort_keys=False, allow_unicode=True, width=120)
+        return _json(out)
+
+    async def compare(self, request: web.Request) -> web.Response:
+        loop = asyncio.get_running_loop()
+        sides = []
+        for name in ("a", "b"):
+            row, _, trace = await loop.run_in_executor(None, self._load, request.query.get(name, ""))
+            calls = view_of(trace).calls if trace is not None else []
+            sides.append((row, calls))
+        (row_a, calls_a), (row_b, calls_b) = sides
+        return _json(
+            {
+                "a": {"row": row_a.to_json(), "calls": [_call(c) for c in calls_a]},
+                "b": {"row": row_b.to_json(), "calls": [_call(c) for c in calls_b]},
+                "divergence": divergence(calls_a, calls_b),
+            }
+        )
+
+
+async def start(index: Index, options: UiOptions) -> tuple[web.AppRunner, str]:
+    """Start serving (the index is refreshed in the background); the runner and the page's URL."""
+    runner = web.AppRunner(Ui(index, options).app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, options.host, options.port)
+    await site.start()
+    port = int(runner.addresses[0][1])
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    return runner, f"http://{host}:{port}/"

@@ -1,0 +1,113 @@
+"""Fixtures for the ``spanfold ui`` tests: the real command on a free loopback port, and a real headless browser
+(Debian's chromium driven by Playwright; the browser tests skip, saying why, when either is missing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("SPANFOLD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+class UiServer:
+    """``spanfold ui PATHS --port 0`` as a child process; its URL is read from its first line on stderr."""
+
+    def __init__(self, paths: list[Path], *extra: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "spanfold", "ui", *map(str, paths), "--port", "0", *extra],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        assert "spanfold ui: http://" in line, line
+        self.url = line.split("spanfold ui: ", 1)[1].split("?")[0].strip()
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        request = urllib.request.Request(self.url.rstrip("/") + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read()
+
+    def json(self, path: str) -> Any:
+        status, _, body = self.get(path)
+        assert status == 200, body
+        return json.loads(body)
+
+    def wait_total(self, total: int, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.json("/api/state")["total"] >= total:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"the index never reached {total} runs: {self.json('/api/state')}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+@pytest.fixture
+def ui_server() -> Iterator[Any]:
+    servers: list[UiServer] = []
+
+    def start(paths: list[Path], *extra: str, env: dict[str, str] | None = None) -> UiServer:
+        server = UiServer(paths, *extra, env=env)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Traces from ``spanfold demo`` (the real agent against the embedded mock server)."""
+    out = tmp_path_factory.mktemp("demo") / "traces"
+    subprocess.run([sys.executable, "-m", "spanfold", "demo", "-o", str(out)], check=True, capture_output=True)
+    assert (out / "traces.jsonl").is_file()
+    return out
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright for Python is not installed (pip install playwright; CI installs it)")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium; CI installs it)")
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    yield opened
+    context.close()
