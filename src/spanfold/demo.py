@@ -128,6 +128,56 @@ def openai_responses_agent(client: Any, question: str = QUESTION, *, stream: boo
     return ""
 
 
+GROQ_MODEL = "llama-3.3-70b-versatile"
+
+
+def _collect_chat_stream(chunks: Any) -> dict[str, Any]:
+    """The assistant message a raw Chat Completions stream spells out (SDKs without a stream helper: groq)."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            delta = choice.delta
+            text.append(delta.content or "")
+            for call in delta.tool_calls or []:
+                entry = calls.setdefault(
+                    call.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                entry["id"] = call.id or entry["id"]
+                if call.function is not None:
+                    entry["function"]["name"] += call.function.name or ""
+                    entry["function"]["arguments"] += call.function.arguments or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+def groq_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The Chat Completions loop on the groq SDK (streamed: the raw chunks, assembled here)."""
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(max_steps):
+        request = {"model": GROQ_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            message: Any = _collect_chat_stream(client.chat.completions.create(**request, stream=True))
+            calls = [
+                (c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls", [])
+            ]
+            content = message["content"]
+        else:
+            message = client.chat.completions.create(**request).choices[0].message
+            calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
+            content = message.content
+        messages.append(message)
+        if not calls:
+            return str(content or "")
+        for call_id, name, arguments in calls:
+            messages.append(
+                {"role": "tool", "tool_call_id": call_id, "content": run_tool_call(name, arguments, call_id)}
+            )
+    return ""
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -148,10 +198,17 @@ def _anthropic_client(server: MockLLMServer) -> Any:
     return anthropic.Anthropic(api_key="demo-key", base_url=server.anthropic_base_url, max_retries=0)
 
 
+def _groq_client(server: MockLLMServer) -> Any:
+    import groq
+
+    return groq.Groq(api_key="demo-key", base_url=server.groq_base_url, max_retries=0)
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
+    "groq": Provider(groq_agent, _groq_client),
 }
 
 

@@ -16,8 +16,11 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, Reply
 
+from .provider_specs import SPECS
+
 PROVIDERS = list(demo.PROVIDERS)
 PREFIX = {"openai": "call_mock_", "openai-responses": "call_mock_", "anthropic": "toolu_mock_"}
+PREFIX.update({name: spec.call_prefix for name, spec in SPECS.items()})
 
 
 def shape(events: list[dict[str, Any]]) -> list[str]:
@@ -194,6 +197,7 @@ def _break_chat(client: openai.OpenAI) -> list[Any]:
 
 
 BREAKERS = {"openai": _break_chat, "anthropic": _break_anthropic, "openai-responses": _break_responses}
+BREAKERS.update({name: (lambda client, spec=spec: spec.say(client, "Talk.", True)) for name, spec in SPECS.items()})
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

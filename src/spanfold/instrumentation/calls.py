@@ -264,3 +264,21 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         return out
 
     return wrapper
+
+
+def stainless_result(result: Any, stream: type, async_stream: type, raw: type, async_raw: type, model: type) -> Result:
+    """``classify`` for the Stainless-generated SDKs (anthropic, groq), given that SDK's own types: its streams, its raw
+    responses (``with_raw_response``; ``with_streaming_response`` marks its requests ``X-Stainless-Raw-Response:
+    stream`` and is left to the user), its response models."""
+    if isinstance(result, stream):
+        return Result.STREAM
+    if isinstance(result, async_stream):
+        return Result.ASYNC_STREAM
+    if isinstance(result, (raw, async_raw)):
+        headers = getattr(getattr(result, "_options", None), "headers", None)
+        if isinstance(headers, Mapping) and headers.get("X-Stainless-Raw-Response") == "stream":
+            return Result.OPAQUE
+        return Result.ASYNC_RAW if isinstance(result, async_raw) else Result.RAW
+    if isinstance(result, model):
+        return Result.RESPONSE
+    return Result.OPAQUE

@@ -27,6 +27,7 @@ logger = logging.getLogger("spanfold")
 INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "openai": ("openai", "spanfold.instrumentation.openai:OpenAIInstrumentor"),
     "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
+    "groq": ("groq", "spanfold.instrumentation.groq:GroqInstrumentor"),
 }
 
 _lock = threading.Lock()

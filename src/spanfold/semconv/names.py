@@ -74,6 +74,12 @@ REQUEST_TOP_K: Final = "gen_ai.request.top_k"
 PROVIDER_OPENAI: Final = "openai"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 
+# --- more providers (groq, mistral, ollama, cohere, litellm): gen_ai.provider.name values ----------------
+PROVIDER_GROQ: Final = "groq"
+PROVIDER_MISTRAL: Final = "mistral_ai"
+PROVIDER_OLLAMA: Final = "ollama"  # not a well-known value of the conventions; the library's own name
+PROVIDER_COHERE: Final = "cohere"
+
 # --- vendor attributes (written by spanfold's providers, read by the fold) -------------------------------
 #: A Responses API call that continues a chain: the previous response (its history is on the server, not re-sent).
 OPENAI_PREVIOUS_RESPONSE_ID: Final = "openai.request.previous_response_id"

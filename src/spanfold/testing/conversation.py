@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from spanfold.testing.replies import ToolCallSpec
 
-Api = Literal["chat", "messages", "responses"]
+Api = Literal["chat", "messages", "responses", "groq", "mistral", "ollama", "ollama_generate", "cohere"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 

@@ -20,6 +20,7 @@ from spanfold.testing.errors import openai_error
 from spanfold.testing.render_anthropic import MessagesRenderer
 from spanfold.testing.render_base import RenderContext, Renderer
 from spanfold.testing.render_chat import ChatRenderer
+from spanfold.testing.render_groq import GroqChatRenderer
 from spanfold.testing.render_responses import ResponsesRenderer
 from spanfold.testing.replay import RecordingReplay
 from spanfold.testing.replies import Reply
@@ -34,18 +35,29 @@ RENDERERS: dict[Api, Renderer] = {
     "chat": ChatRenderer(),
     "messages": MessagesRenderer(),
     "responses": ResponsesRenderer(),
+    "groq": GroqChatRenderer(),
 }
 
 
 def api_for_path(path: str) -> Api | None:
     """``.../chat/completions`` -> chat, ``.../messages`` -> messages, ``.../responses`` -> responses."""
     path = path.rstrip("/")
+    more = more_providers_api(path)
+    if more is not None:
+        return more
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/messages"):
         return "messages"
     if path.endswith("/responses"):
         return "responses"
+    return None
+
+
+def more_providers_api(path: str) -> Api | None:
+    """The APIs of groq, mistral, ollama and cohere, by their paths (checked before the OpenAI ones)."""
+    if path.endswith("/openai/v1/chat/completions"):
+        return "groq"
     return None
 
 
@@ -290,6 +302,11 @@ class MockLLMServer:
     @property
     def anthropic_base_url(self) -> str:
         """For ``anthropic.Anthropic(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/v1/messages``)."""
+        return self.url
+
+    @property
+    def groq_base_url(self) -> str:
+        """For ``groq.Groq(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/openai/v1/...``)."""
         return self.url
 
     @property

@@ -1,0 +1,75 @@
+"""One description per added provider (groq, mistral, ollama, cohere): how the scenario matrix drives its real SDK.
+
+The sync agent loop is the demo's (``spanfold.demo.PROVIDERS``); a spec adds what the demo does not have: the async
+client and loop, a one-message call (streamed or not), the SDK's exception for a 500, and the tool-call id prefix the
+mock server gives that API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from spanfold import demo
+from spanfold.testing import MockLLMServer, scenarios
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    aclient: Callable[[MockLLMServer], Any]
+    #: (async client, question, stream) -> the final answer
+    async_agent: Callable[[Any, str, bool], Awaitable[str]]
+    #: (client, user text, stream) -> the reply text (a stream is read to its end)
+    say: Callable[[Any, str, bool], str]
+    #: the fully qualified name of the SDK's exception for an HTTP 500
+    server_error: str
+    call_prefix: str
+    model: str
+
+
+# --- groq -----------------------------------------------------------------------------------------------
+
+
+def _groq_aclient(server: MockLLMServer) -> Any:
+    import groq
+
+    return groq.AsyncGroq(api_key="gsk-test-secret", base_url=server.groq_base_url, max_retries=0)
+
+
+async def _groq_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.GROQ_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            chunks = [chunk async for chunk in await client.chat.completions.create(**request, stream=True)]
+            message: dict[str, Any] = demo._collect_chat_stream(chunks)
+        else:
+            completion = await client.chat.completions.create(**request)
+            message = completion.choices[0].message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            result = scenarios.run_weather_tool(call["function"]["name"], args)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("agent did not finish")
+
+
+def _groq_say(client: Any, text: str, stream: bool) -> str:
+    request = {"model": demo.GROQ_MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        return "".join(
+            c.choices[0].delta.content or ""
+            for c in client.chat.completions.create(**request, stream=True)
+            if c.choices
+        )
+    return str(client.chat.completions.create(**request).choices[0].message.content)
+
+
+GROQ = Spec("groq", _groq_aclient, _groq_agent, _groq_say, "groq.InternalServerError", "call_mock_", demo.GROQ_MODEL)
+
+SPECS: dict[str, Spec] = {"groq": GROQ}
