@@ -153,29 +153,53 @@ def _collect_chat_stream(chunks: Any) -> dict[str, Any]:
     return message
 
 
-def groq_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
-    """The Chat Completions loop on the groq SDK (streamed: the raw chunks, assembled here)."""
+def _field(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _chat_tool_loop(send: Callable[[list[Any]], Any], question: str, max_steps: int) -> str:
+    """The Chat Completions tool loop over ``send(messages) -> assistant message`` (an SDK object or a dict)."""
     messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
     for _ in range(max_steps):
+        message = send(messages)
+        messages.append(message)
+        calls = _field(message, "tool_calls") or []
+        if not calls:
+            return str(_field(message, "content") or "")
+        for call in calls:
+            call_id, function = _field(call, "id"), _field(call, "function")
+            name = _field(function, "name")
+            result = run_tool_call(name, _field(function, "arguments"), call_id)
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
+    return ""
+
+
+def groq_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The Chat Completions loop on the groq SDK (streamed: the raw chunks, assembled here)."""
+
+    def send(messages: list[Any]) -> Any:
         request = {"model": GROQ_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
         if stream:
-            message: Any = _collect_chat_stream(client.chat.completions.create(**request, stream=True))
-            calls = [
-                (c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls", [])
-            ]
-            content = message["content"]
-        else:
-            message = client.chat.completions.create(**request).choices[0].message
-            calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
-            content = message.content
-        messages.append(message)
-        if not calls:
-            return str(content or "")
-        for call_id, name, arguments in calls:
-            messages.append(
-                {"role": "tool", "tool_call_id": call_id, "content": run_tool_call(name, arguments, call_id)}
-            )
-    return ""
+            return _collect_chat_stream(client.chat.completions.create(**request, stream=True))
+        return client.chat.completions.create(**request).choices[0].message
+
+    return _chat_tool_loop(send, question, max_steps)
+
+
+MISTRAL_MODEL = "mistral-small-latest"
+
+
+def mistral_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop on mistralai: ``chat.complete``, or ``chat.stream`` whose events each hold a chunk in ``.data``."""
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": MISTRAL_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            with client.chat.stream(**request) as events:
+                return _collect_chat_stream(event.data for event in events)
+        return client.chat.complete(**request).choices[0].message
+
+    return _chat_tool_loop(send, question, max_steps)
 
 
 @dataclass(frozen=True)
@@ -204,11 +228,18 @@ def _groq_client(server: MockLLMServer) -> Any:
     return groq.Groq(api_key="demo-key", base_url=server.groq_base_url, max_retries=0)
 
 
+def _mistral_client(server: MockLLMServer) -> Any:
+    from mistralai.client import Mistral
+
+    return Mistral(api_key="demo-key", server_url=server.mistral_server_url)
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
     "groq": Provider(groq_agent, _groq_client),
+    "mistral": Provider(mistral_agent, _mistral_client),
 }
 
 

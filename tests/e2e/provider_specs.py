@@ -72,4 +72,50 @@ def _groq_say(client: Any, text: str, stream: bool) -> str:
 
 GROQ = Spec("groq", _groq_aclient, _groq_agent, _groq_say, "groq.InternalServerError", "call_mock_", demo.GROQ_MODEL)
 
-SPECS: dict[str, Spec] = {"groq": GROQ}
+# --- mistral --------------------------------------------------------------------------------------------
+
+
+def _mistral_aclient(server: MockLLMServer) -> Any:
+    from mistralai.client import Mistral
+
+    return Mistral(api_key="mistral-test-secret", server_url=server.mistral_server_url)
+
+
+async def _mistral_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.MISTRAL_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            events = await client.chat.stream_async(**request)
+            message: dict[str, Any] = demo._collect_chat_stream([event.data async for event in events])
+        else:
+            response = await client.chat.complete_async(**request)
+            message = response.choices[0].message.model_dump(by_alias=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            result = scenarios.run_weather_tool(call["function"]["name"], args)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("agent did not finish")
+
+
+def _mistral_say(client: Any, text: str, stream: bool) -> str:
+    request = {"model": demo.MISTRAL_MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        return "".join(e.data.choices[0].delta.content or "" for e in client.chat.stream(**request))
+    return str(client.chat.complete(**request).choices[0].message.content)
+
+
+MISTRAL = Spec(
+    "mistral",
+    _mistral_aclient,
+    _mistral_agent,
+    _mistral_say,
+    "mistralai.client.errors.SDKError",
+    "mockcall",
+    demo.MISTRAL_MODEL,
+)
+
+SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL}

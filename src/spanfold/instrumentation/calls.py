@@ -91,6 +91,23 @@ def base_url_server(instance: Any) -> Mapping[str, Any]:
     return attrs
 
 
+def _url_attributes(url: str) -> Mapping[str, Any]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    return {semconv.SERVER_ADDRESS: parts.hostname or None, semconv.SERVER_PORT: port}
+
+
+def url_server(url: Any) -> Mapping[str, Any]:
+    """``server.address`` / ``server.port`` of a base URL given as a string (SDKs that keep no ``httpx.URL``: mistralai,
+    cohere); an empty or missing URL gives none."""
+    if not isinstance(url, str) or not url:
+        return {}
+    attrs: Mapping[str, Any] = _SERVERS.cached(url, _url_attributes)
+    return attrs
+
+
 def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
     try:
         return api.server(instance)

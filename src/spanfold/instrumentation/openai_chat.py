@@ -130,9 +130,17 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
     A generator passed as ``messages`` is materialised into a list in ``kwargs`` first, so that recording it
     does not exhaust what the SDK is about to send.
     """
+    return chat_request_attributes(kwargs, rt, _HISTORY, REQUEST_PARAMS)
+
+
+def chat_request_attributes(
+    kwargs: dict[str, Any], rt: Runtime, history: HistoryCache, table: Mapping[str, str]
+) -> tuple[str | None, dict[str, Any]]:
+    """:func:`request_attributes` for an SDK of the same request shape with its own message conversion (``history``)
+    and parameter names (``table``)."""
     model = kwargs.get("model")
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model if isinstance(model, str) else None}
-    for key, attr in REQUEST_PARAMS.items():
+    for key, attr in table.items():
         value = kwargs.get(key)
         if params.given(value) and isinstance(value, (int, float)):
             attrs[attr] = value
@@ -151,7 +159,7 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
     if isinstance(messages, Iterator):
         messages = kwargs["messages"] = list(messages)
     if params.given(messages):
-        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_list(m.as_list(messages), rt)
+        attrs[semconv.INPUT_MESSAGES] = history.json_list(m.as_list(messages), rt)
     tools = kwargs.get("tools")
     if rt.capture_content and params.given(tools):
         if isinstance(tools, Iterator):

@@ -28,6 +28,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "openai": ("openai", "spanfold.instrumentation.openai:OpenAIInstrumentor"),
     "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
     "groq": ("groq", "spanfold.instrumentation.groq:GroqInstrumentor"),
+    "mistral": ("mistralai.client", "spanfold.instrumentation.mistral:MistralInstrumentor"),
 }
 
 _lock = threading.Lock()

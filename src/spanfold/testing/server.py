@@ -21,6 +21,7 @@ from spanfold.testing.render_anthropic import MessagesRenderer
 from spanfold.testing.render_base import RenderContext, Renderer
 from spanfold.testing.render_chat import ChatRenderer
 from spanfold.testing.render_groq import GroqChatRenderer
+from spanfold.testing.render_mistral import MistralRenderer
 from spanfold.testing.render_responses import ResponsesRenderer
 from spanfold.testing.replay import RecordingReplay
 from spanfold.testing.replies import Reply
@@ -36,6 +37,7 @@ RENDERERS: dict[Api, Renderer] = {
     "messages": MessagesRenderer(),
     "responses": ResponsesRenderer(),
     "groq": GroqChatRenderer(),
+    "mistral": MistralRenderer(),
 }
 
 
@@ -58,6 +60,8 @@ def more_providers_api(path: str) -> Api | None:
     """The APIs of groq, mistral, ollama and cohere, by their paths (checked before the OpenAI ones)."""
     if path.endswith("/openai/v1/chat/completions"):
         return "groq"
+    if path.startswith("/mistral/") and path.endswith(("/chat/completions", "/agents/completions")):
+        return "mistral"
     return None
 
 
@@ -308,6 +312,12 @@ class MockLLMServer:
     def groq_base_url(self) -> str:
         """For ``groq.Groq(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/openai/v1/...``)."""
         return self.url
+
+    @property
+    def mistral_server_url(self) -> str:
+        """For ``Mistral(server_url=...)``: ``http://127.0.0.1:PORT/mistral`` (the SDK appends ``/v1/chat/completions``;
+        the prefix tells Mistral's requests from OpenAI's, which use the same path)."""
+        return f"{self.url}/mistral"
 
     @property
     def requests(self) -> list[MockRequest]:
