@@ -43,7 +43,7 @@ def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
 TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather, "convert_temperature": convert_temperature}
 
 
-def run_tool_call(name: str, arguments: str, call_id: str) -> str:
+def run_tool_call(name: str, arguments: str, call_id: str | None) -> str:
     """Run one tool the model asked for; a bad call becomes an error message for the model."""
     try:
         return TOOLS[name](**json.loads(arguments or "{}"), tool_call_id=call_id)
@@ -202,6 +202,34 @@ def mistral_agent(client: Any, question: str = QUESTION, *, stream: bool = False
     return _chat_tool_loop(send, question, max_steps)
 
 
+OLLAMA_MODEL = "llama3.2"
+
+
+def ollama_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop on ollama: tool calls carry no ids and their arguments are objects; results name the tool."""
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(max_steps):
+        request = {"model": OLLAMA_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            text: list[str] = []
+            calls: list[Any] = []
+            for part in client.chat(**request, stream=True):
+                text.append(part.message.content or "")
+                calls.extend(part.message.tool_calls or [])
+            message: Any = {"role": "assistant", "content": "".join(text), "tool_calls": calls}
+        else:
+            message = client.chat(**request).message
+            calls = list(message.tool_calls or [])
+        messages.append(message)
+        if not calls:
+            return str(_field(message, "content") or "")
+        for call in calls:
+            name = call.function.name
+            result = run_tool_call(name, json.dumps(dict(call.function.arguments)), None)
+            messages.append({"role": "tool", "content": result, "tool_name": name})
+    return ""
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -234,12 +262,19 @@ def _mistral_client(server: MockLLMServer) -> Any:
     return Mistral(api_key="demo-key", server_url=server.mistral_server_url)
 
 
+def _ollama_client(server: MockLLMServer) -> Any:
+    import ollama
+
+    return ollama.Client(host=server.ollama_host)
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
     "groq": Provider(groq_agent, _groq_client),
     "mistral": Provider(mistral_agent, _mistral_client),
+    "ollama": Provider(ollama_agent, _ollama_client),
 }
 
 

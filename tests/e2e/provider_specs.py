@@ -26,8 +26,20 @@ class Spec:
     say: Callable[[Any, str, bool], str]
     #: the fully qualified name of the SDK's exception for an HTTP 500
     server_error: str
-    call_prefix: str
+    #: None: the API's tool calls have no ids (ollama)
+    call_prefix: str | None
     model: str
+
+
+def without_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A trace as an API without tool-call ids folds it: no ``id`` in calls, no ``tool_call_id`` in results."""
+    out = []
+    for event in events:
+        event = {k: v for k, v in event.items() if k != "tool_call_id"}
+        if "tool_calls" in event:
+            event["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in event["tool_calls"]]
+        out.append(event)
+    return out
 
 
 # --- groq -----------------------------------------------------------------------------------------------
@@ -118,4 +130,43 @@ MISTRAL = Spec(
     demo.MISTRAL_MODEL,
 )
 
-SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL}
+# --- ollama ---------------------------------------------------------------------------------------------
+
+
+def _ollama_aclient(server: MockLLMServer) -> Any:
+    import ollama
+
+    return ollama.AsyncClient(host=server.ollama_host)
+
+
+async def _ollama_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.OLLAMA_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            parts = [part async for part in await client.chat(**request, stream=True)]
+            calls = [call for part in parts for call in part.message.tool_calls or []]
+            message: Any = {"role": "assistant", "content": "".join(p.message.content or "" for p in parts)}
+            message["tool_calls"] = calls
+        else:
+            message = (await client.chat(**request)).message
+            calls = list(message.tool_calls or [])
+        messages.append(message)
+        if not calls:
+            return str(message["content"])
+        for call in calls:
+            result = scenarios.run_weather_tool(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "content": result, "tool_name": call.function.name})
+    raise AssertionError("agent did not finish")
+
+
+def _ollama_say(client: Any, text: str, stream: bool) -> str:
+    messages = [{"role": "user", "content": text}]
+    if stream:
+        return "".join(part.message.content or "" for part in client.chat(demo.OLLAMA_MODEL, messages, stream=True))
+    return str(client.chat(demo.OLLAMA_MODEL, messages).message.content)  # positional, as the SDK allows
+
+
+OLLAMA = Spec("ollama", _ollama_aclient, _ollama_agent, _ollama_say, "ollama.ResponseError", None, demo.OLLAMA_MODEL)
+
+SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL, "ollama": OLLAMA}

@@ -29,6 +29,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
     "groq": ("groq", "spanfold.instrumentation.groq:GroqInstrumentor"),
     "mistral": ("mistralai.client", "spanfold.instrumentation.mistral:MistralInstrumentor"),
+    "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
 }
 
 _lock = threading.Lock()

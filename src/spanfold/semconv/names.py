@@ -79,6 +79,8 @@ PROVIDER_GROQ: Final = "groq"
 PROVIDER_MISTRAL: Final = "mistral_ai"
 PROVIDER_OLLAMA: Final = "ollama"  # not a well-known value of the conventions; the library's own name
 PROVIDER_COHERE: Final = "cohere"
+#: Ollama's ``generate`` (a prompt, not a conversation).
+OP_TEXT_COMPLETION: Final = "text_completion"
 
 # --- vendor attributes (written by spanfold's providers, read by the fold) -------------------------------
 #: A Responses API call that continues a chain: the previous response (its history is on the server, not re-sent).

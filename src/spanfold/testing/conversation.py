@@ -114,6 +114,12 @@ def messages_turns(body: dict[str, Any]) -> list[Turn]:
     return turns
 
 
+def generate_turns(body: dict[str, Any]) -> list[Turn]:
+    """Ollama ``/api/generate``: the ``system`` text and the ``prompt``."""
+    system = [Turn("system", _text_of(body["system"]))] if body.get("system") else []
+    return [*system, Turn("user", _text_of(body.get("prompt")))]
+
+
 def responses_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The request's ``input`` as a list of items (a plain string is one user message)."""
     raw = body.get("input")
@@ -140,9 +146,10 @@ def responses_turns(items: Sequence[dict[str, Any]], instructions: Any = None) -
 
 
 def prompt_of(body: dict[str, Any]) -> str:
-    """The part of a request body that counts as input tokens: ``system``, ``instructions``, ``messages``, ``input``.
+    """The part of a request body that counts as input tokens: ``system``, ``instructions``, ``messages``, ``input``,
+    ``prompt`` (Ollama's generate).
 
     Canonical JSON (sorted keys, no spaces, non-ASCII kept) of those keys that are present.
     """
-    prompt = {key: body[key] for key in ("system", "instructions", "messages", "input") if key in body}
+    prompt = {key: body[key] for key in ("system", "instructions", "messages", "input", "prompt") if key in body}
     return json.dumps(prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

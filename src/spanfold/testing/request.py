@@ -10,6 +10,7 @@ from spanfold.testing.conversation import (
     Api,
     Turn,
     chat_turns,
+    generate_turns,
     messages_turns,
     prompt_of,
     responses_items,
@@ -65,6 +66,8 @@ class MockRequest:
             return tuple(chat_turns(self.body))
         if self.api == "messages":
             return tuple(messages_turns(self.body))
+        if self.api == "ollama_generate":
+            return tuple(generate_turns(self.body))
         return tuple(responses_turns([*self.history, *self.input_items], self.body.get("instructions")))
 
     def turns(self) -> list[Turn]:

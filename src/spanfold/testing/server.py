@@ -22,6 +22,7 @@ from spanfold.testing.render_base import RenderContext, Renderer
 from spanfold.testing.render_chat import ChatRenderer
 from spanfold.testing.render_groq import GroqChatRenderer
 from spanfold.testing.render_mistral import MistralRenderer
+from spanfold.testing.render_ollama import OllamaRenderer
 from spanfold.testing.render_responses import ResponsesRenderer
 from spanfold.testing.replay import RecordingReplay
 from spanfold.testing.replies import Reply
@@ -38,6 +39,8 @@ RENDERERS: dict[Api, Renderer] = {
     "responses": ResponsesRenderer(),
     "groq": GroqChatRenderer(),
     "mistral": MistralRenderer(),
+    "ollama": OllamaRenderer(),
+    "ollama_generate": OllamaRenderer(generate=True),
 }
 
 
@@ -62,6 +65,10 @@ def more_providers_api(path: str) -> Api | None:
         return "groq"
     if path.startswith("/mistral/") and path.endswith(("/chat/completions", "/agents/completions")):
         return "mistral"
+    if path.endswith("/api/chat"):
+        return "ollama"
+    if path.endswith("/api/generate"):
+        return "ollama_generate"
     return None
 
 
@@ -208,7 +215,8 @@ class _Handler(BaseHTTPRequestHandler):
             events = [event.encode() for event in renderer.events(body_json, ctx)]
             if broken:
                 events = events[: min(reply.after_events, len(events) - 1)]  # never the final event
-            self._send_stream(200, SSE_CONTENT_TYPE, events, not broken, extra)
+            content_type = getattr(renderer, "stream_content_type", SSE_CONTENT_TYPE)  # Ollama: NDJSON
+            self._send_stream(200, content_type, events, not broken, extra)
         elif broken:
             data = _json_bytes(body_json)
             self._send_headers(200, "application/json", {**extra, "Content-Length": str(len(data))})
@@ -318,6 +326,11 @@ class MockLLMServer:
         """For ``Mistral(server_url=...)``: ``http://127.0.0.1:PORT/mistral`` (the SDK appends ``/v1/chat/completions``;
         the prefix tells Mistral's requests from OpenAI's, which use the same path)."""
         return f"{self.url}/mistral"
+
+    @property
+    def ollama_host(self) -> str:
+        """For ``ollama.Client(host=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/api/chat``)."""
+        return self.url
 
     @property
     def requests(self) -> list[MockRequest]:
