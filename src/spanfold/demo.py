@@ -157,20 +157,29 @@ def _field(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
-def _chat_tool_loop(send: Callable[[list[Any]], Any], question: str, max_steps: int) -> str:
-    """The Chat Completions tool loop over ``send(messages) -> assistant message`` (an SDK object or a dict)."""
+def _text(content: Any) -> str:
+    """A message's text: a string, or the ``text`` of its content items (Cohere)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(_field(item, "text") or "" for item in content)
+
+
+def _chat_tool_loop(send: Callable[[list[Any]], Any], question: str, max_steps: int, named: bool = True) -> str:
+    """The Chat Completions tool loop over ``send(messages) -> assistant message`` (an SDK object or a dict); a tool
+    result names its tool when ``named``."""
     messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
     for _ in range(max_steps):
         message = send(messages)
         messages.append(message)
         calls = _field(message, "tool_calls") or []
         if not calls:
-            return str(_field(message, "content") or "")
+            return _text(_field(message, "content"))
         for call in calls:
             call_id, function = _field(call, "id"), _field(call, "function")
             name = _field(function, "name")
-            result = run_tool_call(name, _field(function, "arguments"), call_id)
-            messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
+            result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": ""}
+            result["content"] = run_tool_call(name, _field(function, "arguments"), call_id)
+            messages.append({**result, "name": name} if named else result)
     return ""
 
 
@@ -230,6 +239,46 @@ def ollama_agent(client: Any, question: str = QUESTION, *, stream: bool = False,
     return ""
 
 
+COHERE_MODEL = "command-a-03-2025"
+
+
+def _collect_cohere_stream(events: Any) -> dict[str, Any]:
+    """The assistant message a Cohere v2 event stream spells out: text, ``tool_plan``, tool calls."""
+    text: list[str] = []
+    plan: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for event in events:
+        delta = getattr(event, "delta", None)
+        message: Any = getattr(delta, "message", None)
+        if event.type == "content-delta":
+            text.append(message.content.text or "")
+        elif event.type == "tool-plan-delta":
+            plan.append(message.tool_plan or "")
+        elif event.type == "tool-call-start":
+            call = message.tool_calls
+            calls[event.index] = {"id": call.id, "type": "function", "function": call.function.model_dump()}
+        elif event.type == "tool-call-delta":
+            calls[event.index]["function"]["arguments"] += message.tool_calls.function.arguments or ""
+    out: dict[str, Any] = {"role": "assistant"}
+    if calls:
+        out.update(tool_plan="".join(plan), tool_calls=[calls[i] for i in sorted(calls)])
+    if text:
+        out["content"] = "".join(text)
+    return out
+
+
+def cohere_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop on Cohere's v2 chat: the assistant's ``tool_plan`` and tool calls go back as they came."""
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": COHERE_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            return _collect_cohere_stream(client.chat_stream(**request))
+        return client.chat(**request).message
+
+    return _chat_tool_loop(send, question, max_steps, named=False)
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -268,6 +317,12 @@ def _ollama_client(server: MockLLMServer) -> Any:
     return ollama.Client(host=server.ollama_host)
 
 
+def _cohere_client(server: MockLLMServer) -> Any:
+    import cohere
+
+    return cohere.ClientV2(api_key="demo-key", base_url=server.cohere_base_url, max_retries=0)
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
@@ -275,6 +330,7 @@ PROVIDERS: dict[str, Provider] = {
     "groq": Provider(groq_agent, _groq_client),
     "mistral": Provider(mistral_agent, _mistral_client),
     "ollama": Provider(ollama_agent, _ollama_client),
+    "cohere": Provider(cohere_agent, _cohere_client),
 }
 
 

@@ -169,4 +169,50 @@ def _ollama_say(client: Any, text: str, stream: bool) -> str:
 
 OLLAMA = Spec("ollama", _ollama_aclient, _ollama_agent, _ollama_say, "ollama.ResponseError", None, demo.OLLAMA_MODEL)
 
-SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL, "ollama": OLLAMA}
+# --- cohere ---------------------------------------------------------------------------------------------
+
+
+def _cohere_aclient(server: MockLLMServer) -> Any:
+    import cohere
+
+    return cohere.AsyncClientV2(api_key="co-test-secret", base_url=server.cohere_base_url, max_retries=0)
+
+
+async def _cohere_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.COHERE_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            message: Any = demo._collect_cohere_stream([event async for event in client.chat_stream(**request)])
+        else:
+            message = (await client.chat(**request)).message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return demo._text(message.get("content"))
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            result = scenarios.run_weather_tool(call["function"]["name"], args)
+            document = {"type": "document", "document": {"data": result}}  # v2 tool results may be documents
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": [document]})
+    raise AssertionError("agent did not finish")
+
+
+def _cohere_say(client: Any, text: str, stream: bool) -> str:
+    request = {"model": demo.COHERE_MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        events = client.chat_stream(**request)
+        return "".join(e.delta.message.content.text or "" for e in events if e.type == "content-delta")
+    return demo._text(client.chat(**request).message.content)
+
+
+COHERE = Spec(
+    "cohere",
+    _cohere_aclient,
+    _cohere_agent,
+    _cohere_say,
+    "cohere.errors.InternalServerError",
+    "toolcall_mock_",
+    demo.COHERE_MODEL,
+)
+
+SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL, "ollama": OLLAMA, "cohere": COHERE}

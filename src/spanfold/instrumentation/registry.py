@@ -30,6 +30,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "groq": ("groq", "spanfold.instrumentation.groq:GroqInstrumentor"),
     "mistral": ("mistralai.client", "spanfold.instrumentation.mistral:MistralInstrumentor"),
     "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
+    "cohere": ("cohere", "spanfold.instrumentation.cohere:CohereInstrumentor"),
 }
 
 _lock = threading.Lock()

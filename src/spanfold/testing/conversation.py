@@ -37,6 +37,10 @@ def _text_of(content: Any) -> str:
             return text
         if content.get("type") == "tool_result":
             return _text_of(content.get("content"))
+        document = content.get("document")  # Cohere v2 tool results: {"type": "document", "document": {"data"}}
+        if content.get("type") == "document" and isinstance(document, dict):
+            data = document.get("data")
+            return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return ""
 
 

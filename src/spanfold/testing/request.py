@@ -62,7 +62,7 @@ class MockRequest:
 
     @cached_property
     def _turns(self) -> tuple[Turn, ...]:
-        if self.api in ("chat", "groq", "mistral", "ollama"):  # the same messages, tool results as role "tool"
+        if self.api in ("chat", "groq", "mistral", "ollama", "cohere"):  # tool results: role "tool" messages
             return tuple(chat_turns(self.body))
         if self.api == "messages":
             return tuple(messages_turns(self.body))

@@ -20,6 +20,7 @@ from spanfold.testing.errors import openai_error
 from spanfold.testing.render_anthropic import MessagesRenderer
 from spanfold.testing.render_base import RenderContext, Renderer
 from spanfold.testing.render_chat import ChatRenderer
+from spanfold.testing.render_cohere import CohereRenderer
 from spanfold.testing.render_groq import GroqChatRenderer
 from spanfold.testing.render_mistral import MistralRenderer
 from spanfold.testing.render_ollama import OllamaRenderer
@@ -41,6 +42,7 @@ RENDERERS: dict[Api, Renderer] = {
     "mistral": MistralRenderer(),
     "ollama": OllamaRenderer(),
     "ollama_generate": OllamaRenderer(generate=True),
+    "cohere": CohereRenderer(),
 }
 
 
@@ -69,6 +71,8 @@ def more_providers_api(path: str) -> Api | None:
         return "ollama"
     if path.endswith("/api/generate"):
         return "ollama_generate"
+    if path.endswith("/v2/chat"):
+        return "cohere"
     return None
 
 
@@ -330,6 +334,11 @@ class MockLLMServer:
     @property
     def ollama_host(self) -> str:
         """For ``ollama.Client(host=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/api/chat``)."""
+        return self.url
+
+    @property
+    def cohere_base_url(self) -> str:
+        """For ``cohere.ClientV2(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/v2/chat``)."""
         return self.url
 
     @property
