@@ -279,6 +279,22 @@ def cohere_agent(client: Any, question: str = QUESTION, *, stream: bool = False,
     return _chat_tool_loop(send, question, max_steps, named=False)
 
 
+LITELLM_MODEL = "openai/gpt-4o-mini"
+
+
+def litellm_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop through ``litellm.completion`` (``client``: its routing keywords, ``api_base`` and ``api_key``)."""
+    import litellm
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": LITELLM_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI, **client}
+        if stream:
+            return _collect_chat_stream(litellm.completion(**request, stream=True))
+        return litellm.completion(**request).choices[0].message
+
+    return _chat_tool_loop(send, question, max_steps)
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -323,6 +339,13 @@ def _cohere_client(server: MockLLMServer) -> Any:
     return cohere.ClientV2(api_key="demo-key", base_url=server.cohere_base_url, max_retries=0)
 
 
+def _litellm_client(server: MockLLMServer) -> Any:
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of the remote price list
+    return {"api_base": server.base_url, "api_key": "demo-key", "max_retries": 0}
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
@@ -331,6 +354,7 @@ PROVIDERS: dict[str, Provider] = {
     "mistral": Provider(mistral_agent, _mistral_client),
     "ollama": Provider(ollama_agent, _ollama_client),
     "cohere": Provider(cohere_agent, _cohere_client),
+    "litellm": Provider(litellm_agent, _litellm_client),
 }
 
 

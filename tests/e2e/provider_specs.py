@@ -29,6 +29,8 @@ class Spec:
     #: None: the API's tool calls have no ids (ollama)
     call_prefix: str | None
     model: str
+    #: a stream reports usage without ``stream_options`` (not OpenAI's Chat Completions, so not through litellm)
+    stream_usage: bool = True
 
 
 def without_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -215,4 +217,51 @@ COHERE = Spec(
     demo.COHERE_MODEL,
 )
 
-SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL, "ollama": OLLAMA, "cohere": COHERE}
+# --- litellm --------------------------------------------------------------------------------------------
+
+
+def _litellm_aclient(server: MockLLMServer) -> Any:
+    return demo.PROVIDERS["litellm"].client(server)  # litellm has no client: its routing keywords
+
+
+async def _litellm_agent(client: Any, question: str, stream: bool) -> str:
+    import litellm
+
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.LITELLM_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI, **client}
+        if stream:
+            chunks = [chunk async for chunk in await litellm.acompletion(**request, stream=True)]
+            message: dict[str, Any] = demo._collect_chat_stream(chunks)
+        else:
+            message = (await litellm.acompletion(**request)).choices[0].message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        for call in message["tool_calls"]:
+            result = scenarios.run_weather_tool(call["function"]["name"], json.loads(call["function"]["arguments"]))
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("agent did not finish")
+
+
+def _litellm_say(client: Any, text: str, stream: bool) -> str:
+    import litellm
+
+    request = {"model": demo.LITELLM_MODEL, "messages": [{"role": "user", "content": text}], **client}
+    if stream:
+        return "".join(c.choices[0].delta.content or "" for c in litellm.completion(**request, stream=True))
+    return str(litellm.completion(**request).choices[0].message.content)
+
+
+LITELLM = Spec(
+    "litellm",
+    _litellm_aclient,
+    _litellm_agent,
+    _litellm_say,
+    "litellm.InternalServerError",
+    "call_mock_",
+    "gpt-4o-mini",
+    stream_usage=False,
+)
+
+SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL, "ollama": OLLAMA, "cohere": COHERE, "litellm": LITELLM}

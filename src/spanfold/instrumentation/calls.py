@@ -21,6 +21,7 @@ the span.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -68,6 +69,13 @@ class ModelApi:
     #: kind depends on its keys): the next result of one of them skips ``classify``'s isinstance chain (at most
     #: :data:`RESPONSE_TYPES_LIMIT` are remembered).
     response_types: set[type] = field(default_factory=set, compare=False)
+    #: A router library's call (litellm): the client SDK calls it makes inside are the same model step, so while its
+    #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once).
+    outer: bool = False
+
+
+#: True while an ``outer`` API's wrapped call runs (see :attr:`ModelApi.outer`).
+_OUTER_STEP: ContextVar[bool] = ContextVar("spanfold_outer_step", default=False)
 
 
 RESPONSE_TYPES_LIMIT = 64
@@ -119,14 +127,17 @@ def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
 def _begin(
     api: ModelApi, tracer: Tracer, rt: Runtime, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> ModelSpan | None:
-    """The started span of a model call; None for a call that is not one, or when reading the request failed."""
+    """The started span of a model call; None for a call that is not one, inside an outer step, or when reading the
+    request failed."""
+    if _OUTER_STEP.get():
+        return None
     try:
         request = kwargs if api.bind is None else api.bind(args, kwargs)
         if request is None:
             return None
         model, attrs = api.request(request, rt)
         attrs[semconv.OPERATION_NAME] = api.operation
-        attrs[semconv.PROVIDER_NAME] = api.provider
+        attrs.setdefault(semconv.PROVIDER_NAME, api.provider)  # a router's request names the upstream provider
     except Exception as exc:
         counters.fault(f"{api.kind}.request", exc)
         return None
@@ -248,12 +259,16 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         if call is None:
             return wrapped(*args, **kwargs)
         call.activate()
+        outer = _OUTER_STEP.set(True) if api.outer else None
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             call.deactivate()
             call.fail(exc)
             raise
+        finally:
+            if outer is not None:
+                _OUTER_STEP.reset(outer)
         call.deactivate()
         return _complete(api, call, result, rt)
 
@@ -268,12 +283,16 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         if call is None:
             return await wrapped(*args, **kwargs)
         call.activate()
+        outer = _OUTER_STEP.set(True) if api.outer else None
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             call.deactivate()
             call.fail(exc)
             raise
+        finally:
+            if outer is not None:
+                _OUTER_STEP.reset(outer)
         call.deactivate()
         out = _complete(api, call, result, rt)
         if isinstance(out, AsyncRawResponseProxy):

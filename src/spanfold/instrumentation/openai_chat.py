@@ -275,7 +275,8 @@ class ChatStreamAccumulator:
     """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index).
 
     Any SDK's chunk of this shape (pydantic models): fields a given SDK does not declare (``refusal``) are read from
-    the model's ``__dict__``; tool calls may arrive whole in one delta (groq, mistral) or in fragments (openai)."""
+    the model's ``__dict__`` and its pydantic extras; tool calls may arrive whole in one delta (groq, mistral) or in
+    fragments (openai)."""
 
     __slots__ = ("choices", "id", "model", "rt", "usage")
 
@@ -290,8 +291,9 @@ class ChatStreamAccumulator:
         if self.id is None:
             self.id = chunk.id
             self.model = chunk.model
-        if chunk.usage:
-            self.usage = chunk.usage
+        usage = m.get(chunk, "usage")  # not a declared field of every SDK's chunk (litellm)
+        if usage:
+            self.usage = usage
         for c in chunk.choices:
             choice = self.choices.get(c.index)
             if choice is None:
@@ -299,6 +301,9 @@ class ChatStreamAccumulator:
             delta = c.delta
             if delta:
                 fields = delta.__dict__
+                extra = delta.__pydantic_extra__  # litellm's Delta keeps its fields there
+                if extra:
+                    fields = {**fields, **extra}
                 content = fields.get("content")
                 if content:
                     if isinstance(content, str):

@@ -31,6 +31,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "mistral": ("mistralai.client", "spanfold.instrumentation.mistral:MistralInstrumentor"),
     "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
     "cohere": ("cohere", "spanfold.instrumentation.cohere:CohereInstrumentor"),
+    "litellm": ("litellm", "spanfold.instrumentation.litellm:LiteLLMInstrumentor"),
 }
 
 _lock = threading.Lock()
