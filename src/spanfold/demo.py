@@ -63,7 +63,7 @@ def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
 TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather, "convert_temperature": convert_temperature}
 
 
-def run_tool_call(name: str, arguments: str, call_id: str) -> str:
+def run_tool_call(name: str, arguments: str, call_id: str | None) -> str:
     """Run one tool the model asked for; a bad call becomes an error message for the model."""
     try:
         return TOOLS[name](**json.loads(arguments or "{}"), tool_call_id=call_id)
@@ -231,6 +231,173 @@ def bedrock_agent(client: Any, question: str = QUESTION, *, stream: bool = False
     return ""
 
 
+GROQ_MODEL = "llama-3.3-70b-versatile"
+
+
+def _collect_chat_stream(chunks: Any) -> dict[str, Any]:
+    """The assistant message a raw Chat Completions stream spells out (SDKs without a stream helper: groq)."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            delta = choice.delta
+            text.append(delta.content or "")
+            for call in delta.tool_calls or []:
+                entry = calls.setdefault(
+                    call.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                entry["id"] = call.id or entry["id"]
+                if call.function is not None:
+                    entry["function"]["name"] += call.function.name or ""
+                    entry["function"]["arguments"] += call.function.arguments or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+def _field(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or the ``text`` of its content items (Cohere)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(_field(item, "text") or "" for item in content)
+
+
+def _chat_tool_loop(send: Callable[[list[Any]], Any], question: str, max_steps: int, named: bool = True) -> str:
+    """The Chat Completions tool loop over ``send(messages) -> assistant message`` (an SDK object or a dict); a tool
+    result names its tool when ``named``."""
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(max_steps):
+        message = send(messages)
+        messages.append(message)
+        calls = _field(message, "tool_calls") or []
+        if not calls:
+            return _text(_field(message, "content"))
+        for call in calls:
+            call_id, function = _field(call, "id"), _field(call, "function")
+            name = _field(function, "name")
+            result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": ""}
+            result["content"] = run_tool_call(name, _field(function, "arguments"), call_id)
+            messages.append({**result, "name": name} if named else result)
+    return ""
+
+
+def groq_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The Chat Completions loop on the groq SDK (streamed: the raw chunks, assembled here)."""
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": GROQ_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            return _collect_chat_stream(client.chat.completions.create(**request, stream=True))
+        return client.chat.completions.create(**request).choices[0].message
+
+    return _chat_tool_loop(send, question, max_steps)
+
+
+MISTRAL_MODEL = "mistral-small-latest"
+
+
+def mistral_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop on mistralai: ``chat.complete``, or ``chat.stream`` whose events each hold a chunk in ``.data``."""
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": MISTRAL_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            with client.chat.stream(**request) as events:
+                return _collect_chat_stream(event.data for event in events)
+        return client.chat.complete(**request).choices[0].message
+
+    return _chat_tool_loop(send, question, max_steps)
+
+
+OLLAMA_MODEL = "llama3.2"
+
+
+def ollama_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop on ollama: tool calls carry no ids and their arguments are objects; results name the tool."""
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(max_steps):
+        request = {"model": OLLAMA_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            text: list[str] = []
+            calls: list[Any] = []
+            for part in client.chat(**request, stream=True):
+                text.append(part.message.content or "")
+                calls.extend(part.message.tool_calls or [])
+            message: Any = {"role": "assistant", "content": "".join(text), "tool_calls": calls}
+        else:
+            message = client.chat(**request).message
+            calls = list(message.tool_calls or [])
+        messages.append(message)
+        if not calls:
+            return str(_field(message, "content") or "")
+        for call in calls:
+            name = call.function.name
+            result = run_tool_call(name, json.dumps(dict(call.function.arguments)), None)
+            messages.append({"role": "tool", "content": result, "tool_name": name})
+    return ""
+
+
+COHERE_MODEL = "command-a-03-2025"
+
+
+def _collect_cohere_stream(events: Any) -> dict[str, Any]:
+    """The assistant message a Cohere v2 event stream spells out: text, ``tool_plan``, tool calls."""
+    text: list[str] = []
+    plan: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for event in events:
+        delta = getattr(event, "delta", None)
+        message: Any = getattr(delta, "message", None)
+        if event.type == "content-delta":
+            text.append(message.content.text or "")
+        elif event.type == "tool-plan-delta":
+            plan.append(message.tool_plan or "")
+        elif event.type == "tool-call-start":
+            call = message.tool_calls
+            calls[event.index] = {"id": call.id, "type": "function", "function": call.function.model_dump()}
+        elif event.type == "tool-call-delta":
+            calls[event.index]["function"]["arguments"] += message.tool_calls.function.arguments or ""
+    out: dict[str, Any] = {"role": "assistant"}
+    if calls:
+        out.update(tool_plan="".join(plan), tool_calls=[calls[i] for i in sorted(calls)])
+    if text:
+        out["content"] = "".join(text)
+    return out
+
+
+def cohere_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop on Cohere's v2 chat: the assistant's ``tool_plan`` and tool calls go back as they came."""
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": COHERE_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            return _collect_cohere_stream(client.chat_stream(**request))
+        return client.chat(**request).message
+
+    return _chat_tool_loop(send, question, max_steps, named=False)
+
+
+LITELLM_MODEL = "openai/gpt-4o-mini"
+
+
+def litellm_agent(client: Any, question: str = QUESTION, *, stream: bool = False, max_steps: int = 8) -> str:
+    """The loop through ``litellm.completion`` (``client``: its routing keywords, ``api_base`` and ``api_key``)."""
+    import litellm
+
+    def send(messages: list[Any]) -> Any:
+        request = {"model": LITELLM_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI, **client}
+        if stream:
+            return _collect_chat_stream(litellm.completion(**request, stream=True))
+        return litellm.completion(**request).choices[0].message
+
+    return _chat_tool_loop(send, question, max_steps)
+
+
 @dataclass(frozen=True)
 class Provider:
     """How the demo talks to one API of the mock server."""
@@ -271,12 +438,48 @@ def _bedrock_client(server: MockLLMServer) -> Any:
     )
 
 
+def _groq_client(server: MockLLMServer) -> Any:
+    import groq
+
+    return groq.Groq(api_key="demo-key", base_url=server.groq_base_url, max_retries=0)
+
+
+def _mistral_client(server: MockLLMServer) -> Any:
+    from mistralai.client import Mistral
+
+    return Mistral(api_key="demo-key", server_url=server.mistral_server_url)
+
+
+def _ollama_client(server: MockLLMServer) -> Any:
+    import ollama
+
+    return ollama.Client(host=server.ollama_host)
+
+
+def _cohere_client(server: MockLLMServer) -> Any:
+    import cohere
+
+    return cohere.ClientV2(api_key="demo-key", base_url=server.cohere_base_url, max_retries=0)
+
+
+def _litellm_client(server: MockLLMServer) -> Any:
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of the remote price list
+    return {"api_base": server.base_url, "api_key": "demo-key", "max_retries": 0}
+
+
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(openai_chat_agent, _openai_client),
     "anthropic": Provider(anthropic_agent, _anthropic_client),
     "openai-responses": Provider(openai_responses_agent, _openai_client),
     "gemini": Provider(gemini_agent, _gemini_client),
     "bedrock": Provider(bedrock_agent, _bedrock_client),
+    "groq": Provider(groq_agent, _groq_client),
+    "mistral": Provider(mistral_agent, _mistral_client),
+    "ollama": Provider(ollama_agent, _ollama_client),
+    "cohere": Provider(cohere_agent, _cohere_client),
+    "litellm": Provider(litellm_agent, _litellm_client),
 }
 
 

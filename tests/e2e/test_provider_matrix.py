@@ -16,9 +16,16 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, Reply
 
+from .provider_specs import SPECS
+
 PROVIDERS = list(demo.PROVIDERS)
-PREFIX = {"openai": "call_mock_", "openai-responses": "call_mock_", "anthropic": "toolu_mock_", "gemini": None}
-"""The ids of the mock's tool calls (Gemini's carry none: the fold pairs them by name and order)."""
+PREFIX: dict[str, str | None] = {
+    "openai": "call_mock_",
+    "openai-responses": "call_mock_",
+    "anthropic": "toolu_mock_",
+    "gemini": None,  # Gemini's calls carry no ids: the fold pairs them by name and order
+}
+PREFIX.update({name: spec.call_prefix for name, spec in SPECS.items()})
 
 
 def shape(events: list[dict[str, Any]]) -> list[str]:
@@ -80,8 +87,7 @@ def test_concurrent_agents_in_threads_do_not_mix(traced: Any, server: MockLLMSer
         calls = [c.get("id") for e in events for c in e.get("tool_calls") or []]
         outputs = [e.get("tool_call_id") for e in events if e["role"] == "tool"]
         assert outputs == calls  # every result answers a call of its own trace, in the model's order
-        prefix = PREFIX[provider]
-        assert all(c.startswith(prefix) for c in calls) if prefix else calls == [None, None, None]
+        assert all(c.startswith(PREFIX[provider]) for c in calls) if PREFIX[provider] else not any(calls)
 
 
 async def _anthropic_run(client: anthropic.AsyncAnthropic, n: int) -> None:
@@ -216,6 +222,7 @@ def _break_bedrock(client: Any) -> list[Any]:
 
 BREAKERS["bedrock"] = _break_bedrock
 PREFIX["bedrock"] = "tooluse_mock_"
+BREAKERS.update({name: (lambda client, spec=spec: spec.say(client, "Talk.", True)) for name, spec in SPECS.items()})
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -21,6 +21,7 @@ the span.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -72,6 +73,13 @@ class ModelApi:
     #: kind depends on its keys): the next result of one of them skips ``classify``'s isinstance chain (at most
     #: :data:`RESPONSE_TYPES_LIMIT` are remembered).
     response_types: set[type] = field(default_factory=set, compare=False)
+    #: A router library's call (litellm): the client SDK calls it makes inside are the same model step, so while its
+    #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once).
+    outer: bool = False
+
+
+#: True while an ``outer`` API's wrapped call runs (see :attr:`ModelApi.outer`).
+_OUTER_STEP: ContextVar[bool] = ContextVar("spanfold_outer_step", default=False)
 
 
 RESPONSE_TYPES_LIMIT = 64
@@ -95,6 +103,23 @@ def base_url_server(instance: Any) -> Mapping[str, Any]:
     return attrs
 
 
+def _url_attributes(url: str) -> Mapping[str, Any]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    return {semconv.SERVER_ADDRESS: parts.hostname or None, semconv.SERVER_PORT: port}
+
+
+def url_server(url: Any) -> Mapping[str, Any]:
+    """``server.address`` / ``server.port`` of a base URL given as a string (SDKs that keep no ``httpx.URL``: mistralai,
+    cohere); an empty or missing URL gives none."""
+    if not isinstance(url, str) or not url:
+        return {}
+    attrs: Mapping[str, Any] = _SERVERS.cached(url, _url_attributes)
+    return attrs
+
+
 def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
     try:
         return api.server(instance)
@@ -106,14 +131,17 @@ def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
 def _begin(
     api: ModelApi, tracer: Tracer, rt: Runtime, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> ModelSpan | None:
-    """The started span of a model call; None for a call that is not one, or when reading the request failed."""
+    """The started span of a model call; None for a call that is not one, inside an outer step, or when reading the
+    request failed."""
+    if _OUTER_STEP.get():
+        return None
     try:
         request = kwargs if api.bind is None else api.bind(args, kwargs)
         if request is None:
             return None
         model, attrs = api.request(request, rt)
         attrs[semconv.OPERATION_NAME] = api.operation
-        attrs[semconv.PROVIDER_NAME] = api.provider
+        attrs.setdefault(semconv.PROVIDER_NAME, api.provider)  # a router's request names the upstream provider
     except Exception as exc:
         counters.fault(f"{api.kind}.request", exc)
         return None
@@ -238,12 +266,16 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         if call is None:
             return wrapped(*args, **kwargs)
         call.activate()
+        outer = _OUTER_STEP.set(True) if api.outer else None
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             call.deactivate()
             call.fail(exc)
             raise
+        finally:
+            if outer is not None:
+                _OUTER_STEP.reset(outer)
         call.deactivate()
         return _complete(api, call, result, rt)
 
@@ -258,12 +290,16 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         if call is None:
             return await wrapped(*args, **kwargs)
         call.activate()
+        outer = _OUTER_STEP.set(True) if api.outer else None
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             call.deactivate()
             call.fail(exc)
             raise
+        finally:
+            if outer is not None:
+                _OUTER_STEP.reset(outer)
         call.deactivate()
         out = _complete(api, call, result, rt)
         if isinstance(out, AsyncRawResponseProxy):
@@ -271,3 +307,21 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         return out
 
     return wrapper
+
+
+def stainless_result(result: Any, stream: type, async_stream: type, raw: type, async_raw: type, model: type) -> Result:
+    """``classify`` for the Stainless-generated SDKs (anthropic, groq), given that SDK's own types: its streams, its raw
+    responses (``with_raw_response``; ``with_streaming_response`` marks its requests ``X-Stainless-Raw-Response:
+    stream`` and is left to the user), its response models."""
+    if isinstance(result, stream):
+        return Result.STREAM
+    if isinstance(result, async_stream):
+        return Result.ASYNC_STREAM
+    if isinstance(result, (raw, async_raw)):
+        headers = getattr(getattr(result, "_options", None), "headers", None)
+        if isinstance(headers, Mapping) and headers.get("X-Stainless-Raw-Response") == "stream":
+            return Result.OPAQUE
+        return Result.ASYNC_RAW if isinstance(result, async_raw) else Result.RAW
+    if isinstance(result, model):
+        return Result.RESPONSE
+    return Result.OPAQUE

@@ -1,4 +1,10 @@
-"""OpenAI Chat Completions shapes -> GenAI semconv span attributes (request, response, stream chunks)."""
+"""OpenAI Chat Completions shapes -> GenAI semconv span attributes (request, response, stream chunks).
+
+Shared by the SDKs that speak the same shapes (groq; mistralai through its own thin adapter): content may be a string
+or a list of chunks (``text``, ``image_url`` as an object or a plain URL, ``thinking``), reasoning arrives as
+``reasoning_content`` or ``reasoning``, tool-call arguments as a string or an object, and optional fields an SDK does
+not declare are read through ``__dict__`` (never an attribute lookup that raises).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from spanfold.runtime import Runtime
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
-FINISH_REASONS = shapes.OPENAI_CHAT_FINISH_REASONS
+FINISH_REASONS = shapes.OPENAI_COMPATIBLE_FINISH_REASONS
 
 #: Request keyword -> span attribute, copied when given.
 REQUEST_PARAMS = {
@@ -43,18 +49,29 @@ def _content_parts(content: Any, rt: Runtime) -> list[p.Part]:
         if kind == "text":
             parts.append(p.text(m.get(item, "text"), rt))
         elif kind == "image_url":
-            parts.append(p.media(str(m.get(m.get(item, "image_url"), "url", "")), "image", rt))
+            url = m.get(item, "image_url")  # {"url": ...}, or a plain URL (mistral)
+            parts.append(p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image", rt))
         elif kind == "input_audio":
             audio = m.get(item, "input_audio")
             parts.append(p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", rt))
         elif kind == "refusal":
             parts.append(p.text(m.get(item, "refusal"), rt))
+        elif kind == "thinking":
+            parts.append(p.reasoning(_thinking_text(item), rt))
         elif kind == "file":
             file = m.get(item, "file")
             parts.append(p.file(m.get(file, "file_id"), "file"))
         else:
             parts.append(p.other(kind))
     return parts
+
+
+def _thinking_text(chunk: Any) -> str:
+    """The text of a ``thinking`` content chunk (mistral: a list of text chunks)."""
+    thinking = m.get(chunk, "thinking")
+    if isinstance(thinking, str):
+        return thinking
+    return "".join(str(m.get(item, "text") or "") for item in m.as_list(thinking))
 
 
 def _tool_call_parts(tool_calls: Any, rt: Runtime) -> list[p.Part]:
@@ -113,9 +130,17 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
     A generator passed as ``messages`` is materialised into a list in ``kwargs`` first, so that recording it
     does not exhaust what the SDK is about to send.
     """
+    return chat_request_attributes(kwargs, rt, _HISTORY, REQUEST_PARAMS)
+
+
+def chat_request_attributes(
+    kwargs: dict[str, Any], rt: Runtime, history: HistoryCache, table: Mapping[str, str]
+) -> tuple[str | None, dict[str, Any]]:
+    """:func:`request_attributes` for an SDK of the same request shape with its own message conversion (``history``)
+    and parameter names (``table``)."""
     model = kwargs.get("model")
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model if isinstance(model, str) else None}
-    for key, attr in REQUEST_PARAMS.items():
+    for key, attr in table.items():
         value = kwargs.get(key)
         if params.given(value) and isinstance(value, (int, float)):
             attrs[attr] = value
@@ -134,7 +159,7 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
     if isinstance(messages, Iterator):
         messages = kwargs["messages"] = list(messages)
     if params.given(messages):
-        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_list(m.as_list(messages), rt)
+        attrs[semconv.INPUT_MESSAGES] = history.json_list(m.as_list(messages), rt)
     tools = kwargs.get("tools")
     if rt.capture_content and params.given(tools):
         if isinstance(tools, Iterator):
@@ -171,17 +196,30 @@ class Choice:
         return p.message("assistant", parts, finish_reason=FINISH_REASONS.get(reason or "", reason) or "")
 
 
+def add_content(choice: Choice, content: Any) -> None:
+    """A message's or delta's content: a string, or content chunks (``text``, ``thinking``)."""
+    if isinstance(content, str):
+        if content:
+            choice.text.append(content)
+        return
+    for chunk in m.as_list(content):
+        kind = m.get(chunk, "type")
+        if kind == "text":
+            choice.text.append(str(m.get(chunk, "text") or ""))
+        elif kind == "thinking":
+            choice.reasoning.append(_thinking_text(chunk))
+
+
 def _choice_from_message(message: Any, finish_reason: Any) -> Choice:
     choice = Choice(finish_reason=finish_reason)
-    for key, target in (
-        ("content", choice.text),
-        ("refusal", choice.refusal),
-        ("reasoning_content", choice.reasoning),
-    ):
-        value = m.get(message, key)
+    content = m.get(message, "content")
+    if content:
+        add_content(choice, content)
+    for key, target in (("refusal", choice.refusal), ("reasoning_content", choice.reasoning)):
+        value = m.get(message, key) or (m.get(message, "reasoning") if key == "reasoning_content" else None)
         if isinstance(value, str) and value:
             target.append(value)
-    for index, call in enumerate(m.as_list(m.get(message, "tool_calls"))):
+    for index, call in enumerate(m.as_list(m.get(message, "tool_calls") or None)):
         fn = m.get(call, "function") or m.get(call, "custom")
         args = m.get(fn, "arguments", None)
         if args is None:
@@ -221,17 +259,24 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     return _result_attributes(m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt)
 
 
-def _reasoning(delta: Any) -> Any:
-    """A delta's ``reasoning_content``: not a declared field (some servers send it), so among the pydantic extras, or
-    a field in a later SDK. Read directly: this runs once per chunk, and ``m.get``'s type checks cost more."""
-    extra = delta.__pydantic_extra__
-    if extra and "reasoning_content" in extra:
-        return extra["reasoning_content"]
-    return delta.__dict__.get("reasoning_content")
+def _reasoning(fields: dict[str, Any], delta: Any) -> Any:
+    """A delta's ``reasoning_content`` (some servers send it; not a declared openai field, so among the pydantic extras)
+    or ``reasoning`` (groq's field; vLLM sends both, the same text). Read directly: this runs once per chunk, and
+    ``m.get``'s type checks cost more."""
+    value = fields.get("reasoning_content") or fields.get("reasoning")
+    if value is None:
+        extra = delta.__pydantic_extra__
+        if extra:
+            value = extra.get("reasoning_content") or extra.get("reasoning")
+    return value
 
 
 class ChatStreamAccumulator:
-    """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index)."""
+    """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index).
+
+    Any SDK's chunk of this shape (pydantic models): fields a given SDK does not declare (``refusal``) are read from
+    the model's ``__dict__`` and its pydantic extras; tool calls may arrive whole in one delta (groq, mistral) or in
+    fragments (openai)."""
 
     __slots__ = ("choices", "id", "model", "rt", "usage")
 
@@ -246,32 +291,44 @@ class ChatStreamAccumulator:
         if self.id is None:
             self.id = chunk.id
             self.model = chunk.model
-        if chunk.usage is not None:
-            self.usage = chunk.usage
+        usage = m.get(chunk, "usage")  # not a declared field of every SDK's chunk (litellm)
+        if usage:
+            self.usage = usage
         for c in chunk.choices:
             choice = self.choices.get(c.index)
             if choice is None:
                 choice = self.choices[c.index] = Choice()
             delta = c.delta
-            if delta is not None:
-                if delta.content:
-                    choice.text.append(delta.content)
-                if delta.refusal:
-                    choice.refusal.append(delta.refusal)
-                reasoning = _reasoning(delta)
+            if delta:
+                fields = delta.__dict__
+                extra = delta.__pydantic_extra__  # litellm's Delta keeps its fields there
+                if extra:
+                    fields = {**fields, **extra}
+                content = fields.get("content")
+                if content:
+                    if isinstance(content, str):
+                        choice.text.append(content)
+                    else:
+                        add_content(choice, content)
+                refusal = fields.get("refusal")
+                if refusal:
+                    choice.refusal.append(refusal)
+                reasoning = _reasoning(fields, delta)
                 if isinstance(reasoning, str) and reasoning:
                     choice.reasoning.append(reasoning)
-                if delta.tool_calls:
-                    for call in delta.tool_calls:
-                        block = choice.tool_calls.open(call.index)
+                tool_calls = fields.get("tool_calls")
+                if tool_calls:
+                    for call in tool_calls:
+                        block = choice.tool_calls.open(call.index or 0)
                         if call.id:
                             block.fields["id"] = call.id
                         fn = call.function
                         if fn is not None:
                             if fn.name:
                                 block.fields["name"] = fn.name
-                            if fn.arguments:
-                                block.fragments.append(fn.arguments)
+                            args = fn.arguments
+                            if args:
+                                block.fragments.append(args if isinstance(args, str) else m.dumps(args))
             if c.finish_reason:
                 choice.finish_reason = c.finish_reason
 

@@ -14,8 +14,9 @@ from spanfold.instrumentation.messages import get
 
 
 def given(value: Any) -> bool:
-    """True for a value the caller passed (the SDKs mark absent ones with ``omit`` / ``NOT_GIVEN``)."""
-    return value is not None and type(value).__name__ not in ("Omit", "NotGiven")
+    """True for a value the caller passed (the SDKs mark absent ones with ``omit`` / ``NOT_GIVEN``; speakeasy-generated
+    ones, mistralai, with ``UNSET``)."""
+    return value is not None and type(value).__name__ not in ("Omit", "NotGiven", "Unset")
 
 
 def numbers(source: Any, table: Mapping[str, str]) -> dict[str, Any]:

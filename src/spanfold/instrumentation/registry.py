@@ -29,6 +29,11 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
     "gemini": ("google.genai", "spanfold.instrumentation.gemini:GeminiInstrumentor"),
     "bedrock": ("botocore", "spanfold.instrumentation.bedrock:BedrockInstrumentor"),
+    "groq": ("groq", "spanfold.instrumentation.groq:GroqInstrumentor"),
+    "mistral": ("mistralai.client", "spanfold.instrumentation.mistral:MistralInstrumentor"),
+    "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
+    "cohere": ("cohere", "spanfold.instrumentation.cohere:CohereInstrumentor"),
+    "litellm": ("litellm", "spanfold.instrumentation.litellm:LiteLLMInstrumentor"),
 }
 
 _lock = threading.Lock()

@@ -62,7 +62,7 @@ class _ToolSpec:
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, dict[str, Any]]:
         """Start the span; return it and the kwargs to call the function with."""
         call_id = kwargs.get(CALL_ID_KEYWORD)
-        if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # tool_call_id=None too (Gemini calls have none)
+        if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # None too: APIs without ids (Gemini, Ollama)
             kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
         try:
             attrs: dict[str, Any] = {

@@ -74,6 +74,14 @@ REQUEST_TOP_K: Final = "gen_ai.request.top_k"
 PROVIDER_OPENAI: Final = "openai"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 
+# --- more providers (groq, mistral, ollama, cohere, litellm): gen_ai.provider.name values ----------------
+PROVIDER_GROQ: Final = "groq"
+PROVIDER_MISTRAL: Final = "mistral_ai"
+PROVIDER_OLLAMA: Final = "ollama"  # not a well-known value of the conventions; the library's own name
+PROVIDER_COHERE: Final = "cohere"
+#: Ollama's ``generate`` (a prompt, not a conversation).
+OP_TEXT_COMPLETION: Final = "text_completion"
+
 # --- vendor attributes (written by spanfold's providers, read by the fold) -------------------------------
 #: A Responses API call that continues a chain: the previous response (its history is on the server, not re-sent).
 OPENAI_PREVIOUS_RESPONSE_ID: Final = "openai.request.previous_response_id"
@@ -124,8 +132,7 @@ PROVIDER_AWS_BEDROCK: Final = "aws.bedrock"
 AWS_REQUEST_ID: Final = "aws.request_id"
 
 # --- names the fold reads that spanfold does not write -----------------------------------------------------
-#: Other model operations of the conventions (the fold reads them as model steps).
-OP_TEXT_COMPLETION: Final = "text_completion"
+#: Another model operation of the conventions (the fold reads it as a model step; OP_TEXT_COMPLETION is above).
 OP_GENERATE_CONTENT: Final = "generate_content"
 #: The span event a recorded exception makes, and its attributes.
 EXCEPTION_EVENT: Final = "exception"

@@ -20,6 +20,17 @@ T = TypeVar("T")
 
 #: OpenAI Chat Completions ``finish_reason``.
 OPENAI_CHAT_FINISH_REASONS: Final = {"tool_calls": "tool_call", "function_call": "tool_call"}
+#: Chat Completions as the OpenAI-compatible APIs send it (groq, mistral: ``model_length`` is its context limit).
+OPENAI_COMPATIBLE_FINISH_REASONS: Final = {**OPENAI_CHAT_FINISH_REASONS, "model_length": "length"}
+#: Cohere v2 chat ``finish_reason``.
+COHERE_FINISH_REASONS: Final = {
+    "COMPLETE": "stop",
+    "STOP_SEQUENCE": "stop",
+    "MAX_TOKENS": "length",
+    "TOOL_CALL": "tool_call",
+    "ERROR": "error",
+    "TIMEOUT": "error",
+}
 #: OpenAI Responses ``incomplete_details.reason``.
 OPENAI_RESPONSES_FINISH_REASONS: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
 #: Anthropic ``stop_reason`` (spanfold's own Anthropic spans and the anthropic SDK's native-span dialect alike).

@@ -9,7 +9,19 @@ from typing import Any, Literal
 
 from spanfold.testing.replies import ToolCallSpec
 
-Api = Literal["chat", "messages", "responses", "gemini", "converse", "invoke"]
+Api = Literal[
+    "chat",
+    "messages",
+    "responses",
+    "gemini",
+    "converse",
+    "invoke",
+    "groq",
+    "mistral",
+    "ollama",
+    "ollama_generate",
+    "cohere",
+]
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -37,6 +49,10 @@ def _text_of(content: Any) -> str:
             return text
         if content.get("type") == "tool_result":
             return _text_of(content.get("content"))
+        document = content.get("document")  # Cohere v2 tool results: {"type": "document", "document": {"data"}}
+        if content.get("type") == "document" and isinstance(document, dict):
+            data = document.get("data")
+            return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return ""
 
 
@@ -138,6 +154,12 @@ def converse_turns(body: dict[str, Any]) -> list[Turn]:
     return turns
 
 
+def generate_turns(body: dict[str, Any]) -> list[Turn]:
+    """Ollama ``/api/generate``: the ``system`` text and the ``prompt``."""
+    system = [Turn("system", _text_of(body["system"]))] if body.get("system") else []
+    return [*system, Turn("user", _text_of(body.get("prompt")))]
+
+
 def responses_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The request's ``input`` as a list of items (a plain string is one user message)."""
     raw = body.get("input")
@@ -194,10 +216,10 @@ def gemini_turns(body: dict[str, Any]) -> list[Turn]:
 
 def prompt_of(body: dict[str, Any]) -> str:
     """The part of a request body that counts as input tokens: ``system``, ``instructions``, ``messages``, ``input``
-    (Gemini: ``systemInstruction``, ``contents``).
+    (Gemini: ``systemInstruction``, ``contents``; Ollama's generate: ``prompt``).
 
     Canonical JSON (sorted keys, no spaces, non-ASCII kept) of those keys that are present.
     """
-    keys = ("system", "instructions", "messages", "input", "systemInstruction", "contents")
+    keys = ("system", "instructions", "messages", "input", "systemInstruction", "contents", "prompt")
     prompt = {key: body[key] for key in keys if key in body}
     return json.dumps(prompt, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

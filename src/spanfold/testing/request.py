@@ -13,6 +13,7 @@ from spanfold.testing.conversation import (
     chat_turns,
     converse_turns,
     gemini_turns,
+    generate_turns,
     messages_turns,
     prompt_of,
     responses_items,
@@ -73,7 +74,7 @@ class MockRequest:
 
     @cached_property
     def _turns(self) -> tuple[Turn, ...]:
-        if self.api == "chat":
+        if self.api in ("chat", "groq", "mistral", "ollama", "cohere"):  # tool results: role "tool" messages
             return tuple(chat_turns(self.body))
         if self.api == "messages" or (self.api == "invoke" and "anthropic_version" in self.body):
             return tuple(messages_turns(self.body))
@@ -81,6 +82,8 @@ class MockRequest:
             return tuple(gemini_turns(self.body))
         if self.api in ("converse", "invoke"):
             return tuple(converse_turns(self.body))
+        if self.api == "ollama_generate":
+            return tuple(generate_turns(self.body))
         return tuple(responses_turns([*self.history, *self.input_items], self.body.get("instructions")))
 
     def turns(self) -> list[Turn]:

@@ -180,6 +180,7 @@ def weather_agent(request: MockRequest) -> Reply:
     first = next((text for city, text in weather if city.lower() == CITIES[0].lower()), weather[0][1])
     return Reply.tools([ToolCallSpec("convert_temperature", {"celsius": _celsius(first), "to": "fahrenheit"})])
 
+
 WEATHER_TOOLS_BEDROCK: list[dict[str, Any]] = [
     {"toolSpec": {"name": name, "description": description, "inputSchema": {"json": schema}}}
     for name, description, schema in _TOOLS

@@ -21,7 +21,11 @@ from spanfold.testing.render_anthropic import MessagesRenderer
 from spanfold.testing.render_base import RenderContext, Renderer
 from spanfold.testing.render_bedrock import ConverseRenderer, InvokeRenderer
 from spanfold.testing.render_chat import ChatRenderer
+from spanfold.testing.render_cohere import CohereRenderer
 from spanfold.testing.render_gemini import GeminiRenderer
+from spanfold.testing.render_groq import GroqChatRenderer
+from spanfold.testing.render_mistral import MistralRenderer
+from spanfold.testing.render_ollama import OllamaRenderer
 from spanfold.testing.render_responses import ResponsesRenderer
 from spanfold.testing.replay import RecordingReplay
 from spanfold.testing.replies import Reply
@@ -39,6 +43,11 @@ RENDERERS: dict[Api, Renderer] = {
     "gemini": GeminiRenderer(),
     "converse": ConverseRenderer(),
     "invoke": InvokeRenderer(),
+    "groq": GroqChatRenderer(),
+    "mistral": MistralRenderer(),
+    "ollama": OllamaRenderer(),
+    "ollama_generate": OllamaRenderer(generate=True),
+    "cohere": CohereRenderer(),
 }
 #: Amazon Bedrock Runtime routes: ``/model/{modelId}/{operation}`` -> the API.
 BEDROCK_OPERATIONS: dict[str, Api] = {
@@ -58,6 +67,9 @@ def api_for_path(path: str) -> Api | None:
     path = path.rstrip("/")
     if path.startswith("/model/") and path.count("/") == 3:
         return BEDROCK_OPERATIONS.get(path.rsplit("/", 1)[1])
+    more = more_providers_api(path)
+    if more is not None:
+        return more
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/messages"):
@@ -66,6 +78,21 @@ def api_for_path(path: str) -> Api | None:
         return "responses"
     if path.endswith((":generateContent", ":streamGenerateContent")):  # Gemini, Developer API and Vertex AI
         return "gemini"
+    return None
+
+
+def more_providers_api(path: str) -> Api | None:
+    """The APIs of groq, mistral, ollama and cohere, by their paths (checked before the OpenAI ones)."""
+    if path.endswith("/openai/v1/chat/completions"):
+        return "groq"
+    if path.startswith("/mistral/") and path.endswith(("/chat/completions", "/agents/completions")):
+        return "mistral"
+    if path.endswith("/api/chat"):
+        return "ollama"
+    if path.endswith("/api/generate"):
+        return "ollama_generate"
+    if path.endswith("/v2/chat"):
+        return "cohere"
     return None
 
 
@@ -322,6 +349,27 @@ class MockLLMServer:
     def gemini_base_url(self) -> str:
         """For ``genai.Client(http_options={"base_url": ...})``: ``http://127.0.0.1:PORT`` (the SDK appends
         ``/v1beta/models/{model}:generateContent``, or the Vertex AI path)."""
+        return self.url
+
+    @property
+    def groq_base_url(self) -> str:
+        """For ``groq.Groq(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/openai/v1/...``)."""
+        return self.url
+
+    @property
+    def mistral_server_url(self) -> str:
+        """For ``Mistral(server_url=...)``: ``http://127.0.0.1:PORT/mistral`` (the SDK appends ``/v1/chat/completions``;
+        the prefix tells Mistral's requests from OpenAI's, which use the same path)."""
+        return f"{self.url}/mistral"
+
+    @property
+    def ollama_host(self) -> str:
+        """For ``ollama.Client(host=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/api/chat``)."""
+        return self.url
+
+    @property
+    def cohere_base_url(self) -> str:
+        """For ``cohere.ClientV2(base_url=...)``: ``http://127.0.0.1:PORT`` (the SDK appends ``/v2/chat``)."""
         return self.url
 
     @property

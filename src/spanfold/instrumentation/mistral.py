@@ -1,0 +1,112 @@
+"""Mistral instrumentation: the ``mistralai`` SDK's chat and agents completions, mapped by
+:mod:`spanfold.instrumentation.openai_chat`.
+
+Supported: ``mistralai`` >= 2.0, < 4 (the ``mistralai.client`` layout; tested with 3.7). Wrapped: ``chat.complete`` /
+``complete_async`` / ``stream`` / ``stream_async`` (``chat.parse*`` call these) and the same four of ``agents``
+(``POST /v1/agents/completions``: the span is named after the ``agent_id`` when no model is given).
+
+The SDK is speakeasy-generated: its own pydantic models, optional fields left ``UNSET`` (a falsy sentinel, not None),
+and an ``EventStream`` of ``CompletionEvent``s each holding a chunk in ``.data``. The chat shapes are OpenAI's
+(``tool_calls``, role ``tool`` with ``tool_call_id``), with arguments as a string or an object and content as a string
+or chunks (``text``, ``image_url``, ``thinking``): the openai_chat shape map reads them. The SDK's message objects
+a caller puts back in the history are read as their JSON form (``UNSET`` fields dropped), once each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spanfold import semconv
+from spanfold.instrumentation import openai_chat
+from spanfold.instrumentation.calls import ModelApi, Result, url_server
+from spanfold.instrumentation.history import HistoryCache
+from spanfold.instrumentation.patching import Patch, TableInstrumentor, model_method
+from spanfold.runtime import Runtime
+from spanfold.semconv import parts as p
+
+REQUEST_PARAMS = {
+    "temperature": semconv.REQUEST_TEMPERATURE,
+    "top_p": semconv.REQUEST_TOP_P,
+    "top_k": semconv.REQUEST_TOP_K,
+    "random_seed": semconv.REQUEST_SEED,
+    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
+    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
+    "max_tokens": semconv.REQUEST_MAX_TOKENS,
+}
+
+
+def _plain(msg: Any) -> Any:
+    """An SDK message object as its JSON form (``UNSET`` fields dropped); dicts as they are."""
+    if isinstance(msg, dict):
+        return msg
+    dump = getattr(msg, "model_dump", None)
+    return dump(by_alias=True) if callable(dump) else msg
+
+
+def input_message(msg: Any, rt: Runtime) -> p.Message:
+    return openai_chat.input_message(_plain(msg), rt)
+
+
+_HISTORY = HistoryCache(input_message)
+
+
+def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
+    target, attrs = openai_chat.chat_request_attributes(kwargs, rt, _HISTORY, REQUEST_PARAMS)
+    agent = kwargs.get("agent_id")
+    return target or (f"agent {agent}" if isinstance(agent, str) else None), attrs
+
+
+class EventStreamAccumulator(openai_chat.ChatStreamAccumulator):
+    """The chat chunk accumulator, fed the chunk each ``CompletionEvent`` holds."""
+
+    __slots__ = ()
+
+    def add(self, chunk: Any) -> None:
+        super().add(chunk.data)
+
+
+def classify(result: Any) -> Result:
+    from mistralai.client.utils.eventstreaming import EventStream, EventStreamAsync
+    from pydantic import BaseModel
+
+    if isinstance(result, EventStream):
+        return Result.STREAM
+    if isinstance(result, EventStreamAsync):
+        return Result.ASYNC_STREAM
+    if isinstance(result, BaseModel):
+        return Result.RESPONSE
+    return Result.OPAQUE
+
+
+def server(instance: Any) -> Any:
+    return url_server(instance.sdk_configuration.get_server_details()[0])
+
+
+CHAT = ModelApi(
+    kind="mistral.chat",
+    provider=semconv.PROVIDER_MISTRAL,
+    operation=semconv.OP_CHAT,
+    request=request_attributes,
+    response=openai_chat.response_attributes,
+    accumulator=EventStreamAccumulator,
+    classify=classify,
+    server=server,
+)
+
+#: (module, "Class.method", is_async)
+METHODS: tuple[tuple[str, str, bool], ...] = tuple(
+    (f"mistralai.client.{module}", f"{cls}.{method}", method.endswith("_async"))
+    for module, cls in (("chat", "Chat"), ("agents", "Agents"))
+    for method in ("complete", "complete_async", "stream", "stream_async")
+)
+
+PATCHES: tuple[Patch, ...] = tuple(model_method(module, name, CHAT, is_async) for module, name, is_async in METHODS)
+
+
+class MistralInstrumentor(TableInstrumentor):
+    """``MistralInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
+
+    dependencies = ("mistralai >= 2.0, < 4",)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

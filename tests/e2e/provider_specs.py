@@ -1,0 +1,267 @@
+"""One description per added provider (groq, mistral, ollama, cohere): how the scenario matrix drives its real SDK.
+
+The sync agent loop is the demo's (``spanfold.demo.PROVIDERS``); a spec adds what the demo does not have: the async
+client and loop, a one-message call (streamed or not), the SDK's exception for a 500, and the tool-call id prefix the
+mock server gives that API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from spanfold import demo
+from spanfold.testing import MockLLMServer, scenarios
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    aclient: Callable[[MockLLMServer], Any]
+    #: (async client, question, stream) -> the final answer
+    async_agent: Callable[[Any, str, bool], Awaitable[str]]
+    #: (client, user text, stream) -> the reply text (a stream is read to its end)
+    say: Callable[[Any, str, bool], str]
+    #: the fully qualified name of the SDK's exception for an HTTP 500
+    server_error: str
+    #: None: the API's tool calls have no ids (ollama)
+    call_prefix: str | None
+    model: str
+    #: a stream reports usage without ``stream_options`` (not OpenAI's Chat Completions, so not through litellm)
+    stream_usage: bool = True
+
+
+def without_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A trace as an API without tool-call ids folds it: no ``id`` in calls, no ``tool_call_id`` in results."""
+    out = []
+    for event in events:
+        event = {k: v for k, v in event.items() if k != "tool_call_id"}
+        if "tool_calls" in event:
+            event["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in event["tool_calls"]]
+        out.append(event)
+    return out
+
+
+# --- groq -----------------------------------------------------------------------------------------------
+
+
+def _groq_aclient(server: MockLLMServer) -> Any:
+    import groq
+
+    return groq.AsyncGroq(api_key="gsk-test-secret", base_url=server.groq_base_url, max_retries=0)
+
+
+async def _groq_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.GROQ_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            chunks = [chunk async for chunk in await client.chat.completions.create(**request, stream=True)]
+            message: dict[str, Any] = demo._collect_chat_stream(chunks)
+        else:
+            completion = await client.chat.completions.create(**request)
+            message = completion.choices[0].message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            result = scenarios.run_weather_tool(call["function"]["name"], args)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("agent did not finish")
+
+
+def _groq_say(client: Any, text: str, stream: bool) -> str:
+    request = {"model": demo.GROQ_MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        return "".join(
+            c.choices[0].delta.content or ""
+            for c in client.chat.completions.create(**request, stream=True)
+            if c.choices
+        )
+    return str(client.chat.completions.create(**request).choices[0].message.content)
+
+
+GROQ = Spec("groq", _groq_aclient, _groq_agent, _groq_say, "groq.InternalServerError", "call_mock_", demo.GROQ_MODEL)
+
+# --- mistral --------------------------------------------------------------------------------------------
+
+
+def _mistral_aclient(server: MockLLMServer) -> Any:
+    from mistralai.client import Mistral
+
+    return Mistral(api_key="mistral-test-secret", server_url=server.mistral_server_url)
+
+
+async def _mistral_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.MISTRAL_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            events = await client.chat.stream_async(**request)
+            message: dict[str, Any] = demo._collect_chat_stream([event.data async for event in events])
+        else:
+            response = await client.chat.complete_async(**request)
+            message = response.choices[0].message.model_dump(by_alias=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            result = scenarios.run_weather_tool(call["function"]["name"], args)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("agent did not finish")
+
+
+def _mistral_say(client: Any, text: str, stream: bool) -> str:
+    request = {"model": demo.MISTRAL_MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        return "".join(e.data.choices[0].delta.content or "" for e in client.chat.stream(**request))
+    return str(client.chat.complete(**request).choices[0].message.content)
+
+
+MISTRAL = Spec(
+    "mistral",
+    _mistral_aclient,
+    _mistral_agent,
+    _mistral_say,
+    "mistralai.client.errors.SDKError",
+    "mockcall",
+    demo.MISTRAL_MODEL,
+)
+
+# --- ollama ---------------------------------------------------------------------------------------------
+
+
+def _ollama_aclient(server: MockLLMServer) -> Any:
+    import ollama
+
+    return ollama.AsyncClient(host=server.ollama_host)
+
+
+async def _ollama_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.OLLAMA_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            parts = [part async for part in await client.chat(**request, stream=True)]
+            calls = [call for part in parts for call in part.message.tool_calls or []]
+            message: Any = {"role": "assistant", "content": "".join(p.message.content or "" for p in parts)}
+            message["tool_calls"] = calls
+        else:
+            message = (await client.chat(**request)).message
+            calls = list(message.tool_calls or [])
+        messages.append(message)
+        if not calls:
+            return str(message["content"])
+        for call in calls:
+            result = scenarios.run_weather_tool(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "content": result, "tool_name": call.function.name})
+    raise AssertionError("agent did not finish")
+
+
+def _ollama_say(client: Any, text: str, stream: bool) -> str:
+    messages = [{"role": "user", "content": text}]
+    if stream:
+        return "".join(part.message.content or "" for part in client.chat(demo.OLLAMA_MODEL, messages, stream=True))
+    return str(client.chat(demo.OLLAMA_MODEL, messages).message.content)  # positional, as the SDK allows
+
+
+OLLAMA = Spec("ollama", _ollama_aclient, _ollama_agent, _ollama_say, "ollama.ResponseError", None, demo.OLLAMA_MODEL)
+
+# --- cohere ---------------------------------------------------------------------------------------------
+
+
+def _cohere_aclient(server: MockLLMServer) -> Any:
+    import cohere
+
+    return cohere.AsyncClientV2(api_key="co-test-secret", base_url=server.cohere_base_url, max_retries=0)
+
+
+async def _cohere_agent(client: Any, question: str, stream: bool) -> str:
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.COHERE_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        if stream:
+            message: Any = demo._collect_cohere_stream([event async for event in client.chat_stream(**request)])
+        else:
+            message = (await client.chat(**request)).message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return demo._text(message.get("content"))
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            result = scenarios.run_weather_tool(call["function"]["name"], args)
+            document = {"type": "document", "document": {"data": result}}  # v2 tool results may be documents
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": [document]})
+    raise AssertionError("agent did not finish")
+
+
+def _cohere_say(client: Any, text: str, stream: bool) -> str:
+    request = {"model": demo.COHERE_MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        events = client.chat_stream(**request)
+        return "".join(e.delta.message.content.text or "" for e in events if e.type == "content-delta")
+    return demo._text(client.chat(**request).message.content)
+
+
+COHERE = Spec(
+    "cohere",
+    _cohere_aclient,
+    _cohere_agent,
+    _cohere_say,
+    "cohere.errors.InternalServerError",
+    "toolcall_mock_",
+    demo.COHERE_MODEL,
+)
+
+# --- litellm --------------------------------------------------------------------------------------------
+
+
+def _litellm_aclient(server: MockLLMServer) -> Any:
+    return demo.PROVIDERS["litellm"].client(server)  # litellm has no client: its routing keywords
+
+
+async def _litellm_agent(client: Any, question: str, stream: bool) -> str:
+    import litellm
+
+    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        request = {"model": demo.LITELLM_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI, **client}
+        if stream:
+            chunks = [chunk async for chunk in await litellm.acompletion(**request, stream=True)]
+            message: dict[str, Any] = demo._collect_chat_stream(chunks)
+        else:
+            message = (await litellm.acompletion(**request)).choices[0].message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return str(message.get("content") or "")
+        for call in message["tool_calls"]:
+            result = scenarios.run_weather_tool(call["function"]["name"], json.loads(call["function"]["arguments"]))
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("agent did not finish")
+
+
+def _litellm_say(client: Any, text: str, stream: bool) -> str:
+    import litellm
+
+    request = {"model": demo.LITELLM_MODEL, "messages": [{"role": "user", "content": text}], **client}
+    if stream:
+        return "".join(c.choices[0].delta.content or "" for c in litellm.completion(**request, stream=True))
+    return str(litellm.completion(**request).choices[0].message.content)
+
+
+LITELLM = Spec(
+    "litellm",
+    _litellm_aclient,
+    _litellm_agent,
+    _litellm_say,
+    "litellm.InternalServerError",
+    "call_mock_",
+    "gpt-4o-mini",
+    stream_usage=False,
+)
+
+SPECS: dict[str, Spec] = {"groq": GROQ, "mistral": MISTRAL, "ollama": OLLAMA, "cohere": COHERE, "litellm": LITELLM}
