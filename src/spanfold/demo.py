@@ -6,6 +6,8 @@ deterministic weather agent (two parallel ``get_weather`` calls, a ``convert_tem
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import sys
 from collections.abc import Callable
@@ -29,12 +31,18 @@ ANTHROPIC_MODEL = "claude-sonnet-5"
 #: Where the demo writes unless told otherwise: the directory the README's commands read.
 DEFAULT_OUTPUT = "traces"
 #: Which extra brings each provider's client library.
-EXTRAS = {
-    "openai": "openai",
-    "openai-responses": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "bedrock": "bedrock",
+#: Each provider's client library: (the module the demo imports, the extra that installs it).
+LIBRARIES: dict[str, tuple[str, str]] = {
+    "openai": ("openai", "openai"),
+    "openai-responses": ("openai", "openai"),
+    "anthropic": ("anthropic", "anthropic"),
+    "gemini": ("google.genai", "gemini"),
+    "bedrock": ("boto3", "bedrock"),
+    "groq": ("groq", "groq"),
+    "mistral": ("mistralai", "mistral"),
+    "ollama": ("ollama", "ollama"),
+    "cohere": ("cohere", "cohere"),
+    "litellm": ("litellm", "litellm"),
 }
 #: Printed the first time the demo writes into a directory: what the output above means.
 LEGEND = """\
@@ -495,15 +503,24 @@ def _last_trace(path: Path) -> Trace:
     return traces[-1]
 
 
+def installed(provider: str) -> bool:
+    """Whether ``provider``'s client library is installed here (found without importing it)."""
+    module = LIBRARIES[provider][0]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _client_library(provider: str) -> None:
     """The provider's SDK imported, or :class:`DemoError` naming the extra that installs it."""
-    module = "anthropic" if provider == "anthropic" else "openai"
+    module, extra = LIBRARIES[provider]
     try:
-        __import__(module)
+        importlib.import_module(module)
     except ImportError:
         raise DemoError(
-            f"the demo needs the {module} package: pip install 'spanfold[{EXTRAS[provider]}]'"
-            f" (or pip install -e '.[{EXTRAS[provider]}]' in a checkout)"
+            f"the demo needs the {module} package: pip install 'spanfold[{extra}]'"
+            f" (or pip install -e '.[{extra}]' in a checkout)"
         ) from None
 
 

@@ -23,7 +23,7 @@ from ..test_demo import ANSWER, QUESTION, expected_events
 from .provider_specs import SPECS, Spec, without_ids
 from .test_provider_matrix import WEATHER_SHAPE, question, shape, user_text
 
-NAMES = list(SPECS)
+NAMES = [name for name in SPECS if demo.installed(name)]  # the SDK matrix venvs have none of them
 
 
 @pytest.fixture(params=NAMES)
