@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx2
@@ -14,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanfold.instrumentation.openai import OpenAIInstrumentor
 from spanfold.runtime import Runtime
+from spanfold.testing import MockLLMServer
 
 
 class Replay:
@@ -108,3 +110,24 @@ def replay_client(load_recording: Callable[[str], list[dict[str, Any]]]) -> Call
         ), replay
 
     return make
+
+
+@contextmanager
+def spans_of(instrumentor: Any) -> Iterator[Spans]:
+    """``instrumentor`` on a private provider with content capture on, its finished spans in memory; restored after."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    rt = Runtime(capture_content=True)
+    instrumentor.instrument(tracer_provider=provider, runtime=rt)
+    try:
+        yield Spans(exporter, rt, provider, instrumentor)
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.fixture
+def mock() -> Iterator[MockLLMServer]:
+    """The embedded mock LLM server (every provider's wire format)."""
+    with MockLLMServer() as server:
+        yield server

@@ -8,35 +8,20 @@ from collections.abc import Iterator
 import cohere
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold.instrumentation.cohere import CohereInstrumentor
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
-from .conftest import Spans
+from .conftest import Spans, spans_of
 
 MODEL = "command-a-03-2025"
 
 
 @pytest.fixture
 def cohere_spans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = CohereInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
-    try:
-        yield Spans(exporter, Runtime(capture_content=True), provider, instrumentor)
-    finally:
-        instrumentor.uninstrument()
-
-
-@pytest.fixture
-def mock() -> Iterator[MockLLMServer]:
-    with MockLLMServer() as server:
-        yield server
+    with spans_of(CohereInstrumentor()) as spans:
+        yield spans
 
 
 def client(server: MockLLMServer) -> cohere.ClientV2:

@@ -9,35 +9,20 @@ from typing import Any
 import groq
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold.instrumentation.groq import GroqInstrumentor
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
-from .conftest import Spans
+from .conftest import Spans, spans_of
 
 MODEL = "llama-3.3-70b-versatile"
 
 
 @pytest.fixture
 def groq_spans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = GroqInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
-    try:
-        yield Spans(exporter, Runtime(capture_content=True), provider, instrumentor)
-    finally:
-        instrumentor.uninstrument()
-
-
-@pytest.fixture
-def mock() -> Iterator[MockLLMServer]:
-    with MockLLMServer() as server:
-        yield server
+    with spans_of(GroqInstrumentor()) as spans:
+        yield spans
 
 
 def client(server: MockLLMServer) -> groq.Groq:

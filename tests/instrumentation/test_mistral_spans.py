@@ -9,35 +9,20 @@ from collections.abc import Iterator
 import pytest
 from mistralai.client import Mistral, models
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold.instrumentation.mistral import MistralInstrumentor
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
-from .conftest import Spans
+from .conftest import Spans, spans_of
 
 MODEL = "mistral-small-latest"
 
 
 @pytest.fixture
 def mistral_spans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = MistralInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
-    try:
-        yield Spans(exporter, Runtime(capture_content=True), provider, instrumentor)
-    finally:
-        instrumentor.uninstrument()
-
-
-@pytest.fixture
-def mock() -> Iterator[MockLLMServer]:
-    with MockLLMServer() as server:
-        yield server
+    with spans_of(MistralInstrumentor()) as spans:
+        yield spans
 
 
 def client(server: MockLLMServer) -> Mistral:

@@ -8,14 +8,12 @@ from collections.abc import Iterator
 import ollama
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold.instrumentation.ollama import OllamaInstrumentor
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
-from .conftest import Spans
+from .conftest import Spans, spans_of
 
 MODEL = "llama3.2"
 PNG = "iVBORw0KGgoAAAANSUhEUg=="
@@ -23,21 +21,8 @@ PNG = "iVBORw0KGgoAAAANSUhEUg=="
 
 @pytest.fixture
 def ollama_spans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = OllamaInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
-    try:
-        yield Spans(exporter, Runtime(capture_content=True), provider, instrumentor)
-    finally:
-        instrumentor.uninstrument()
-
-
-@pytest.fixture
-def mock() -> Iterator[MockLLMServer]:
-    with MockLLMServer() as server:
-        yield server
+    with spans_of(OllamaInstrumentor()) as spans:
+        yield spans
 
 
 def test_chat_positional_options_images_and_tool_calls(ollama_spans: Spans, mock: MockLLMServer) -> None:

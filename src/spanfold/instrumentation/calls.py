@@ -20,7 +20,7 @@ the span.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
@@ -324,4 +324,18 @@ def stainless_result(result: Any, stream: type, async_stream: type, raw: type, a
         return Result.ASYNC_RAW if isinstance(result, async_raw) else Result.RAW
     if isinstance(result, model):
         return Result.RESPONSE
+    return Result.OPAQUE
+
+
+def iterator_result(result: Any) -> Result:
+    """``classify`` for SDKs that answer with a pydantic model, or stream as a (sync or async) generator of them
+    (ollama, cohere)."""
+    from pydantic import BaseModel
+
+    if isinstance(result, BaseModel):
+        return Result.RESPONSE
+    if isinstance(result, Iterator):
+        return Result.STREAM
+    if isinstance(result, AsyncIterator):
+        return Result.ASYNC_STREAM
     return Result.OPAQUE

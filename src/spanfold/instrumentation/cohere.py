@@ -14,13 +14,12 @@ items (``{"document": {"data": ...}}``). A stream is typed events: ``message-sta
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
 from spanfold.instrumentation import openai_chat
-from spanfold.instrumentation.calls import ModelApi, Result, url_server
+from spanfold.instrumentation.calls import ModelApi, iterator_result, url_server
 from spanfold.instrumentation.history import HistoryCache
 from spanfold.instrumentation.patching import Patch, TableInstrumentor, model_method
 from spanfold.runtime import Runtime
@@ -147,18 +146,6 @@ class StreamAccumulator:
         return _result(self.id, self.choice, self.reason, self.usage, self.rt)
 
 
-def classify(result: Any) -> Result:
-    from pydantic import BaseModel
-
-    if isinstance(result, BaseModel):
-        return Result.RESPONSE
-    if isinstance(result, Iterator):
-        return Result.STREAM
-    if isinstance(result, AsyncIterator):
-        return Result.ASYNC_STREAM
-    return Result.OPAQUE
-
-
 def server(instance: Any) -> Any:
     wrapper = getattr(instance, "_client_wrapper", None) or instance._raw_client._client_wrapper
     return url_server(wrapper.get_base_url())
@@ -171,7 +158,7 @@ CHAT = ModelApi(
     request=request_attributes,
     response=response_attributes,
     accumulator=StreamAccumulator,
-    classify=classify,
+    classify=iterator_result,
     server=server,
 )
 

@@ -15,13 +15,12 @@ calls still ends ``stop``: its output message says ``tool_call``.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
 from spanfold.instrumentation import openai_chat, params
-from spanfold.instrumentation.calls import ModelApi, Result, base_url_server
+from spanfold.instrumentation.calls import ModelApi, base_url_server, iterator_result
 from spanfold.instrumentation.history import HistoryCache
 from spanfold.instrumentation.patching import Patch, TableInstrumentor, model_method
 from spanfold.runtime import Runtime
@@ -170,18 +169,6 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     return accumulator.attributes()
 
 
-def classify(result: Any) -> Result:
-    from pydantic import BaseModel
-
-    if isinstance(result, BaseModel):
-        return Result.RESPONSE
-    if isinstance(result, Iterator):
-        return Result.STREAM
-    if isinstance(result, AsyncIterator):
-        return Result.ASYNC_STREAM
-    return Result.OPAQUE
-
-
 def _api(method: str, operation: str, request: Any) -> ModelApi:
     return ModelApi(
         kind=f"ollama.{method}",
@@ -190,7 +177,7 @@ def _api(method: str, operation: str, request: Any) -> ModelApi:
         request=request,
         response=response_attributes,
         accumulator=ResponseAccumulator,
-        classify=classify,
+        classify=iterator_result,
         server=base_url_server,
         bind=_bind(method),
     )
