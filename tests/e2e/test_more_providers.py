@@ -87,15 +87,7 @@ async def test_async_agents_concurrently(traced: Any, server: MockLLMServer, spe
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer, spec: Spec) -> None:
-    calls = {"n": 0}
-
-    def failing_second(request: MockRequest) -> Reply:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            return Reply.error(500, "Internal server error", should_retry=False)
-        return scenarios.weather_agent(request)
-
-    server.respond_with(failing_second)
+    server.respond_with(scenarios.failing_call(2, Reply.error(500, "Internal server error", should_retry=False)))
     with pytest.raises(Exception) as info, spanfold.agent("weather-bot"):
         demo.PROVIDERS[spec.name].agent(client_for(spec, server))
     assert f"{type(info.value).__module__}.{type(info.value).__qualname__}".endswith(spec.server_error.split(".")[-1])

@@ -12,7 +12,7 @@ import pytest
 
 import spanfold
 from spanfold import demo
-from spanfold.testing import MockLLMServer, MockRequest, Reply, count_tokens, scenarios
+from spanfold.testing import MockLLMServer, Reply, count_tokens, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 from .conftest import invariant_of
@@ -143,15 +143,9 @@ def test_loop_without_agent_or_tool_is_one_trace(traced: Any, server: MockLLMSer
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
-    calls = {"n": 0}
-
-    def failing_second(request: MockRequest) -> Reply:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            return Reply.error(500, "The server had an error while processing your request.")
-        return scenarios.weather_agent(request)
-
-    server.respond_with(failing_second)
+    server.respond_with(
+        scenarios.failing_call(2, Reply.error(500, "The server had an error while processing your request."))
+    )
     with pytest.raises(openai.InternalServerError) as info, spanfold.agent("weather-bot"):
         agent_loop(client_for(server), "Weather?")
     assert info.value.status_code == 500

@@ -75,16 +75,8 @@ class Spans:
 
 @pytest.fixture
 def spans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    settings = Runtime(capture_content=True)
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=settings)
-    try:
-        yield Spans(exporter, settings, provider)
-    finally:
-        instrumentor.uninstrument()
+    with spans_of(OpenAIInstrumentor()) as recorded:
+        yield recorded
 
 
 @pytest.fixture

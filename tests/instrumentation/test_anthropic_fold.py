@@ -18,7 +18,7 @@ import openai
 
 import spanfold
 from spanfold import demo
-from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 
@@ -197,15 +197,7 @@ def test_multimodal_user_message(traced: Any, server: MockLLMServer) -> None:
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
-    calls = {"n": 0}
-
-    def failing_second(request: MockRequest) -> Reply:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            return Reply.error(500, "Internal server error")
-        return scenarios.weather_agent(request)
-
-    server.respond_with(failing_second)
+    server.respond_with(scenarios.failing_call(2, Reply.error(500, "Internal server error")))
     with pytest.raises(anthropic.InternalServerError), spanfold.agent("claude-weather"):
         agent_loop(client_for(server))
     events = traced.one()

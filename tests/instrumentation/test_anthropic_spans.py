@@ -21,7 +21,7 @@ from spanfold.instrumentation.anthropic import AnthropicInstrumentor
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
-from .conftest import Spans
+from .conftest import Spans, spans_of
 
 MODEL = "claude-mock-4"
 TOOLS = scenarios.WEATHER_TOOLS_ANTHROPIC
@@ -33,16 +33,8 @@ WEATHER_DEFINITIONS = [
 
 @pytest.fixture
 def aspans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    settings = Runtime(capture_content=True)
-    instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=settings)
-    try:
-        yield Spans(exporter, settings, provider, instrumentor)
-    finally:
-        instrumentor.uninstrument()
+    with spans_of(AnthropicInstrumentor()) as spans:
+        yield spans
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import spanfold
 from spanfold import demo
 from spanfold.cli import main
-from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 
@@ -186,15 +186,9 @@ def test_multimodal_user_message(traced: Any, server: MockLLMServer) -> None:
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
-    calls = {"n": 0}
-
-    def failing_second(request: MockRequest) -> Reply:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            return Reply.error(429, "Too many requests, please wait before trying again.")
-        return scenarios.weather_agent(request)
-
-    server.respond_with(failing_second)
+    server.respond_with(
+        scenarios.failing_call(2, Reply.error(429, "Too many requests, please wait before trying again."))
+    )
     with pytest.raises(ClientError) as info, spanfold.agent("bedrock-weather"):
         agent_loop(client_for(server))
     assert info.value.response["Error"]["Code"] == "ThrottlingException"

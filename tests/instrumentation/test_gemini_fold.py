@@ -20,7 +20,7 @@ from google.genai import errors, types
 import spanfold
 from spanfold import demo
 from spanfold.cli import main
-from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 from .gemini_afc_tools import aget_weather, convert_temperature, failing_get_weather, get_weather
@@ -286,13 +286,7 @@ def test_afc_without_agent_is_one_trace(traced: Any, server: MockLLMServer) -> N
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
-    calls = {"n": 0}
-
-    def failing_second(request: MockRequest) -> Reply:
-        calls["n"] += 1
-        return Reply.error(500, "Internal error") if calls["n"] == 2 else scenarios.weather_agent(request)
-
-    server.respond_with(failing_second)
+    server.respond_with(scenarios.failing_call(2, Reply.error(500, "Internal error")))
     with pytest.raises(errors.ServerError), spanfold.agent("gemini-weather"):
         demo.gemini_agent(client_for(server))
     events = traced.one()

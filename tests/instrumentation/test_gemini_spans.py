@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 from google import genai
 from google.genai import types
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanfold
 from spanfold.instrumentation.gemini import GeminiInstrumentor
@@ -21,23 +18,15 @@ from spanfold.instrumentation.gemini_stream import GeminiStreamAccumulator
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage
 
-from .conftest import Spans
+from .conftest import Spans, spans_of
 
 MODEL = "gemini-2.5-flash"
 
 
 @pytest.fixture
 def gspans() -> Iterator[Spans]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = GeminiInstrumentor()
-    settings = Runtime(capture_content=True)
-    instrumentor.instrument(tracer_provider=provider, runtime=settings)
-    try:
-        yield Spans(exporter, settings, provider, instrumentor)
-    finally:
-        instrumentor.uninstrument()
+    with spans_of(GeminiInstrumentor()) as spans:
+        yield spans
 
 
 @pytest.fixture

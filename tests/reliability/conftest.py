@@ -23,7 +23,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -365,3 +365,31 @@ def fault_log() -> Iterator[FaultLog]:
         yield handler
     finally:
         logger.removeHandler(handler)
+
+
+# --- spanfold serve ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def weather_spans(_global_provider: Any, global_spans: Any) -> list[ReadableSpan]:
+    """The spans of one weather-agent run (the body the receiver tests send)."""
+    from ..bridge.conftest import run_weather_agent
+
+    run_weather_agent(_global_provider)
+    return list(global_spans.get_finished_spans())
+
+
+@pytest.fixture
+def served() -> Iterator[Any]:
+    """``served(**options)``: a ``spanfold serve`` receiver on a free loopback port, stopped after the test."""
+    from ..bridge.test_receiver import Served
+
+    made: list[Served] = []
+
+    def make(**options: Any) -> Served:
+        made.append(Served(**options))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.thread.stop()

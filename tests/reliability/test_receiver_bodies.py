@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,27 +12,7 @@ import pytest
 pytest.importorskip("aiohttp")
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ..bridge.conftest import WEATHER_ROLES, folded_in_process, otlp_json, proto_body, run_weather_agent
-from ..bridge.test_receiver import Served
-
-
-@pytest.fixture
-def weather_spans(_global_provider: Any, global_spans: Any) -> list[ReadableSpan]:
-    run_weather_agent(_global_provider)
-    return list(global_spans.get_finished_spans())
-
-
-@pytest.fixture
-def served() -> Iterator[Any]:
-    made: list[Served] = []
-
-    def make(**options: Any) -> Served:
-        made.append(Served(**options))
-        return made[-1]
-
-    yield make
-    for s in made:
-        s.thread.stop()
+from ..bridge.conftest import WEATHER_ROLES, folded_in_process, otlp_json, proto_body
 
 
 def test_every_member_of_a_multi_member_gzip_body_is_read(served: Any, weather_spans: list[ReadableSpan]) -> None:

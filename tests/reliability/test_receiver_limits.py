@@ -11,7 +11,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,30 +22,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import counters
 
-from ..bridge.conftest import WEATHER_ROLES, folded_in_process, proto_body, run_weather_agent
+from ..bridge.conftest import WEATHER_ROLES, folded_in_process, proto_body
 from ..bridge.test_receiver import Served
 
 MiB = 1024 * 1024
 PROTOBUF = "application/x-protobuf"
-
-
-@pytest.fixture
-def weather_spans(_global_provider: Any, global_spans: Any) -> list[ReadableSpan]:
-    run_weather_agent(_global_provider)
-    return list(global_spans.get_finished_spans())
-
-
-@pytest.fixture
-def served() -> Iterator[Any]:
-    made: list[Served] = []
-
-    def make(**options: Any) -> Served:
-        made.append(Served(**options))
-        return made[-1]
-
-    yield make
-    for s in made:
-        s.thread.stop()
 
 
 def spans_body(count: int, *, attribute: int = 0, rootless: bool = True, trace_per_span: bool = True) -> bytes:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from spanfold.testing.conversation import Turn
@@ -186,3 +187,17 @@ WEATHER_TOOLS_BEDROCK: list[dict[str, Any]] = [
     for name, description, schema in _TOOLS
 ]
 """Bedrock Converse ``toolConfig["tools"]``."""
+
+
+def failing_call(
+    number: int, error: Reply, otherwise: Callable[[MockRequest], Reply] | None = None
+) -> Callable[[MockRequest], Reply]:
+    """A responder that answers call ``number`` (1-based) with ``error`` and every other call as ``otherwise`` (the
+    weather agent by default): a server error in the middle of a run."""
+    calls = itertools.count(1)
+    fallback = otherwise or weather_agent
+
+    def respond(request: MockRequest) -> Reply:
+        return error if next(calls) == number else fallback(request)
+
+    return respond
