@@ -59,6 +59,9 @@ class ModelApi:
     response: Callable[[Any, Runtime], Mapping[str, Any]]
     accumulator: Callable[[Runtime], Accumulator]
     classify: Callable[[Any], Result]
+    #: The SDK resource (``self`` of the wrapped method) -> attributes its client decides: ``server.address`` /
+    #: ``server.port``, and ``gen_ai.provider.name`` where one SDK reaches several providers (google-genai: the Gemini
+    #: Developer API or Vertex AI). Set after the request's attributes, so they win over ``provider``.
     server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
     #: (args, kwargs) -> the request as keyword arguments, or None for a call that is not a model call. Unset: the
     #: request is the keyword arguments themselves (the SDK methods take keywords only).
