@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 
 from spanfold.exporter.fold import fold
-from spanfold.exporter.pairing import Pairing
 from spanfold.exporter.records import SpanRecord
+from spanfold.pairing import Pairing
 
 from .conftest import A, Spans, T, U, assistant, call, dumps, tool_msg, user
 

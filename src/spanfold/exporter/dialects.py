@@ -22,9 +22,9 @@ from typing import Any, Final, TypeAlias
 from spanfold import counters, semconv
 from spanfold.exporter import dialect_anthropic_native as anthropic_native
 from spanfold.exporter import dialect_genai_events, dialect_openinference, dialect_openllmetry
-from spanfold.exporter.json_prefix import ArrayPrefixCache
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, ToolStep
+from spanfold.json_prefix import ArrayPrefixCache
 from spanfold.trace.model import Usage, parse_arguments
 
 #: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).

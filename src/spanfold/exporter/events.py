@@ -229,7 +229,7 @@ class FingerprintCache:
     """The fingerprints of input messages, computed once per message object.
 
     An agent re-sends its history on every call and the parse shares those messages by identity
-    (:mod:`spanfold.exporter.json_prefix`), so the stitcher finds a message's fingerprints here on each later call
+    (:mod:`spanfold.json_prefix`), so the stitcher finds a message's fingerprints here on each later call
     instead of converting it again. An entry holds its message (an id is never reused while
     cached); bounded by entries and by content characters, emptied when full. Thread-safe without a lock: entries
     are immutable tuples.

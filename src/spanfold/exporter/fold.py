@@ -8,7 +8,7 @@
    metadata), then its error.
 4. Tool results come from ``execute_tool`` spans when there are any (their own time and errors), else from the next
    step's ``tool`` input messages, never both (by tool-call id; a tool span without an id answers the waiting call
-   with its name and arguments, in order: :mod:`~.pairing`). Results of parallel calls keep the model's order.
+   with its name and arguments, in order: :mod:`~spanfold.pairing`). Results of parallel calls keep the model's order.
 5. Trace metadata (models, token totals, start/end) is tallied as the steps go (:mod:`~.meta`).
 
 Cost is linear in the attribute bytes: one parse per attribute, hash lookups, no pairwise comparisons.
@@ -23,9 +23,9 @@ from spanfold.exporter.dialects import safe_step
 from spanfold.exporter.events import Fingerprint, fingerprint, message_events, note_calls, system_event
 from spanfold.exporter.history import InputEvents, Thread
 from spanfold.exporter.meta import Tally, iso, span_hex, step_metadata, trace_meta
-from spanfold.exporter.pairing import Call, Pairing
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.pairing import Call, Pairing
 from spanfold.semconv import PART_TOOL_CALL_RESPONSE
 from spanfold.semconv.shapes import first_choice
 from spanfold.trace.model import Message, Trace

@@ -7,7 +7,7 @@ its fingerprint occurs at or after the cursor, among the events shown before the
 after its first match is new, and what an agent dropped or summarised never removes what was shown.
 :meth:`Thread.unseen` returns what a step adds. Costs: a hash lookup and a bisect per input message; a step that
 starts with the very same message objects as the last one (a parsed history shares them,
-:mod:`spanfold.exporter.json_prefix`) resumes after them without looking at them again.
+:mod:`spanfold.json_prefix`) resumes after them without looking at them again.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ new call joins an open conversation when its input history extends that conversa
 first-choice outputs of one of its calls), when it continues one of its responses (``previous_response_id``), or
 shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id, or, without an id,
 the conversation that has waited longest on a call with its name and arguments (else its name): each waiting call
-takes one tool run, so concurrent runs making the same call get one each (:mod:`~spanfold.exporter.pairing`, the
+takes one tool run, so concurrent runs making the same call get one each (:mod:`~spanfold.pairing`, the
 unit the fold pairs tool results with). Lookups are hashes: a rolling hash over the message fingerprints, so finding
 the conversation a call extends costs O(its inputs), never a comparison with every open conversation.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from spanfold.exporter.events import INPUTS, Fingerprint, fingerprint, message_events, system_event
 from spanfold.exporter.meta import worst
-from spanfold.exporter.pairing import Call, Pairing
+from spanfold.pairing import Call, Pairing
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.semconv.shapes import first_choice
