@@ -50,6 +50,16 @@ def load_recording() -> Callable[[str], list[dict[str, Any]]]:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_conversations() -> None:
+    """Each test starts with no zero-code conversation open: the mock server's call ids repeat from one test to the
+    next, so a run of one test could extend a run of the last (as two identical runs of one process may)."""
+    from spanfold.instrumentation import conversations
+
+    if conversations.active() is not None:
+        conversations.activate(conversations.from_environment())
+
+
+@pytest.fixture(autouse=True)
 def _reset_stats() -> Iterator[None]:
     from spanfold import counters
 

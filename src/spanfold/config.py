@@ -151,6 +151,13 @@ class Config:
         30.0,
         "seconds an un-parented conversation stays open for stitching",
     )
+    stitch: bool = _option(
+        ("SPANFOLD_STITCH",),
+        _bool,
+        True,
+        "give the model calls and tool runs of one zero-code run (no invoke_agent span) one trace id, in every "
+        "backend, and stitch other producers' un-parented calls in the trace files",
+    )
     instrument: tuple[str, ...] | None = _option(
         ("SPANFOLD_INSTRUMENT",),
         _names,

@@ -23,7 +23,7 @@ from spanfold import counters, runtime
 from spanfold.config import Config
 from spanfold.exporter.processor import FoldingSpanProcessor
 from spanfold.exporter.writers import MemoryWriter, report_unwritten, writers_for
-from spanfold.instrumentation import registry
+from spanfold.instrumentation import conversations, registry
 from spanfold.redaction import from_option
 from spanfold.trace.model import Trace
 
@@ -170,6 +170,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
         rt = runtime.Runtime(capture_content=cfg.capture_content, redaction=from_option(cfg.redact))
         runtime.activate(rt)
+        conversations.activate(conversations.from_environment(stitch=cfg.stitch))
         provider, owns = _provider()
         processor = FoldingSpanProcessor(writers_for(cfg) if to_files else [], cfg)
         provider.add_span_processor(processor)
@@ -245,6 +246,7 @@ def stop() -> None:
     if handle is not None:
         handle.shutdown()
         runtime.activate(None)  # init()'s choice ends with it
+        conversations.activate(None)
 
 
 def _at_exit(timeout: float = 10.0) -> None:

@@ -64,12 +64,16 @@ def folded_in_process(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
     return fold(records, trace_id=format(records[0].trace_id, "032x")).to_invariant()
 
 
-def run_weather_agent(provider: Any, agent: str | None = "bridge-bot") -> None:
-    """The demo's tool loop once, against the mock server, instrumented on ``provider``."""
+def run_weather_agent(provider: Any, agent: str | None = "bridge-bot", *, source_stitch: bool = False) -> None:
+    """The demo's tool loop once, against the mock server, instrumented on ``provider``. Without an agent, each call
+    and tool run is its own trace (as another producer makes them) unless ``source_stitch``."""
     import openai
+
+    from spanfold.instrumentation import conversations
 
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
+    conversations.activate(conversations.Conversations(stitch=source_stitch))
     try:
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
@@ -80,6 +84,7 @@ def run_weather_agent(provider: Any, agent: str | None = "bridge-bot") -> None:
                     demo.openai_chat_agent(client)
     finally:
         instrumentor.uninstrument()
+        conversations.activate(None)
 
 
 @pytest.fixture

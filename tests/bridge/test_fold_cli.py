@@ -114,6 +114,18 @@ def test_unparented_calls_are_stitched(tmp_path: Path, _global_provider: Any, gl
     assert len(lines(tmp_path / "apart" / "traces.jsonl")) == 6  # each call and each tool run on its own
 
 
+def test_a_run_stitched_at_the_source_folds_as_one(tmp_path: Path, _global_provider: Any, global_spans: Any) -> None:
+    """spanfold's own zero-code spans: one trace id, each call a local root; one span per request line."""
+    run_weather_agent(_global_provider, agent=None, source_stitch=True)
+    spans = list(global_spans.get_finished_spans())
+    assert len({s.context.trace_id for s in spans}) == 1
+    (tmp_path / "spans.jsonl").write_text(collector_lines(*[[s] for s in spans]))
+    result = fold(str(tmp_path / "spans.jsonl"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    (events,) = lines(tmp_path / "out" / "traces.jsonl")
+    assert [e["role"] for e in events] == WEATHER_ROLES
+
+
 def test_calls_of_two_processes_are_never_stitched_together(
     tmp_path: Path, _global_provider: Any, global_spans: Any
 ) -> None:

@@ -139,7 +139,7 @@ def test_loop_without_agent_or_tool_is_one_trace(traced: Any, server: MockLLMSer
     events = traced.one()
     assert events == invariant_of(history)
     (meta,) = traced.metas()
-    assert len(meta["metadata"]["otel_trace_ids"]) == 3  # three un-parented calls, stitched
+    assert len(meta["metadata"]["otel_trace_ids"]) == 1  # three un-parented calls, one trace id from the source
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:

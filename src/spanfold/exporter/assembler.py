@@ -158,6 +158,8 @@ class Assembler:
 
     def add(self, record: SpanRecord, now: float) -> None:
         """An ended span."""
+        if self.policy.stitch and record.trace_id not in self._traces and self._join(record, now):
+            return
         buf = self._buffer(record.trace_id, now)
         if self._duplicate(buf, record):
             return
@@ -186,6 +188,19 @@ class Assembler:
         if self.policy.quiet is None and buf.root_seen and not buf.open:
             self._finish(buf, incomplete=False)
         self.shed()
+
+    def _join(self, record: SpanRecord, now: float) -> bool:
+        """A span of a trace an open stitched conversation holds goes straight to it (a receiver hears the calls of a
+        run stitched at the source one by one, each with its parent in an earlier part)."""
+        stitcher = self._stitchers.get(process_key(record.resource))
+        conv = stitcher.member(record.trace_id) if stitcher is not None else None
+        if stitcher is None or conv is None:
+            return False
+        size = attribute_bytes(record)
+        stitcher.join(conv, record, safe_step(record), size, now)
+        self.held.bytes += size
+        self._bound(stitcher, conv)
+        return True
 
     def shed(self) -> None:
         """Past ``max_buffered_bytes`` (or the policy's ``max_spans``): close the least recently active stitched
@@ -322,19 +337,26 @@ class Assembler:
             root, buf.trace_id, buf.records, steps, status, buf.touched, attribute_bytes=buf.attribute_bytes
         )
         self.held.bytes += buf.attribute_bytes  # now the conversation's
-        if (
-            len(conv.records) > self.config.max_spans_per_trace
-            or conv.attribute_bytes > self.config.max_attribute_bytes_per_trace
-        ):  # a stitched run is bounded like any trace: written now, marked truncated; what follows starts anew
-            conv.status = "truncated"
-            counters.incr("traces_truncated")
-            self._write_conversation(stitcher.close(conv))
+        if self._bound(stitcher, conv):
             return
         while len(stitcher) > self.config.max_traces_in_flight:
             oldest = next(iter(stitcher.open.values()))
             if oldest is conv:
                 break
             self._write_conversation(stitcher.close(oldest))
+
+    def _bound(self, stitcher: Stitcher, conv: Conversation) -> bool:
+        """A stitched run is bounded like any trace: past the bounds it is written now, marked truncated (what follows
+        starts anew). True when it was."""
+        if (
+            len(conv.records) > self.config.max_spans_per_trace
+            or conv.attribute_bytes > self.config.max_attribute_bytes_per_trace
+        ):
+            conv.status = "truncated"
+            counters.incr("traces_truncated")
+            self._write_conversation(stitcher.close(conv))
+            return True
+        return False
 
     def _write_conversation(self, conv: Conversation) -> None:
         self.held.bytes -= conv.attribute_bytes

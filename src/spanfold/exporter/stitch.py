@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from spanfold.exporter.events import INPUTS, Fingerprint, fingerprint, message_events, system_event
 from spanfold.exporter.meta import worst
-from spanfold.pairing import Call, Pairing
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.pairing import Call, Pairing
 from spanfold.semconv.shapes import first_choice
 from spanfold.trace.model import TraceStatus
 
@@ -52,7 +52,8 @@ class Conversation:
         status: TraceStatus,
         attribute_bytes: int = 0,
     ) -> None:
-        self.trace_ids.append(trace_id)
+        if trace_id not in self.trace_ids:
+            self.trace_ids.append(trace_id)
         self.records.extend(records)
         self.steps.update(steps)
         self.status = worst(self.status, status)
@@ -60,13 +61,13 @@ class Conversation:
 
 
 def stitch_root(records: Iterable[SpanRecord], steps: dict[int, Step | None]) -> ModelStep | ToolStep | None:
-    """The root step of a trace that may be stitched: one un-parented root that is a model call or a tool run, and no
-    agent span anywhere (such a trace is its own conversation)."""
+    """The root step of a trace that may be stitched: its first local root (un-parented, or the part of a trace whose
+    parent is elsewhere: the later calls of a run stitched at the source, a run under an external ``traceparent``,
+    several of which may arrive together) when that is a model call or a tool run, and no agent span anywhere (such a
+    trace is its own conversation)."""
     root: SpanRecord | None = None
     for r in records:
-        if r.parent_id is None:
-            if root is not None:
-                return None
+        if r.is_local_root and (root is None or (r.start_ns, r.span_id) < (root.start_ns, root.span_id)):
             root = r
     if root is None or any(isinstance(s, AgentSpan) for s in steps.values()):
         return None
@@ -169,17 +170,30 @@ class Stitcher:
     ) -> Conversation:
         """Join the trace to the conversation it continues, or open a new one; returns it. ``attribute_bytes``: of the
         trace's spans (the conversation counts them)."""
+        member = self.member(trace_id)  # the parts of one trace (a run stitched at the source) go together
         if isinstance(root, ModelStep):
             seed = self._seed(root)
             inputs = _fingerprints(root.inputs)
-            conv = self._find_model(root, _chain(seed, inputs)) or self._new()
+            conv = member or self._find_model(root, _chain(seed, inputs)) or self._new()
             self._register_model(conv, root, seed, inputs)
         else:
-            conv = self._find_tool(root) or self._new()
+            conv = member or self._find_tool(root) or self._new()
+        if member is None:
+            self._register(conv, ("trace", trace_id))
         conv.add(trace_id, records, steps, status, attribute_bytes)
         conv.touched = now
         self.open.move_to_end(conv.serial)
         return conv
+
+    def member(self, trace_id: int) -> Conversation | None:
+        """The open conversation holding part of the trace ``trace_id``."""
+        return self._lookup(("trace", trace_id))
+
+    def join(self, conv: Conversation, record: SpanRecord, step: Step | None, size: int, now: float) -> None:
+        """One more span of a trace the conversation holds (a span that arrived after its trace's part was folded)."""
+        conv.add(record.trace_id, [record], {record.span_id: step}, "complete", size)
+        conv.touched = now
+        self.open.move_to_end(conv.serial)
 
     def idle(self, before: float) -> list[Conversation]:
         """Close and return the conversations last active before ``before``."""

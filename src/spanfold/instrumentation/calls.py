@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
+from spanfold.instrumentation import conversations
 from spanfold.instrumentation.history import FragmentCache
 from spanfold.instrumentation.spans import ModelSpan
 from spanfold.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamState, SyncStreamProxy, Transparent
@@ -149,11 +152,40 @@ def _begin(
         counters.fault(f"{api.kind}.request", exc)
         return None
     attrs.update(_server(api, instance))
+    source = conversations.active()
+    turn, context = _place(api, source, request, attrs, rt) if source is not None else (None, None)
     try:
-        return ModelSpan(tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT, rt=rt)
+        call = ModelSpan(
+            tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT, rt=rt, context=context
+        )
     except Exception as exc:
         counters.fault(f"{api.kind}.span", exc)
         return None
+    if turn is not None:
+        try:
+            turn.started(call.span)
+            call.turn = turn
+        except Exception as exc:
+            counters.fault(f"{api.kind}.stitch", exc)
+    return call
+
+
+def _place(
+    api: ModelApi, source: conversations.Conversations, request: dict[str, Any], attrs: dict[str, Any], rt: Runtime
+) -> tuple[conversations.Turn | None, otel_context.Context | None]:
+    """Where an un-parented call's span starts (its zero-code conversation, or the run's external parent), and its
+    turn in that conversation; nothing for a call made inside a span (its trace is decided)."""
+    if otel_trace.get_current_span().get_span_context().is_valid:
+        return None, None
+    if not source.stitch:
+        return None, source.parent
+    try:
+        full = attrs if rt == conversations.FULL else api.request(request, conversations.FULL)[1]
+        turn = source.turn(full)
+    except Exception as exc:
+        counters.fault(f"{api.kind}.stitch", exc)
+        return None, source.parent
+    return turn, turn.context
 
 
 def _nested(api: ModelApi, result: Any, proxy: type[SyncStreamProxy | AsyncStreamProxy], state: StreamState) -> Any:
@@ -179,6 +211,8 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, rt: Runtime) -> Any:
             if kind is Result.RESPONSE and type(result) is not dict and len(api.response_types) < RESPONSE_TYPES_LIMIT:
                 api.response_types.add(type(result))
         if kind is Result.RESPONSE:
+            if call.turn is not None:
+                call.full = lambda: api.response(result, conversations.FULL)
             call.finish(api.response(result, rt))
             return result
         if kind is Result.STREAM:

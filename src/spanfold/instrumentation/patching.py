@@ -19,7 +19,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import runtime
-from spanfold.instrumentation import versions
+from spanfold.instrumentation import conversations, versions
 from spanfold.instrumentation.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.runtime import Runtime
 from spanfold.version import __version__
@@ -92,6 +92,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         tracer: Tracer = get_tracer(type(self).__module__, __version__, kwargs.get("tracer_provider"))
         rt: Runtime = kwargs.get("runtime") or runtime.active()
+        conversations.ensure()
         applied: list[tuple[Any, str]] = []
         for patch in self.patches(rt):
             target = _owner(patch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -18,6 +18,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
+from spanfold.instrumentation.conversations import FULL, Turn
 from spanfold.redaction import secrets
 from spanfold.runtime import Runtime
 
@@ -71,16 +72,27 @@ def clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
 class ModelSpan:
     """One started GenAI span and the promise to end it exactly once."""
 
-    __slots__ = ("_lock", "_token", "ended", "rt", "span")
+    __slots__ = ("_lock", "_token", "ended", "full", "rt", "span", "turn")
 
     def __init__(
-        self, tracer: Tracer, name: str, attributes: Mapping[str, Any], *, kind: SpanKind, rt: Runtime
+        self,
+        tracer: Tracer,
+        name: str,
+        attributes: Mapping[str, Any],
+        *,
+        kind: SpanKind,
+        rt: Runtime,
+        context: otel_context.Context | None = None,
     ) -> None:
         self.rt = rt
-        self.span: Span = tracer.start_span(name, kind=kind, attributes=clean(attributes))
+        self.span: Span = tracer.start_span(name, context=context, kind=kind, attributes=clean(attributes))
         self.ended = False
         self._lock = threading.Lock()
         self._token: object | None = None
+        #: A zero-code call's place in its conversation (:mod:`~spanfold.instrumentation.conversations`), told how the
+        #: call ended; ``full``: its result attributes with capture on and no redaction, when ``rt`` differs.
+        self.turn: Turn | None = None
+        self.full: Callable[[], Mapping[str, Any]] | None = None
 
     def activate(self) -> None:
         """Make the span current until :meth:`deactivate` (so spans the SDK call makes nest under it)."""
@@ -111,6 +123,8 @@ class ModelSpan:
         except Exception as exc:
             counters.fault("span.finish", exc)
         end_span(self.span)
+        if self.turn is not None:
+            self._told(attributes or {})
 
     def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
         """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""
@@ -123,3 +137,16 @@ class ModelSpan:
         except Exception as fault:
             counters.fault("span.fail", fault)
         end_span(self.span)
+        if self.turn is not None:
+            self._told(None)
+
+    def _told(self, attributes: Mapping[str, Any] | None) -> None:
+        """Tell the call's conversation how it ended (``None``: it failed)."""
+        turn, self.turn = self.turn, None
+        try:
+            if attributes is not None and self.full is not None and self.rt != FULL:
+                attributes = self.full()
+            if turn is not None:
+                turn.done(attributes)
+        except Exception as exc:
+            counters.fault("stitch.done", exc)

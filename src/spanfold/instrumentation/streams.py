@@ -17,6 +17,7 @@ from typing import Any, Protocol, SupportsIndex
 import wrapt
 
 from spanfold import counters
+from spanfold.instrumentation.conversations import FULL
 from spanfold.instrumentation.spans import ModelSpan
 
 
@@ -69,6 +70,8 @@ class StreamState:
         if self.span.ended:
             return
         self.feed()
+        if self.span.turn is not None:
+            self.span.full = self._full_attributes
         try:
             attrs = self.accumulator.attributes()
         except Exception as exc:
@@ -78,6 +81,13 @@ class StreamState:
             self.span.fail(error, attrs)
         else:
             self.span.finish(attrs)
+
+    def _full_attributes(self) -> Mapping[str, Any]:
+        """The result attributes with capture on and no redaction (a zero-code call's fingerprints), from a copy of
+        the accumulator (every accumulator keeps its runtime as ``rt`` and converts at the end)."""
+        shadow = copy.copy(self.accumulator)
+        shadow.rt = FULL  # type: ignore[attr-defined]
+        return shadow.attributes()
 
 
 class Transparent(wrapt.ObjectProxy[Any]):

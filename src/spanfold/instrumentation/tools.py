@@ -17,6 +17,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, runtime, semconv
+from spanfold.instrumentation import conversations
 from spanfold.instrumentation.messages import dumps
 from spanfold.instrumentation.spans import end_span, set_error
 from spanfold.version import __version__
@@ -75,10 +76,12 @@ class _ToolSpec:
             if call_id is not None:
                 attrs[semconv.TOOL_CALL_ID] = str(call_id)
             rt = runtime.active()
+            arguments = self.arguments(args, kwargs)
             if rt.capture_content:
-                attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(dumps(self.arguments(args, kwargs)))
+                attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(dumps(arguments))
             span = _get_tracer().start_span(
                 semconv.span_name(semconv.OP_EXECUTE_TOOL, self.name),
+                context=tool_context(call_id, self.name, arguments),
                 kind=SpanKind.INTERNAL,
                 attributes=attrs,
             )
@@ -99,6 +102,22 @@ class _ToolSpec:
             if name in out and next(iter(self.signature.parameters), None) == name:
                 del out[name]
         return out
+
+
+def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Context | None:
+    """The context a tool run's span starts in: the current one, or for an un-parented run the zero-code conversation
+    whose model asked for it (by ``call_id``, else ``name`` and ``arguments``), else the run's external parent
+    (:mod:`~spanfold.instrumentation.conversations`). For every ``execute_tool`` span spanfold starts."""
+    source = conversations.active()
+    if source is None or otel_trace.get_current_span().get_span_context().is_valid:
+        return None
+    if not source.stitch:
+        return source.parent
+    try:
+        return source.tool_context(call_id, name, arguments)
+    except Exception as exc:
+        counters.fault("tool.stitch", exc)
+        return source.parent
 
 
 def _end_ok(span: Span | None, result: Any) -> None:
@@ -221,9 +240,10 @@ class agent:
     Everything traced inside (model calls, tools) becomes one trace, folded into one flat trace file line.
     """
 
-    def __init__(self, name: str, *, conversation_id: str | None = None) -> None:
+    def __init__(self, name: str, *, conversation_id: str | None = None, traceparent: str | None = None) -> None:
         self.name = name
         self.conversation_id = conversation_id
+        self.traceparent = traceparent
 
     def __enter__(self) -> agent:
         try:
@@ -235,6 +255,7 @@ class agent:
                 attrs[semconv.CONVERSATION_ID] = self.conversation_id
             span = _get_tracer().start_span(
                 semconv.span_name(semconv.OP_INVOKE_AGENT, self.name),
+                context=self._parent(),
                 kind=SpanKind.INTERNAL,
                 attributes=attrs,
             )
@@ -243,6 +264,16 @@ class agent:
         except Exception as exc:
             counters.fault("agent.start", exc)
         return self
+
+    def _parent(self) -> otel_context.Context | None:
+        """The run's parent: ``traceparent`` when given (a W3C ``traceparent`` value: the run joins the caller's
+        trace), else the current span, else ``init()``'s external parent (the ``TRACEPARENT`` environment variable)."""
+        if self.traceparent is not None:
+            return conversations.external_parent(self.traceparent)
+        source = conversations.active()
+        if source is None or otel_trace.get_current_span().get_span_context().is_valid:
+            return None
+        return source.parent
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -270,19 +301,19 @@ class agent:
 
     def __call__(self, fn: F) -> F:
         """Use as a decorator: each call of ``fn`` is one agent run (a fresh span per call)."""
-        name, conversation_id = self.name, self.conversation_id
+        name, conversation_id, traceparent = self.name, self.conversation_id, self.traceparent
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                async with agent(name, conversation_id=conversation_id):
+                async with agent(name, conversation_id=conversation_id, traceparent=traceparent):
                     return await fn(*args, **kwargs)
 
             return run_async  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            with agent(name, conversation_id=conversation_id):
+            with agent(name, conversation_id=conversation_id, traceparent=traceparent):
                 return fn(*args, **kwargs)
 
         return run  # type: ignore[return-value]

@@ -1,0 +1,286 @@
+"""Stitching at the source: the model calls and tool runs of one zero-code agent run share one trace id.
+
+An agent that opens no ``invoke_agent`` span makes one OTel trace per model call: N unrelated traces in Jaeger,
+Langfuse or MLflow. Here, on the calling thread, an un-parented call whose input history extends a live
+conversation's history (the inputs and first-choice outputs of one of its calls), that continues one of its responses
+(``previous_response_id``), or that names its ``gen_ai.conversation.id``, starts its span as a child of the
+conversation's first span; an un-parented tool run joins the conversation whose model asked for it (by tool-call id,
+else by name and arguments, else by name: :mod:`spanfold.pairing`). A call that extends nothing starts a
+conversation of its own, under the run's external parent when there is one (a W3C ``TRACEPARENT``).
+
+The fingerprints (:mod:`spanfold.semconv.fingerprints`) are computed from the messages as recorded with capture on
+and no redaction, whatever the user's settings: with capture off they are computed all the same (hashes kept in
+memory, never written), so two runs that differ only in their text still stay apart. Two runs that share only a
+system prompt stay two traces (a key holds a call's outputs too, which differ by their tool-call ids or text), and
+concurrent runs never cross.
+
+The parent is a *remote* copy of the first span's context: that span has ended and left the process by the time a
+later call starts, so every later call is the local root of its part of the trace, as the exporter expects.
+
+Bounded like the exporter's stitcher: conversations idle for ``idle`` seconds are closed, at most ``limit`` are open
+(the least recently active closed first). Thread-safe: one lock around the index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
+
+from spanfold import semconv
+from spanfold.json_prefix import ArrayPrefixCache
+from spanfold.pairing import Call, Pairing
+from spanfold.runtime import Runtime
+from spanfold.semconv import shapes
+from spanfold.semconv.fingerprints import Fingerprint, message_prints, tool_calls
+
+#: The runtime fingerprints are computed under: the messages as they are, whatever the user records.
+FULL = Runtime(capture_content=True, redaction=None)
+
+#: Parsed input histories, each message through its fingerprints (only the new tail of a re-sent history is parsed).
+_INPUTS = ArrayPrefixCache(element=message_prints)
+
+
+class Conversation:
+    """One stitched run: the context its later calls start in, its index keys, the tool calls it waits on."""
+
+    __slots__ = ("context", "keys", "touched", "waiting")
+
+    def __init__(self, context: otel_context.Context, now: float) -> None:
+        self.context = context
+        self.keys: list[Hashable] = []
+        self.waiting: list[Call[Conversation]] = []
+        self.touched = now
+
+
+def _remote_context(span: Span) -> otel_context.Context:
+    sc = span.get_span_context()
+    remote = SpanContext(sc.trace_id, sc.span_id, True, trace_flags=sc.trace_flags, trace_state=sc.trace_state)
+    return otel_trace.set_span_in_context(NonRecordingSpan(remote))
+
+
+def _chain(seed: int, prints: list[Fingerprint]) -> list[int]:
+    out, h = [], seed
+    for fp in prints:
+        h = hash((h, fp))
+        out.append(h)
+    return out
+
+
+def _parsed(value: Any) -> list[Any]:
+    if not isinstance(value, str):
+        return []
+    parsed = json.loads(value)
+    return parsed if isinstance(parsed, list) else []
+
+
+class Turn:
+    """One un-parented model call: the context its span starts in, and what it adds to its conversation when done."""
+
+    __slots__ = ("_inputs", "_owner", "_seed", "context", "conversation", "keys")
+
+    def __init__(
+        self,
+        owner: Conversations,
+        conversation: Conversation | None,
+        seed: int,
+        inputs: list[int],
+        keys: list[Hashable],
+    ) -> None:
+        self._owner = owner
+        self.conversation = conversation
+        self.context = conversation.context if conversation is not None else owner.parent
+        self._seed = seed
+        self._inputs = inputs
+        self.keys = keys  # response / conversation ids of the request
+
+    def started(self, span: Span) -> None:
+        """The call's span started: a call that extends nothing opens a conversation under it."""
+        if self.conversation is None:
+            self.conversation = self._owner.open(_remote_context(span))
+
+    def done(self, outputs: Mapping[str, Any] | None) -> None:
+        """The call ended with ``outputs`` (its result attributes with capture on), or failed (None)."""
+        conv = self.conversation
+        if conv is None:
+            return
+        keys = list(self.keys)
+        calls: list[tuple[Any, Any, Any]] = []
+        last = self._inputs[-1] if self._inputs else self._seed
+        if outputs is None:
+            keys.append(("history", last))  # a retry re-sends the same inputs
+        else:
+            messages, _ = shapes.first_choice(_parsed(outputs.get(semconv.OUTPUT_MESSAGES)))
+            prints = [fp for msg in messages for fp in message_prints(msg)]
+            if prints:
+                keys.append(("history", _chain(last, prints)[-1]))
+            response_id = outputs.get(semconv.RESPONSE_ID)
+            if response_id:
+                keys.append(("response", response_id))
+            calls = tool_calls(messages)
+        self._owner.register(conv, keys, calls)
+
+
+class Conversations:
+    """The live conversations of the process, found by the hash of a history they may be extended by."""
+
+    def __init__(
+        self,
+        *,
+        stitch: bool = True,
+        parent: otel_context.Context | None = None,
+        idle: float = 30.0,
+        limit: int = 2000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stitch = stitch
+        self.parent = parent  # the run's external parent (TRACEPARENT), for calls that start a conversation
+        self.idle = idle
+        self.limit = limit
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
+        self._index: dict[Hashable, Conversation] = {}
+        self._calls: Pairing[Conversation] = Pairing()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    # --- the calling thread ------------------------------------------------------------------------------
+
+    def turn(self, attrs: Mapping[str, Any]) -> Turn:
+        """Where an un-parented model call with these request attributes (capture on, no redaction) belongs."""
+        system = attrs.get(semconv.SYSTEM_INSTRUCTIONS)
+        seed = hash(system) if isinstance(system, str) else 0
+        inputs = attrs.get(semconv.INPUT_MESSAGES)
+        elements = _INPUTS.loads(inputs) if isinstance(inputs, str) else []
+        chain = _chain(seed, [fp for prints in elements if isinstance(prints, tuple) for fp in prints])
+        ids: list[Hashable] = [("response", attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)]
+        conversation_id = attrs.get(semconv.CONVERSATION_ID)
+        if conversation_id:
+            ids.append(("conversation", conversation_id))
+        with self._lock:
+            self._expire()
+            conv = self._find(ids, chain)
+        own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
+        return Turn(self, conv, seed, chain, own)
+
+    def tool_context(self, call_id: Any, name: Any, arguments: Any) -> otel_context.Context | None:
+        """The context an un-parented tool run starts in: its conversation's, when one waits for it."""
+        with self._lock:
+            self._expire()
+            call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
+            if call is None or call.owner.context is None:
+                return self.parent
+            self._touch(call.owner)
+            return call.owner.context
+
+    # --- the index ---------------------------------------------------------------------------------------
+
+    def _find(self, ids: list[Hashable], chain: list[int]) -> Conversation | None:
+        for key in ids:
+            conv = self._index.get(key)
+            if conv is not None:
+                return self._touch(conv)
+        for h in reversed(chain):  # the longest history it extends
+            conv = self._index.get(("history", h))
+            if conv is not None:
+                return self._touch(conv)
+        return None
+
+    def _touch(self, conv: Conversation) -> Conversation:
+        conv.touched = self._clock()
+        self._open.move_to_end(id(conv))
+        return conv
+
+    def open(self, context: otel_context.Context) -> Conversation:
+        conv = Conversation(context, self._clock())
+        with self._lock:
+            self._open[id(conv)] = conv
+            while len(self._open) > self.limit:
+                self._close(next(iter(self._open.values())))
+        return conv
+
+    def register(self, conv: Conversation, keys: list[Hashable], calls: list[tuple[Any, Any, Any]]) -> None:
+        with self._lock:
+            if self._open.get(id(conv)) is not conv:
+                return  # closed meanwhile
+            for key in keys:
+                self._index[key] = conv
+                conv.keys.append(key)
+            for call_id, name, arguments in calls:
+                conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
+            self._touch(conv)
+
+    def _expire(self) -> None:
+        before = self._clock() - self.idle
+        while self._open:
+            conv = next(iter(self._open.values()))
+            if conv.touched >= before:
+                return
+            self._close(conv)
+
+    def _close(self, conv: Conversation) -> None:
+        self._open.pop(id(conv), None)
+        for key in conv.keys:
+            if self._index.get(key) is conv:
+                del self._index[key]
+        for call in conv.waiting:
+            self._calls.drop(call)
+        conv.keys.clear()
+        conv.waiting.clear()
+
+
+_active: list[Conversations | None] = [None]
+
+
+def active() -> Conversations | None:
+    """The conversations of the running ``init()`` (None: no stitching, no external parent)."""
+    return _active[0]
+
+
+def activate(conversations: Conversations | None) -> None:
+    _active[0] = conversations
+
+
+def from_environment(environ: Mapping[str, str] | None = None, *, stitch: bool | None = None) -> Conversations:
+    """Conversations as the environment asks: ``SPANFOLD_STITCH`` (unless ``stitch`` is given),
+    ``SPANFOLD_STITCH_IDLE``, ``TRACEPARENT`` / ``TRACESTATE`` (W3C trace context: the parent of the run, so a harness
+    or a calling service gets it inside its own trace)."""
+    from spanfold import config
+
+    env = os.environ if environ is None else environ
+    try:
+        cfg = config.load({"stitch": stitch}, env)
+        on, idle, limit = cfg.stitch, cfg.stitch_idle, cfg.max_traces_in_flight
+    except config.ConfigError:
+        on, idle, limit = True, 30.0, 2000
+    parent = external_parent(env.get("TRACEPARENT"), env.get("TRACESTATE"))
+    return Conversations(stitch=on, parent=parent, idle=idle, limit=limit)
+
+
+def ensure() -> None:
+    """Conversations for instrumentors used without ``init()`` (``opentelemetry-instrument``), from the environment."""
+    if _active[0] is None:
+        activate(from_environment())
+
+
+def external_parent(traceparent: str | None, tracestate: str | None = None) -> otel_context.Context | None:
+    """The context of a W3C ``traceparent`` header value (None when absent or malformed)."""
+    if not traceparent:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier = {"traceparent": traceparent.strip()}
+    if tracestate:
+        carrier["tracestate"] = tracestate.strip()
+    ctx = TraceContextTextMapPropagator().extract(carrier)
+    return ctx if otel_trace.get_current_span(ctx).get_span_context().is_valid else None
