@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("spanfold.commands.show:command", "Show a trace for a person: messages, tool calls, outputs, errors."),
     "fold": ("spanfold.commands.fold:command", "Fold OTLP/JSON span files (Collector file exporter too) into traces."),
     "serve": ("spanfold.commands.serve:command", "Receive OTLP/HTTP traces from any number of processes; fold them."),
+    "run": ("spanfold.commands.run:command", "Run a Python program traced: spanfold run -- python app.py."),
     "ui": ("spanfold.commands.ui:command", "Browse a directory of traces in a local web page (runs, a run, compare)."),
 }
 

@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import WEATHER_ROLES
 
-pytest.importorskip("opentelemetry.distro")
+
 INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
     "opentelemetry-instrument"
 )
@@ -65,7 +65,7 @@ def test_opentelemetry_instrument_with_the_spanfold_exporter(tmp_path: Path) -> 
     for events, meta in zip(traces, metas, strict=True):
         assert [e["role"] for e in events] == WEATHER_ROLES
         assert meta["service"] == "zero-code-app" and meta["status"] == "complete"
-        assert len(meta["otel_trace_ids"]) == 6  # three model calls and three tool runs, stitched
+        assert len(meta.get("otel_trace_ids", [meta["trace_id"]])) == 1  # one trace id: stitched at the source
         calls = [c["function"] for e in events for c in e.get("tool_calls") or []]
         assert [c["name"] for c in calls] == ["get_weather", "get_weather", "convert_temperature"]
         assert calls[0]["arguments"] == {"city": "Paris"}

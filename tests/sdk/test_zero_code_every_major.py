@@ -15,7 +15,7 @@ import pytest
 
 from . import agents
 
-pytest.importorskip("opentelemetry.distro")
+
 INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
     "opentelemetry-instrument"
 )

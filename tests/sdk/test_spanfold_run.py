@@ -1,0 +1,119 @@
+"""Zero-code as typed, on every installed SDK major (the SDK matrix runs this in fresh venvs holding ``spanfold[auto]``
+and the SDK pair only):
+
+* ``spanfold run -- python app.py``: nothing to configure; each run of the app is one trace file line AND one OTel
+  trace id (stitched at the source), ``TRACEPARENT`` parents the run;
+* the README's ``OTEL_TRACES_EXPORTER=spanfold SPANFOLD_OUTPUT=traces opentelemetry-instrument python app.py``, with
+  no other variable set: no "otlp_proto_grpc not found" (metrics and logs exporters default to off), and other
+  instrumentations of the same libraries turned off in one line (one span per call, no repeated steps).
+
+The app (``agents.py`` run as a script) never imports spanfold's tracing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import agents
+
+BIN = Path(sys.executable).parent
+SPANFOLD = shutil.which("spanfold", path=str(BIN)) or shutil.which("spanfold")
+INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(BIN)) or shutil.which("opentelemetry-instrument")
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without any OTEL_* / SPANFOLD_* setting: a fresh shell's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANFOLD_", "TRACEPARENT"))}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    return {**env, **extra}
+
+
+def written(out: Path) -> tuple[list[Any], list[dict[str, Any]]]:
+    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text(encoding="utf-8").splitlines()]
+    metas = [json.loads(line)["metadata"] for line in (out / "traces.meta.jsonl").read_text().splitlines()]
+    return traces, metas
+
+
+def scenarios() -> list[str]:
+    return [name for name in agents.available() if not name.startswith("anthropic")][:3]
+
+
+def test_spanfold_run_python_app(tmp_path: Path) -> None:
+    assert SPANFOLD is not None
+    names = scenarios()
+    done = subprocess.run(
+        [SPANFOLD, "run", "--", "python", agents.__file__, *names],
+        env=clean_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"
+    assert "Traceback" not in done.stderr and "not found" not in done.stderr, done.stderr
+    traces, metas = written(tmp_path / "traces")  # spanfold's default directory
+    assert len(traces) == len(names)
+    by_question = {next(e["content"] for e in t if e["role"] == "user"): t for t in traces}
+    for name in names:
+        assert by_question[agents.question(name)] == agents.expected(name), name
+    assert all(len(m["otel_trace_ids"]) == 1 and m["status"] == "complete" for m in metas), metas
+
+
+def test_spanfold_run_with_traceparent_and_capture_off(tmp_path: Path) -> None:
+    assert SPANFOLD is not None
+    name = scenarios()[0]
+    done = subprocess.run(
+        [SPANFOLD, "run", "--no-capture-content", "-o", str(tmp_path / "out"), "--", "python", agents.__file__, name],
+        env=clean_env(TRACEPARENT=TRACEPARENT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    traces, metas = written(tmp_path / "out")
+    assert [m["trace_id"] for m in metas] == ["4bf92f3577b34da6a3ce929d0e0e4736"]
+    assert [e["role"] for e in traces[0]] == [e["role"] for e in agents.expected(name)]
+    assert agents.question(name) not in json.dumps(traces)
+
+
+def test_spanfold_run_names_a_missing_command(tmp_path: Path) -> None:
+    assert SPANFOLD is not None
+    done = subprocess.run(
+        [SPANFOLD, "run", "--", "no-such-program-here"], env=clean_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 127
+    assert done.stderr.strip() == "spanfold run: command not found: no-such-program-here"
+
+
+def test_readme_opentelemetry_instrument_line_as_typed(tmp_path: Path) -> None:
+    """Exactly the README's variables, nothing else: works in a venv with only ``spanfold[auto]`` and the SDK, and in
+    one with other OpenAI instrumentations installed beside it (this CI venv has three)."""
+    assert INSTRUMENT is not None
+    names = scenarios()
+    done = subprocess.run(
+        [INSTRUMENT, "python", agents.__file__, *names],
+        env=clean_env(OTEL_TRACES_EXPORTER="spanfold", SPANFOLD_OUTPUT="traces"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"
+    assert "Traceback" not in done.stderr and "not found" not in done.stderr, done.stderr
+    others = [line for line in done.stderr.splitlines() if "turned off other instrumentations" in line]
+    assert len(others) <= 1, done.stderr
+    traces, metas = written(tmp_path / "traces")
+    by_question = {next(e["content"] for e in t if e["role"] == "user"): t for t in traces}
+    assert len(traces) == len(names) == len(by_question)
+    for name in names:
+        assert by_question[agents.question(name)] == agents.expected(name), name
+    assert all(len(m.get("otel_trace_ids", [m["trace_id"]])) == 1 for m in metas), metas
