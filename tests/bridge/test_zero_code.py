@@ -70,3 +70,21 @@ def test_opentelemetry_instrument_with_the_spanfold_exporter(tmp_path: Path) -> 
         assert [c["name"] for c in calls] == ["get_weather", "get_weather", "convert_temperature"]
         assert calls[0]["arguments"] == {"city": "Paris"}
     assert metas[0]["models"] == ["gpt-4o-mini"] and metas[1]["models"][0].startswith("claude")
+
+
+@pytest.mark.skipif(INSTRUMENT is None, reason="opentelemetry-instrument is not installed")
+def test_opentelemetry_instrument_imports_no_sdk_the_program_does_not(tmp_path: Path) -> None:
+    """opentelemetry-instrument instruments every installed library at start-up: spanfold's wait for the program to
+    import theirs (importing every SDK costs seconds; litellm reaches for the network when imported)."""
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import sys, openai\n"
+        "print(sorted(m for m in ('anthropic', 'litellm', 'google.genai', 'cohere', 'mistralai') if m in sys.modules))\n"
+        "print(type(openai.resources.chat.completions.Completions.create).__name__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANFOLD_"))}
+    env.update(OTEL_TRACES_EXPORTER="spanfold", SPANFOLD_OUTPUT=str(tmp_path / "traces"))
+    assert INSTRUMENT is not None
+    done = subprocess.run([INSTRUMENT, sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "BoundFunctionWrapper"], done.stdout

@@ -9,8 +9,10 @@ instrumentor wraps what exists. ``uninstrument()`` restores exactly what was wra
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, ClassVar
 
 import wrapt
@@ -18,7 +20,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
-from spanfold import runtime
+from spanfold import counters, runtime
 from spanfold.instrumentation import conversations, versions
 from spanfold.instrumentation.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.runtime import Runtime
@@ -87,7 +89,29 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         kwargs.pop("raise_exception_on_conflict", None)
         if not versions.supported(self.instrumentation_dependencies()):
             return None
+        if "runtime" not in kwargs and self._defer(kwargs):
+            return None
         return super().instrument(skip_dep_check=True, **kwargs)
+
+    def _defer(self, kwargs: dict[str, Any]) -> bool:
+        """``opentelemetry-instrument`` instruments every installed library at start-up: a library the program has
+        not imported is patched when it imports it (a post-import hook), never imported by spanfold (importing every
+        installed SDK would cost seconds, and some reach the network when imported)."""
+        from spanfold.instrumentation import registry
+
+        library = registry.library_of(type(self))
+        if library is None or library in sys.modules:
+            return False
+
+        def on_import(module: ModuleType) -> None:
+            try:
+                if not self.is_instrumented_by_opentelemetry:
+                    BaseInstrumentor.instrument(self, skip_dep_check=True, **kwargs)
+            except Exception as exc:
+                counters.fault(f"instrument.{library}", exc)
+
+        wrapt.register_post_import_hook(on_import, library)
+        return True
 
     def _instrument(self, **kwargs: Any) -> None:
         tracer: Tracer = get_tracer(type(self).__module__, __version__, kwargs.get("tracer_provider"))

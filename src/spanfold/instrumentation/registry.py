@@ -47,6 +47,12 @@ def _load(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def library_of(instrumentor: type) -> str | None:
+    """The import name of the client library an instrumentor class patches (None: not one of spanfold's)."""
+    path = f"{instrumentor.__module__}:{instrumentor.__qualname__}"
+    return next((lib for lib, target in INSTRUMENTORS.values() if target == path), None)
+
+
 def available() -> list[str]:
     """Instrumentations whose client library is installed here (found without importing it)."""
     out = []
