@@ -125,6 +125,7 @@ def span_name(operation: str, target: str | None) -> str:
     """``"{operation} {target}"`` as the conventions name GenAI spans, or the bare operation."""
     return f"{operation} {target}" if target else operation
 
+
 # --- Amazon Bedrock ------------------------------------------------------------------------------------
 #: ``gen_ai.provider.name`` of Bedrock Runtime calls (the conventions' well-known value).
 PROVIDER_AWS_BEDROCK: Final = "aws.bedrock"
