@@ -295,3 +295,24 @@ async def test_guardrail_event_and_agent_error(traced: Any, server: MockLLMServe
     assert root.status.description is not None and "Max turns exceeded" in root.status.description
     events = traced.one()
     assert [e["role"] for e in events] == ["system", "user", "assistant", "tool", "tool"]
+
+
+async def test_mcp_tools_of_an_agent_are_one_step_each(traced: Any, server: MockLLMServer, global_spans: Any) -> None:
+    """An agent whose tools are an MCP server's (the SDK's ``MCPServerStdio``): the SDK's function span and spanfold's
+    MCP span below it are one tool step, and the trace is the weather agent's."""
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from .test_mcp import SERVER_SCRIPT, SRC
+
+    params = {"command": sys.executable, "args": [str(SERVER_SCRIPT)], "env": {"PYTHONPATH": str(SRC)}}
+    async with MCPServerStdio(params=params) as mcp_server:  # type: ignore[arg-type]
+        agent = weather_agent(server).clone(tools=[], mcp_servers=[mcp_server])
+        await Runner.run(agent, QUESTION)
+    assert traced.one() == weather_events()
+    spans = global_spans.get_finished_spans()
+    tools = [s for s in spans if s.name == "execute_tool get_weather"]
+    assert len(tools) == 4  # the SDK's function span and spanfold's MCP span, per call
+    mcp_spans = [s for s in tools if dict(s.attributes or {}).get("mcp.method.name") == "tools/call"]
+    assert {s.parent.span_id for s in mcp_spans if s.parent} == {s.context.span_id for s in tools if s not in mcp_spans}

@@ -33,6 +33,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
+from spanfold.instrumentation import messages as m
 from spanfold.instrumentation.spans import clean, end_span, set_failure
 from spanfold.instrumentation.tools import end_tool_span, start_tool_span
 from spanfold.runtime import Runtime
@@ -79,6 +80,16 @@ def _error_text(error: Any) -> str:
     data = error.get("data") if isinstance(error, dict) else None
     detail = data.get("error") if isinstance(data, dict) else None
     return f"{message}: {detail}" if detail else message
+
+
+def _output_text(output: Any) -> Any:
+    """A tool's output as the model reads it: text outputs (``ToolOutputText``, an MCP tool's text blocks) as their
+    text, anything else as it is (recorded as JSON)."""
+    items = output if isinstance(output, list) else [output]
+    texts = [m.get(item, "text") for item in items if m.get(item, "type") == "text"]
+    if items and len(texts) == len(items) and all(isinstance(t, str) for t in texts):
+        return "\n".join(texts)
+    return output
 
 
 class AgentsTracing:
@@ -210,7 +221,10 @@ class AgentsTracing:
             opened.span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(str(data.input)))
         if span.error:
             set_failure(opened.span, semconv.TOOL_ERROR, _error_text(span.error), rt)
-        end_tool_span(opened.span, None if data.output is None else str(data.output), rt)
+        if data.output is None:
+            end_span(opened.span)
+        else:
+            end_tool_span(opened.span, _output_text(data.output), rt)
 
     def _agent_ended(self, run: _Run, opened: _Open, span: Any) -> None:
         if span.error:
