@@ -316,3 +316,19 @@ async def test_mcp_tools_of_an_agent_are_one_step_each(traced: Any, server: Mock
     assert len(tools) == 4  # the SDK's function span and spanfold's MCP span, per call
     mcp_spans = [s for s in tools if dict(s.attributes or {}).get("mcp.method.name") == "tools/call"]
     assert {s.parent.span_id for s in mcp_spans if s.parent} == {s.context.span_id for s in tools if s not in mcp_spans}
+
+
+def test_traces_never_finished_are_bounded(traced: Any, global_spans: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spanfold import counters
+    from spanfold.instrumentation.frameworks import openai_agents_processor
+
+    monkeypatch.setattr(openai_agents_processor, "MAX_OPEN_RUNS", 2)
+    started = [agents.trace(f"workflow {n}") for n in range(3)]
+    for sdk_trace in started:
+        sdk_trace.start()
+    closed = [s.name for s in global_spans.get_finished_spans()]
+    assert closed == ["invoke_agent workflow 0"]  # the oldest, closed when the third opened
+    assert counters.snapshot().get("openai_agents.runs_never_finished") == 1
+    for sdk_trace in started:
+        sdk_trace.finish()
+    assert len(global_spans.get_finished_spans()) == 3

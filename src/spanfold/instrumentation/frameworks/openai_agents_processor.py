@@ -38,6 +38,9 @@ from spanfold.instrumentation.spans import clean, end_span, set_failure
 from spanfold.instrumentation.tools import end_tool_span, start_tool_span
 from spanfold.runtime import Runtime
 
+#: SDK traces open at once (a trace started and never finished is closed when this many newer ones are open).
+MAX_OPEN_RUNS = 10_000
+
 #: ``error.type`` of an agent span the SDK recorded an error on (max turns, a guardrail tripwire ...).
 AGENT_ERROR = "agent_error"
 
@@ -128,12 +131,19 @@ class AgentsTracing:
             )
             with self._lock:
                 self._runs[trace.trace_id] = _Run(_Open(span, _attach(span), "trace"), trace.trace_id)
+                stale = next(iter(self._runs.values())) if len(self._runs) > MAX_OPEN_RUNS else None
+            if stale is not None:
+                counters.incr("openai_agents.runs_never_finished")
+                self._close(stale.conversation_id)
         except Exception as exc:
             counters.fault("openai_agents.trace_start", exc)
 
     def on_trace_end(self, trace: Any) -> None:
+        self._close(getattr(trace, "trace_id", None))
+
+    def _close(self, trace_id: Any) -> None:
         with self._lock:
-            run = self._runs.pop(getattr(trace, "trace_id", None), None)  # type: ignore[arg-type]
+            run = self._runs.pop(trace_id, None)
         if run is None:
             return
         try:
