@@ -17,7 +17,6 @@ import pytest
 
 from .conftest import WEATHER_ROLES
 
-
 INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
     "opentelemetry-instrument"
 )
@@ -79,7 +78,8 @@ def test_opentelemetry_instrument_imports_no_sdk_the_program_does_not(tmp_path: 
     app = tmp_path / "app.py"
     app.write_text(
         "import sys, openai\n"
-        "print(sorted(m for m in ('anthropic', 'litellm', 'google.genai', 'cohere', 'mistralai') if m in sys.modules))\n"
+        "sdks = ('anthropic', 'litellm', 'google.genai', 'cohere', 'mistralai')\n"
+        "print(sorted(m for m in sdks if m in sys.modules))\n"
         "print(type(openai.resources.chat.completions.Completions.create).__name__)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANFOLD_"))}

@@ -15,7 +15,6 @@ import pytest
 
 from . import agents
 
-
 INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
     "opentelemetry-instrument"
 )

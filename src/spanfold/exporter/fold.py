@@ -23,6 +23,7 @@ from spanfold.exporter.dialects import safe_step
 from spanfold.exporter.events import Fingerprint, fingerprint, message_events, note_calls, system_event
 from spanfold.exporter.history import InputEvents, Thread
 from spanfold.exporter.meta import Tally, iso, span_hex, step_metadata, trace_meta
+from spanfold.exporter.nested_tools import merge_nested_tool_steps
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.pairing import Call, Pairing
@@ -85,6 +86,7 @@ class _Folder:
             if step is not None:
                 self.steps[r.span_id] = step
         drop_duplicate_calls(self.steps)
+        merge_nested_tool_steps(self.steps, self.parents)
         self.agents = {sid: s for sid, s in self.steps.items() if isinstance(s, AgentSpan)}
         self._agent_of: dict[int, AgentSpan | None] = {}
         self.threads: dict[Hashable, _FoldThread] = {}

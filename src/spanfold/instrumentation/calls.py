@@ -48,7 +48,12 @@ class Result(Enum):
     NESTED_ASYNC_STREAM = "nested_async_stream"
     RAW = "raw"  # a raw-response wrapper (``with_raw_response``); ``.parse()`` gives one of the above
     ASYNC_RAW = "async_raw"  # the same with an ``async def parse()`` (anthropic's ``AsyncAPIResponse``)
-    OPAQUE = "opaque"  # something spanfold must not touch (``with_streaming_response``)
+    OPAQUE = "opaque"  # something spanfold must not touch (``with_streaming_response`` of most SDKs)
+    #: A ``with_streaming_response`` result whose body spanfold never reads: only what the user's own ``.parse()``
+    #: gives is followed (a stream proxied); unparsed, its span ends when it is closed (openai: the Agents SDK streams
+    #: through it).
+    STREAMED_RAW = "streamed_raw"
+    ASYNC_STREAMED_RAW = "async_streamed_raw"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +232,10 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, rt: Runtime) -> Any:
             return RawResponseProxy(result, api, call, rt)
         if kind is Result.ASYNC_RAW:
             return AsyncRawResponseProxy(result, api, call, rt)
+        if kind is Result.STREAMED_RAW:
+            return StreamedRawProxy(result, api, call, rt)
+        if kind is Result.ASYNC_STREAMED_RAW:
+            return AsyncStreamedRawProxy(result, api, call, rt)
         call.finish()
         return result
     except Exception as exc:
@@ -252,10 +261,13 @@ class _RawProxy(Transparent):
             self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_rt)
         return self._self_parsed
 
-    def __del__(self) -> None:
+    def _self_end_unparsed(self) -> None:
         call = getattr(self, "_self_call", None)
         if call is not None and not call.ended and self._self_parsed is None:
             call.finish()
+
+    def __del__(self) -> None:
+        self._self_end_unparsed()
 
 
 class RawResponseProxy(_RawProxy):
@@ -295,6 +307,32 @@ class AsyncRawResponseProxy(_RawProxy):
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
         result = await self.__wrapped__.parse(*args, **kwargs)
         return result if args or kwargs else self._self_parsed_as(result)
+
+
+class StreamedRawProxy(RawResponseProxy):
+    """A ``with_streaming_response`` result (:attr:`Result.STREAMED_RAW`): never parsed by spanfold."""
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, rt: Runtime) -> None:
+        _RawProxy.__init__(self, wrapped, api, call, rt)
+
+    def close(self) -> Any:
+        try:
+            return self.__wrapped__.close()
+        finally:
+            self._self_end_unparsed()
+
+
+class AsyncStreamedRawProxy(AsyncRawResponseProxy):
+    """The async ``with_streaming_response`` result (:attr:`Result.ASYNC_STREAMED_RAW`): never parsed by spanfold."""
+
+    async def _self_prime(self) -> None:
+        return None
+
+    async def close(self) -> Any:
+        try:
+            return await self.__wrapped__.close()
+        finally:
+            self._self_end_unparsed()
 
 
 def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:

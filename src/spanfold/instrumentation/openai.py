@@ -46,6 +46,10 @@ def classify(result: Any) -> Result:
         return Result.ASYNC_STREAM
     if isinstance(result, LegacyAPIResponse):
         return Result.RAW
+    if isinstance(result, openai.AsyncAPIResponse):  # with_streaming_response (the Agents SDK streams through it)
+        return Result.ASYNC_STREAMED_RAW
+    if isinstance(result, openai.APIResponse):
+        return Result.STREAMED_RAW
     if isinstance(result, openai.BaseModel):
         return Result.RESPONSE
     return Result.OPAQUE

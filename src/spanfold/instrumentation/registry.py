@@ -34,6 +34,8 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
     "cohere": ("cohere", "spanfold.instrumentation.cohere:CohereInstrumentor"),
     "litellm": ("litellm", "spanfold.instrumentation.litellm:LiteLLMInstrumentor"),
+    "mcp": ("mcp", "spanfold.instrumentation.frameworks.mcp:MCPInstrumentor"),
+    "openai_agents": ("agents", "spanfold.instrumentation.frameworks.openai_agents:OpenAIAgentsInstrumentor"),
 }
 
 _lock = threading.Lock()

@@ -56,6 +56,17 @@ def set_error(span: Span, exc: BaseException, rt: Runtime) -> None:
     span.set_status(Status(StatusCode.ERROR, description))
 
 
+def set_failure(span: Span, kind: str, message: str | None, rt: Runtime) -> None:
+    """Status ERROR and ``error.type`` for a failure that is not an exception (a tool result flagged as an error, a
+    framework's own error record). ``message`` is content, as in :func:`set_error`: the status description with
+    capture on (redacted, credentials masked), ``kind`` alone with capture off."""
+    span.set_attribute(semconv.ERROR_TYPE, kind)
+    description = kind
+    if rt.capture_content and message:
+        description = secrets(str(rt.content(message)))
+    span.set_status(Status(StatusCode.ERROR, description))
+
+
 def end_span(span: Span) -> None:
     """``span.end()``; another span processor that raises when a span ends never reaches the user's call."""
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -19,7 +19,8 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 from spanfold import counters, runtime, semconv
 from spanfold.instrumentation import conversations
 from spanfold.instrumentation.messages import dumps
-from spanfold.instrumentation.spans import end_span, set_error
+from spanfold.instrumentation.spans import clean, end_span, set_error
+from spanfold.runtime import Runtime
 from spanfold.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,24 +67,18 @@ class _ToolSpec:
         if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # None too: APIs without ids (Gemini, Ollama)
             kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
         try:
-            attrs: dict[str, Any] = {
-                semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
-                semconv.TOOL_NAME: self.name,
-                semconv.TOOL_TYPE: "function",
-            }
-            if self.description:
-                attrs[semconv.TOOL_DESCRIPTION] = self.description
-            if call_id is not None:
-                attrs[semconv.TOOL_CALL_ID] = str(call_id)
             rt = runtime.active()
-            arguments = self.arguments(args, kwargs)
-            if rt.capture_content:
-                attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(dumps(arguments))
-            span = _get_tracer().start_span(
-                semconv.span_name(semconv.OP_EXECUTE_TOOL, self.name),
-                context=tool_context(call_id, self.name, arguments),
-                kind=SpanKind.INTERNAL,
-                attributes=attrs,
+            values = self.arguments(args, kwargs)
+            arguments = dumps(values) if rt.capture_content else None
+            extra = {semconv.TOOL_DESCRIPTION: self.description} if self.description else None
+            span = start_tool_span(
+                _get_tracer(),
+                str(self.name),
+                rt,
+                call_id=call_id,
+                arguments=arguments,
+                attributes=extra,
+                argument_values=values,
             )
         except Exception as exc:
             counters.fault("tool.start", exc)
@@ -120,11 +115,52 @@ def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Contex
         return source.parent
 
 
-def _end_ok(span: Span | None, result: Any) -> None:
+def start_tool_span(
+    tracer: Tracer,
+    name: str,
+    rt: Runtime,
+    *,
+    call_id: Any = None,
+    arguments: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+    argument_values: Any = None,
+) -> Span:
+    """An ``execute_tool {name}`` span (not made current), for every tool producer: ``@tool`` functions, MCP calls,
+    framework tool runs. ``arguments``: the call's arguments as JSON, recorded (through ``rt``'s redaction) only with
+    content capture on; ``attributes``: the producer's own (``gen_ai.tool.type`` defaults to ``function``);
+    ``argument_values``: the arguments as values, for an un-parented run to find the zero-code conversation whose model
+    asked for it (:func:`tool_context`)."""
+    attrs: dict[str, Any] = {
+        semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+        semconv.TOOL_NAME: name,
+        semconv.TOOL_TYPE: "function",
+    }
+    if attributes:
+        attrs.update(clean(attributes))
+    if call_id is not None:
+        attrs[semconv.TOOL_CALL_ID] = str(call_id)
+    if arguments is not None and rt.capture_content:
+        attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
+    context = tool_context(call_id, name, argument_values)
+    return tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
+
+
+def end_tool_span(span: Span, result: Any, rt: Runtime | None = None) -> None:
+    """Record a tool's result (content capture on: text as it is, anything else as JSON) and end its span."""
+    _end_ok(span, result, rt)
+
+
+def fail_tool_span(span: Span, exc: BaseException, rt: Runtime | None = None) -> None:
+    """Record ``exc`` on a tool's span (:func:`~spanfold.instrumentation.spans.set_error`) and end it."""
+    _end_error(span, exc, rt)
+
+
+def _end_ok(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
     if span is None:
         return
     try:
-        rt = runtime.active()
+        rt = rt or runtime.active()
         if rt.capture_content:
             span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(_result_text(result)))
     except Exception as exc:
@@ -132,11 +168,11 @@ def _end_ok(span: Span | None, result: Any) -> None:
     end_span(span)
 
 
-def _end_error(span: Span | None, exc: BaseException) -> None:
+def _end_error(span: Span | None, exc: BaseException, rt: Runtime | None = None) -> None:
     if span is None:
         return
     try:
-        set_error(span, exc, runtime.active())
+        set_error(span, exc, rt or runtime.active())
     except Exception as fault:
         counters.fault("tool.error", fault)
     end_span(span)

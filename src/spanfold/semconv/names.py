@@ -125,6 +125,7 @@ def span_name(operation: str, target: str | None) -> str:
     """``"{operation} {target}"`` as the conventions name GenAI spans, or the bare operation."""
     return f"{operation} {target}" if target else operation
 
+
 # --- Amazon Bedrock ------------------------------------------------------------------------------------
 #: ``gen_ai.provider.name`` of Bedrock Runtime calls (the conventions' well-known value).
 PROVIDER_AWS_BEDROCK: Final = "aws.bedrock"
@@ -234,3 +235,23 @@ GENAI_INPUT_EVENTS: Final = {
     "gen_ai.tool.message": "tool",
 }
 GENAI_CHOICE_EVENT: Final = "gen_ai.choice"
+
+# --- MCP client tool calls (instrumentation/frameworks/mcp.py), semconv MCP conventions ---------------------------
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_SESSION_ID: Final = "mcp.session.id"
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+MCP_TOOLS_CALL: Final = "tools/call"
+#: ``error.type`` of a tool call whose result says it failed (MCP ``isError``, a framework's handled tool error).
+TOOL_ERROR: Final = "tool_error"
+
+# --- OpenAI Agents SDK (instrumentation/frameworks/openai_agents.py) ---------------------------------------------
+#: Span events on the ``invoke_agent`` span a handoff or guardrail ran under.
+OPENAI_AGENTS_HANDOFF_EVENT: Final = "openai_agents.handoff"
+OPENAI_AGENTS_HANDOFF_FROM: Final = "openai_agents.handoff.from_agent"
+OPENAI_AGENTS_HANDOFF_TO: Final = "openai_agents.handoff.to_agent"
+OPENAI_AGENTS_GUARDRAIL_EVENT: Final = "openai_agents.guardrail"
+OPENAI_AGENTS_GUARDRAIL_NAME: Final = "openai_agents.guardrail.name"
+OPENAI_AGENTS_GUARDRAIL_TRIGGERED: Final = "openai_agents.guardrail.triggered"
+#: The SDK's workflow name and trace id, on the run's root ``invoke_agent`` span.
+OPENAI_AGENTS_WORKFLOW_NAME: Final = "openai_agents.workflow.name"
+OPENAI_AGENTS_TRACE_ID: Final = "openai_agents.trace.id"

@@ -103,6 +103,7 @@ def first_choice(outputs: Sequence[T]) -> tuple[Sequence[T], Sequence[T]]:
 def _role(message: Any) -> Any:
     return message.get("role", "assistant") if isinstance(message, dict) else "assistant"
 
+
 #: Amazon Bedrock ``stopReason`` (Converse, ConverseStream, and the Amazon Nova model bodies).
 BEDROCK_FINISH_REASONS: Final = {
     "end_turn": "stop",

@@ -1,0 +1,127 @@
+"""The MCP client (``mcp`` Python SDK): each ``ClientSession.call_tool`` as an ``execute_tool {tool}`` span.
+
+Attributes follow the semantic conventions for MCP (``mcp.method.name`` = ``tools/call``, ``mcp.session.id`` when the
+session knows one, ``mcp.protocol.version``) and for tool runs (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``,
+``gen_ai.tool.call.result``: content, so only with capture on, through the runtime's redaction). A result with
+``isError`` set is the span's error (``error.type`` = ``tool_error``, the result's text as the description); an
+exception is recorded and raised unchanged; the caller gets the very same result object.
+
+The model's tool-call id, when the agent passes it (``session.call_tool(name, args, tool_call_id=call.id)``, the
+keyword ``@spanfold.tool`` takes), is recorded as ``gen_ai.tool.call.id`` and taken off before the SDK sees the call;
+without it the fold pairs the run with the model's call by name and arguments. The SDK's own ``MCP send tools/call``
+span nests under this one and is not a tool step; a server's ``tools/call`` span (same process, or received by
+``spanfold serve``) nested under it is folded into this one (:mod:`spanfold.exporter.nested_tools`).
+
+The SDK has no synchronous client: ``call_tool`` is the one path (``mcp.client.Client`` and ``ClientSessionGroup``
+call it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Tracer
+
+from spanfold import counters, semconv
+from spanfold.instrumentation import messages as m
+from spanfold.instrumentation.calls import Wrapper
+from spanfold.instrumentation.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.spans import set_failure
+from spanfold.instrumentation.tools import CALL_ID_KEYWORD, end_tool_span, fail_tool_span, start_tool_span
+from spanfold.runtime import Runtime
+
+SUPPORTED = "mcp >= 2.0, < 3"
+
+
+def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
+    return args[index] if len(args) > index else kwargs.get(name)
+
+
+def result_text(result: Any) -> str:
+    """What a tool result says: its text blocks joined when it is all text (what an agent hands the model), else
+    its structured content, else its content blocks, as JSON."""
+    content = m.as_list(m.get(result, "content")) or []
+    texts = [m.get(block, "text") for block in content if m.get(block, "type") == "text"]
+    if content and len(texts) == len(content):
+        return "\n".join(str(t) for t in texts)
+    structured = m.get(result, "structured_content")
+    if structured is not None:
+        return m.dumps(structured)
+    return m.dumps([_plain(block) for block in content])
+
+
+def _plain(block: Any) -> Any:
+    dump = getattr(block, "model_dump", None)
+    return dump(by_alias=True, exclude_none=True, mode="json") if callable(dump) else block
+
+
+def _start(tracer: Tracer, rt: Runtime, session: Any, name: Any, arguments: Any, call_id: Any) -> Span | None:
+    try:
+        attrs: dict[str, Any] = {semconv.MCP_METHOD_NAME: semconv.MCP_TOOLS_CALL}
+        session_id = getattr(session, "session_id", None)  # the Streamable HTTP session, where a session keeps it
+        if isinstance(session_id, str):
+            attrs[semconv.MCP_SESSION_ID] = session_id
+        version = getattr(session, "protocol_version", None)
+        if isinstance(version, str):
+            attrs[semconv.MCP_PROTOCOL_VERSION] = version
+        args_json = m.dumps(arguments if arguments is not None else {}) if rt.capture_content else None
+        return start_tool_span(
+            tracer,
+            str(name),
+            rt,
+            call_id=call_id,
+            arguments=args_json,
+            attributes=attrs,
+            kind=SpanKind.CLIENT,
+            argument_values=arguments,
+        )
+    except Exception as exc:
+        counters.fault("mcp.start", exc)
+        return None
+
+
+def _finish(span: Span, result: Any, rt: Runtime) -> None:
+    text: str | None = None
+    try:
+        text = result_text(result)
+        if m.get(result, "is_error") is True:
+            set_failure(span, semconv.TOOL_ERROR, text, rt)
+    except Exception as exc:
+        counters.fault("mcp.result", exc)
+    end_tool_span(span, text, rt)
+
+
+def call_tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """The wrapper of ``ClientSession.call_tool(name, arguments=None, ...)``."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call_id = kwargs.pop(CALL_ID_KEYWORD, None)
+        span = _start(
+            tracer, rt, instance, _argument(args, kwargs, 0, "name"), _argument(args, kwargs, 1, "arguments"), call_id
+        )
+        if span is None:
+            return await wrapped(*args, **kwargs)
+        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            try:
+                result = await wrapped(*args, **kwargs)
+            except BaseException as exc:
+                fail_tool_span(span, exc, rt)
+                raise
+        _finish(span, result, rt)
+        return result
+
+    return wrapper
+
+
+PATCHES: Sequence[Patch] = (Patch("mcp.client.session", "ClientSession.call_tool", call_tool_wrapper),)
+
+
+class MCPInstrumentor(TableInstrumentor):
+    """Traces MCP tool calls made through the ``mcp`` SDK's client sessions."""
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        return PATCHES

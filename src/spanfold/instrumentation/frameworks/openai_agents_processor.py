@@ -1,0 +1,271 @@
+"""The OpenAI Agents SDK's traces and spans as OTel GenAI spans: the body of spanfold's tracing processor.
+
+The SDK tells its processors, synchronously and in the task that runs the agent, when a trace or span starts and
+ends. This maps:
+
+* a trace (one ``Runner.run`` / ``run_sync`` / ``run_streamed``, or the user's ``agents.trace(...)``) -> the root
+  ``invoke_agent {agent}`` span, named after the first agent that runs in it (the starting agent), with
+  ``gen_ai.conversation.id`` = the SDK trace id, ``openai_agents.workflow.name`` and ``openai_agents.trace.id``;
+* an agent span -> that root for the first agent of the trace; each later agent (after a handoff) -> a child
+  ``invoke_agent {agent}`` span with the same conversation id (so the fold keeps one conversation: the next agent is
+  sent the history so far);
+* a function span -> ``execute_tool {tool}`` (arguments and result as the SDK recorded them, content capture and
+  redaction through the runtime; the SDK's error record -> status ERROR, ``error.type`` = ``tool_error``);
+* handoff and guardrail spans -> span events ``openai_agents.handoff`` (from, to) and ``openai_agents.guardrail``
+  (name, triggered) on the running agent's span; the handoff's own tool call and its result are already in the model
+  calls, so the flat trace shows the handoff in order;
+* generation / response spans -> nothing: the openai patch records each model call, and because the agent and tool
+  spans are made current in the agent's context (attached at start, detached at end), those model spans, MCP calls
+  and ``@spanfold.tool`` runs nest under them in the same OTel trace.
+
+Every callback is fault-proof (a fault is counted, the agent runs on). Memory holds the spans still open, per trace;
+a trace's end closes whatever of it is left open.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Tracer
+
+from spanfold import counters, semconv
+from spanfold.instrumentation import messages as m
+from spanfold.instrumentation.spans import clean, end_span, set_failure
+from spanfold.instrumentation.tools import end_tool_span, start_tool_span
+from spanfold.runtime import Runtime
+
+#: SDK traces open at once (a trace started and never finished is closed when this many newer ones are open).
+MAX_OPEN_RUNS = 10_000
+
+#: ``error.type`` of an agent span the SDK recorded an error on (max turns, a guardrail tripwire ...).
+AGENT_ERROR = "agent_error"
+
+
+@dataclass(slots=True)
+class _Open:
+    """An OTel span opened for an SDK span (or trace), and the context token that made it current (None: not ours
+    to detach)."""
+
+    span: Span
+    token: object | None
+    kind: str
+
+
+@dataclass(slots=True)
+class _Run:
+    """One SDK trace: its root span, the SDK spans open in it, and the agent spans running, innermost last."""
+
+    root: _Open
+    conversation_id: str
+    named: bool = False
+    spans: dict[str, _Open] = field(default_factory=dict)
+    agents: list[Span] = field(default_factory=list)
+
+
+def _attach(span: Span) -> object:
+    return otel_context.attach(otel_trace.set_span_in_context(span))
+
+
+def _detach(opened: _Open) -> None:
+    """Undo the attach, when this is the context it was made in (the SDK finishes a span where it started it; a span
+    abandoned in another context leaves that context's copy alone)."""
+    if opened.token is not None and otel_trace.get_current_span() is opened.span:
+        otel_context.detach(opened.token)  # type: ignore[arg-type]
+
+
+def _error_text(error: Any) -> str:
+    """The SDK's ``SpanError`` (``{"message", "data"}``) as one line: the message, and the error the data carries."""
+    message = str(error.get("message") or "") if isinstance(error, dict) else str(error)
+    data = error.get("data") if isinstance(error, dict) else None
+    detail = data.get("error") if isinstance(data, dict) else None
+    return f"{message}: {detail}" if detail else message
+
+
+def _output_text(output: Any) -> Any:
+    """A tool's output as the model reads it: text outputs (``ToolOutputText``, an MCP tool's text blocks) as their
+    text, anything else as it is (recorded as JSON)."""
+    items = output if isinstance(output, list) else [output]
+    texts = [m.get(item, "text") for item in items if m.get(item, "type") == "text"]
+    if items and len(texts) == len(items) and all(isinstance(t, str) for t in texts):
+        return "\n".join(texts)
+    return output
+
+
+class AgentsTracing:
+    """The processor's behaviour (the SDK's ``TracingProcessor`` methods); inert until :meth:`enable`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+        self._tracer: Tracer | None = None
+        self._rt = Runtime()
+
+    def enable(self, tracer: Tracer, rt: Runtime) -> None:
+        self._tracer, self._rt = tracer, rt
+
+    def disable(self) -> None:
+        self._tracer = None
+
+    # --- traces ------------------------------------------------------------------------------------------
+
+    def on_trace_start(self, trace: Any) -> None:
+        tracer = self._tracer
+        if tracer is None:
+            return
+        try:
+            workflow = str(getattr(trace, "name", "") or "")
+            attrs = {
+                semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+                semconv.CONVERSATION_ID: trace.trace_id,
+                semconv.OPENAI_AGENTS_TRACE_ID: trace.trace_id,
+                semconv.OPENAI_AGENTS_WORKFLOW_NAME: workflow or None,
+            }
+            span = tracer.start_span(
+                semconv.span_name(semconv.OP_INVOKE_AGENT, workflow or None),
+                kind=SpanKind.INTERNAL,
+                attributes=clean(attrs),
+            )
+            with self._lock:
+                self._runs[trace.trace_id] = _Run(_Open(span, _attach(span), "trace"), trace.trace_id)
+                stale = next(iter(self._runs.values())) if len(self._runs) > MAX_OPEN_RUNS else None
+            if stale is not None:
+                counters.incr("openai_agents.runs_never_finished")
+                self._close(stale.conversation_id)
+        except Exception as exc:
+            counters.fault("openai_agents.trace_start", exc)
+
+    def on_trace_end(self, trace: Any) -> None:
+        self._close(getattr(trace, "trace_id", None))
+
+    def _close(self, trace_id: Any) -> None:
+        with self._lock:
+            run = self._runs.pop(trace_id, None)
+        if run is None:
+            return
+        try:
+            for opened in reversed(list(run.spans.values())):  # spans the SDK never finished
+                if opened.kind != "alias":
+                    end_span(opened.span)
+            _detach(run.root)
+        except Exception as exc:
+            counters.fault("openai_agents.trace_end", exc)
+        end_span(run.root.span)
+
+    # --- spans -------------------------------------------------------------------------------------------
+
+    def on_span_start(self, span: Any) -> None:
+        tracer = self._tracer
+        if tracer is None:
+            return
+        try:
+            with self._lock:
+                run = self._runs.get(span.trace_id)
+            if run is None:
+                return
+            kind = getattr(span.span_data, "type", None)
+            opened: _Open | None = None
+            if kind == "agent":
+                opened = self._agent_started(tracer, run, str(span.span_data.name))
+            elif kind == "function":  # its parent: the current context, the agent span attached in this task
+                tool = start_tool_span(tracer, str(span.span_data.name), self._rt)
+                opened = _Open(tool, _attach(tool), kind)
+            if opened is not None:
+                with self._lock:
+                    run.spans[span.span_id] = opened
+        except Exception as exc:
+            counters.fault("openai_agents.span_start", exc)
+
+    def _agent_started(self, tracer: Tracer, run: _Run, name: str) -> _Open:
+        if not run.named:  # the trace's first agent: the root is its span
+            run.named = True
+            run.root.span.update_name(semconv.span_name(semconv.OP_INVOKE_AGENT, name))
+            run.root.span.set_attribute(semconv.AGENT_NAME, name)
+            run.agents.append(run.root.span)
+            return _Open(run.root.span, None, "alias")
+        current = otel_trace.get_current_span()
+        in_tool = any(o.span is current and o.kind == "function" for o in run.spans.values())
+        attrs = {
+            semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+            semconv.AGENT_NAME: name,
+            # After a handoff: the run's conversation goes on. An agent run as a tool (``Agent.as_tool``) has a
+            # conversation of its own, under the tool span.
+            semconv.CONVERSATION_ID: None if in_tool else run.conversation_id,
+        }
+        parent = None if in_tool else otel_trace.set_span_in_context(run.root.span)
+        span = tracer.start_span(
+            semconv.span_name(semconv.OP_INVOKE_AGENT, name),
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=clean(attrs),
+        )
+        run.agents.append(span)
+        return _Open(span, _attach(span), "agent")
+
+    def on_span_end(self, span: Any) -> None:
+        if self._tracer is None:
+            return
+        try:
+            with self._lock:
+                run = self._runs.get(span.trace_id)
+                opened = run.spans.pop(span.span_id, None) if run is not None else None
+            if run is None:
+                return
+            kind = getattr(span.span_data, "type", None)
+            if kind in ("handoff", "guardrail"):
+                self._event(run, kind, span.span_data)
+            elif opened is not None and opened.kind == "function":
+                self._tool_ended(opened, span)
+            elif opened is not None:
+                self._agent_ended(run, opened, span)
+        except Exception as exc:
+            counters.fault("openai_agents.span_end", exc)
+
+    def _tool_ended(self, opened: _Open, span: Any) -> None:
+        data, rt = span.span_data, self._rt
+        _detach(opened)
+        if rt.capture_content and data.input:
+            opened.span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(str(data.input)))
+        if span.error:
+            set_failure(opened.span, semconv.TOOL_ERROR, _error_text(span.error), rt)
+        if data.output is None:
+            end_span(opened.span)
+        else:
+            end_tool_span(opened.span, _output_text(data.output), rt)
+
+    def _agent_ended(self, run: _Run, opened: _Open, span: Any) -> None:
+        if span.error:
+            set_failure(opened.span, AGENT_ERROR, _error_text(span.error), self._rt)
+        with self._lock:
+            if opened.span in run.agents:
+                run.agents.remove(opened.span)
+        if opened.kind == "agent":
+            _detach(opened)
+            end_span(opened.span)
+
+    def _event(self, run: _Run, kind: str, data: Any) -> None:
+        target = run.agents[-1] if run.agents else run.root.span
+        if kind == "handoff":
+            name = semconv.OPENAI_AGENTS_HANDOFF_EVENT
+            attrs = {
+                semconv.OPENAI_AGENTS_HANDOFF_FROM: data.from_agent,
+                semconv.OPENAI_AGENTS_HANDOFF_TO: data.to_agent,
+            }
+        else:
+            name = semconv.OPENAI_AGENTS_GUARDRAIL_EVENT
+            attrs = {
+                semconv.OPENAI_AGENTS_GUARDRAIL_NAME: data.name,
+                semconv.OPENAI_AGENTS_GUARDRAIL_TRIGGERED: bool(data.triggered),
+            }
+        target.add_event(name, clean(attrs))
+
+    # --- the rest of the interface -------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self) -> None:
+        return None

@@ -1,0 +1,223 @@
+"""The MCP client instrumentor: a real stdio MCP server (tests/frameworks/mcp_weather_server.py, started by the SDK's
+``stdio_client``), driven by the weather agent written with the openai SDK against the embedded mock server. The folded
+trace is asserted event by event: tool results come from the ``execute_tool`` spans (their time, their errors), paired
+with the model's calls by the id the agent passes, else by name and arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp
+import openai
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from opentelemetry.trace import StatusCode
+
+import spanfold
+from spanfold import demo
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+
+from ..conftest import EXPECTED_SHAPE, shape
+from .helpers import folded, span_ids, traced_without_content
+
+SERVER_SCRIPT = Path(__file__).with_name("mcp_weather_server.py")
+SRC = Path(spanfold.__file__).resolve().parents[1]
+MODEL = "gpt-4o-mini"
+
+
+@asynccontextmanager
+async def weather_session() -> AsyncIterator[ClientSession]:
+    """A session with the stdio weather server, its stderr kept out of the test output."""
+    params = StdioServerParameters(command=sys.executable, args=[str(SERVER_SCRIPT)], env={"PYTHONPATH": str(SRC)})
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            yield session
+
+
+async def mcp_tools(session: ClientSession) -> list[dict[str, Any]]:
+    listed = await session.list_tools()
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        for t in listed.tools
+    ]
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def agent_loop(
+    session: ClientSession, server: MockLLMServer, *, pass_ids: bool = True, question: str = demo.QUESTION
+) -> list[dict[str, Any]]:
+    """The weather agent: model calls through the openai SDK, tool calls through the MCP session; returns the
+    conversation it built (the oracle)."""
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+    tools = await mcp_tools(session)
+    history: list[dict[str, Any]] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    for _ in range(6):
+        response = await client.chat.completions.create(model=MODEL, messages=history, tools=tools)  # type: ignore[arg-type]
+        message = response.choices[0].message
+        history.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return history
+        for call in message.tool_calls:
+            ids = {"tool_call_id": call.id} if pass_ids else {}
+            result = await session.call_tool(call.function.name, json.loads(call.function.arguments), **ids)
+            history.append({"role": "tool", "tool_call_id": call.id, "content": text_of(result)})
+    raise AssertionError("the agent did not finish")
+
+
+def oracle(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for msg in history:
+        if msg["role"] == "tool":
+            events.append({"role": "tool", "content": msg["content"], "tool_call_id": msg["tool_call_id"]})
+            continue
+        event: dict[str, Any] = {"role": msg["role"], "content": msg.get("content")}
+        if msg.get("tool_calls"):
+            event["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])},
+                }
+                for c in msg["tool_calls"]
+            ]
+        events.append(event)
+    return events
+
+
+@pytest.mark.parametrize("pass_ids", [True, False], ids=["paired-by-id", "paired-by-name-and-arguments"])
+async def test_weather_agent_over_stdio(traced: Any, server: MockLLMServer, global_spans: Any, pass_ids: bool) -> None:
+    async with weather_session() as session:
+        with spanfold.agent("mcp-weather"):
+            history = await agent_loop(session, server, pass_ids=pass_ids)
+    events = traced.one()
+    assert events == oracle(history)
+    assert shape(events) == EXPECTED_SHAPE
+    assert events[3] == {
+        "role": "tool",
+        "content": scenarios.get_weather("Paris"),
+        "tool_call_id": events[2]["tool_calls"][0]["id"],
+    }
+    assert traced.metas()[0]["metadata"]["name"] == "mcp-weather"
+
+    # Each tool result is the MCP span's (its own time), never the next model call's input.
+    (trace,) = folded(global_spans)
+    tool_events = [e for e in trace.events if e.role == "tool"]
+    assert {e.metadata["span_id"] for e in tool_events} == span_ids(global_spans, "execute_tool ")
+    tool_spans = [s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")]
+    assert [s.name for s in tool_spans] == ["execute_tool get_weather"] * 2 + ["execute_tool convert_temperature"]
+    paris = dict(tool_spans[0].attributes or {})
+    expected = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.type": "function",
+        "mcp.method.name": "tools/call",
+        "mcp.protocol.version": paris["mcp.protocol.version"],
+        "gen_ai.tool.call.arguments": '{"city":"Paris"}',
+        "gen_ai.tool.call.result": scenarios.get_weather("Paris"),
+    }
+    if pass_ids:
+        expected["gen_ai.tool.call.id"] = events[2]["tool_calls"][0]["id"]
+    assert paris == expected
+    # The SDK's own client span nests under ours and is no tool step.
+    sends = [s for s in global_spans.get_finished_spans() if s.name == "MCP send tools/call get_weather"]
+    assert len(sends) == 2
+    assert {s.parent.span_id for s in sends if s.parent} == {s.context.span_id for s in tool_spans[:2]}
+
+
+async def test_is_error_result_and_exception(traced: Any, server: MockLLMServer, global_spans: Any) -> None:
+    server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Atlantis"})]), Reply.text("No forecast."))
+    async with weather_session() as session:
+        with spanfold.agent("mcp-weather"):
+            history = await agent_loop(session, server, question="Weather in Atlantis?")
+        # A call that raises (the client's read timeout): recorded, raised unchanged, the session still usable.
+        with spanfold.agent("mcp-timeout"), pytest.raises(mcp.MCPError, match="timed out") as raised:
+            await session.call_tool("slow", {"seconds": 3}, read_timeout_seconds=0.2)
+        assert type(raised.value) is mcp.MCPError
+    error_text = "Error executing tool get_weather: no forecast for Atlantis"
+    assert history[3]["content"] == error_text
+    first, second = traced.traces()
+    call_id = first[2]["tool_calls"][0]["id"]
+    assert first == [
+        {"role": "system", "content": demo.SYSTEM},
+        {"role": "user", "content": "Weather in Atlantis?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": {"city": "Atlantis"}},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "content": error_text,
+            "tool_call_id": call_id,
+            "error": {"type": "tool_error", "message": error_text},
+        },
+        {"role": "assistant", "content": "No forecast."},
+    ]
+    assert second == [
+        {
+            "role": "tool",
+            "content": "Request 'tools/call' timed out",
+            "error": {"type": "mcp.shared.exceptions.MCPError", "message": "Request 'tools/call' timed out"},
+        }
+    ]
+    spans = {s.name: s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")}
+    assert spans["execute_tool get_weather"].status.status_code == StatusCode.ERROR
+    assert spans["execute_tool slow"].status.status_code == StatusCode.ERROR
+    assert [e.name for e in spans["execute_tool slow"].events] == ["exception"]
+
+
+async def test_content_capture_off(tmp_path: Path, server: MockLLMServer, global_spans: Any) -> None:
+    async with weather_session() as session:
+        with traced_without_content(tmp_path) as traced:
+            with spanfold.agent("mcp-weather"):
+                await agent_loop(session, server)
+            events = traced.one()
+    assert shape(events) == EXPECTED_SHAPE
+    assert all(e["content"] is None for e in events if e["role"] == "tool")
+    for span in global_spans.get_finished_spans():
+        attrs = dict(span.attributes or {})
+        assert "gen_ai.tool.call.arguments" not in attrs and "gen_ai.tool.call.result" not in attrs
+        assert "Paris: 18" not in json.dumps(attrs, ensure_ascii=False)
+
+
+async def test_one_trace_per_run(traced: Any, server: MockLLMServer) -> None:
+    async with weather_session() as session:
+        for name in ("first", "second"):
+            with spanfold.agent(name):
+                await agent_loop(session, server)
+    runs = traced.traces()
+    assert len(runs) == 2 and all(shape(run) == EXPECTED_SHAPE for run in runs)
+    assert [m["metadata"]["name"] for m in traced.metas()] == ["first", "second"]
+
+
+async def test_in_process_server_spans_make_one_tool_step(
+    traced: Any, server: MockLLMServer, global_spans: Any
+) -> None:
+    """An in-process server emits its own ``tools/call`` span (execute_tool, no arguments or result) under ours:
+    the trace still has one tool step per call."""
+    from mcp.client import Client
+
+    from .mcp_weather_server import server as weather_server
+
+    async with Client(weather_server) as client:
+        with spanfold.agent("mcp-weather"):
+            history = await agent_loop(client.session, server)
+    assert [s.name for s in global_spans.get_finished_spans()].count("tools/call get_weather") == 2
+    assert traced.one() == oracle(history)
