@@ -34,6 +34,8 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
     "cohere": ("cohere", "spanfold.instrumentation.cohere:CohereInstrumentor"),
     "litellm": ("litellm", "spanfold.instrumentation.litellm:LiteLLMInstrumentor"),
+    "langchain": ("langchain_core", "spanfold.instrumentation.langchain:LangChainInstrumentor"),
+    "langgraph": ("langgraph.pregel", "spanfold.instrumentation.langgraph:LangGraphInstrumentor"),
 }
 
 _lock = threading.Lock()

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from spanfold import counters, runtime, semconv
 from spanfold.instrumentation.messages import dumps
@@ -64,27 +64,7 @@ class _ToolSpec:
         call_id = kwargs.get(CALL_ID_KEYWORD)
         if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # None too: APIs without ids (Gemini, Ollama)
             kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
-        try:
-            attrs: dict[str, Any] = {
-                semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
-                semconv.TOOL_NAME: self.name,
-                semconv.TOOL_TYPE: "function",
-            }
-            if self.description:
-                attrs[semconv.TOOL_DESCRIPTION] = self.description
-            if call_id is not None:
-                attrs[semconv.TOOL_CALL_ID] = str(call_id)
-            rt = runtime.active()
-            if rt.capture_content:
-                attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(dumps(self.arguments(args, kwargs)))
-            span = _get_tracer().start_span(
-                semconv.span_name(semconv.OP_EXECUTE_TOOL, self.name),
-                kind=SpanKind.INTERNAL,
-                attributes=attrs,
-            )
-        except Exception as exc:
-            counters.fault("tool.start", exc)
-            return None, kwargs
+        span = start_tool_span(str(self.name), call_id, lambda: self.arguments(args, kwargs), self.description)
         return span, kwargs
 
     def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -101,11 +81,11 @@ class _ToolSpec:
         return out
 
 
-def _end_ok(span: Span | None, result: Any) -> None:
+def _end_ok(span: Span | None, result: Any, rt: runtime.Runtime | None = None) -> None:
     if span is None:
         return
     try:
-        rt = runtime.active()
+        rt = rt or runtime.active()
         if rt.capture_content:
             span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(_result_text(result)))
     except Exception as exc:
@@ -113,11 +93,11 @@ def _end_ok(span: Span | None, result: Any) -> None:
     end_span(span)
 
 
-def _end_error(span: Span | None, exc: BaseException) -> None:
+def _end_error(span: Span | None, exc: BaseException, rt: runtime.Runtime | None = None) -> None:
     if span is None:
         return
     try:
-        set_error(span, exc, runtime.active())
+        set_error(span, exc, rt or runtime.active())
     except Exception as fault:
         counters.fault("tool.error", fault)
     end_span(span)
@@ -286,3 +266,73 @@ class agent:
                 return fn(*args, **kwargs)
 
         return run  # type: ignore[return-value]
+
+
+# --- for instrumentors of frameworks that run tools themselves (LangChain, MCP, ...) ---------------------------------
+
+
+def start_tool_span(
+    name: str,
+    call_id: Any,
+    arguments: Callable[[], Any],
+    description: str | None = None,
+    *,
+    tracer: Tracer | None = None,
+    rt: runtime.Runtime | None = None,
+) -> Span | None:
+    """Start an ``execute_tool {name}`` span (not made current); None after a fault (counted). ``arguments()`` is
+    called, and its value recorded as JSON, only when content capture is on."""
+    try:
+        attrs: dict[str, Any] = {
+            semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+            semconv.TOOL_NAME: name,
+            semconv.TOOL_TYPE: "function",
+        }
+        if description:
+            attrs[semconv.TOOL_DESCRIPTION] = description
+        if call_id is not None:
+            attrs[semconv.TOOL_CALL_ID] = str(call_id)
+        rt = rt or runtime.active()
+        if rt.capture_content:
+            attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(dumps(arguments()))
+        return (tracer or _get_tracer()).start_span(
+            semconv.span_name(semconv.OP_EXECUTE_TOOL, name), kind=SpanKind.INTERNAL, attributes=attrs
+        )
+    except Exception as exc:
+        counters.fault("tool.start", exc)
+        return None
+
+
+def end_tool_span(span: Span | None, result: Any, rt: runtime.Runtime | None = None) -> None:
+    """Record ``result`` (a string as is, anything else as JSON; with content capture on) and end the span."""
+    _end_ok(span, result, rt)
+
+
+def fail_tool_span(span: Span | None, exc: BaseException, rt: runtime.Runtime | None = None) -> None:
+    """Record the exception the tool raised (see :func:`~spanfold.instrumentation.spans.set_error`) and end the span."""
+    _end_error(span, exc, rt)
+
+
+def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.Runtime | None = None) -> None:
+    """End the span of a tool run that failed but answered (an error the framework turned into the result the model
+    is sent): status ERROR, ``error.type`` ``tool_error``, the result as the error's description (with content
+    capture on)."""
+    if span is None:
+        return
+    try:
+        rt = rt or runtime.active()
+        span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_TOOL_ERROR)
+        if rt.capture_content:
+            text = rt.content(_result_text(result))
+            span.set_attribute(semconv.TOOL_CALL_RESULT, text)
+            span.set_status(Status(StatusCode.ERROR, str(text)))
+        else:
+            span.set_status(Status(StatusCode.ERROR))
+    except Exception as exc:
+        counters.fault("tool.error_result", exc)
+    end_span(span)
+
+
+def agent_open() -> bool:
+    """Whether a :class:`agent` run is open in this thread or task (a framework's own agent run then opens none)."""
+    return bool(_OPEN_AGENTS.get())

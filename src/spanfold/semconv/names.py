@@ -234,3 +234,9 @@ GENAI_INPUT_EVENTS: Final = {
     "gen_ai.tool.message": "tool",
 }
 GENAI_CHOICE_EVENT: Final = "gen_ai.choice"
+
+# --- agent frameworks' tool runs (LangChain, MCP) ---------------------------------------------------------
+#: ``error.type`` of a tool run that failed but answered: the framework turned the error into the tool's result (a
+#: LangChain ``ToolException`` handled by ``handle_tool_error``; an MCP result with ``isError``), as the MCP
+#: conventions name it.
+ERROR_TYPE_TOOL_ERROR: Final = "tool_error"
