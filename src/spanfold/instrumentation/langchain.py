@@ -29,6 +29,8 @@ from spanfold.instrumentation.tools import (
     end_tool_span,
     end_tool_span_with_error_result,
     fail_tool_span,
+    framework_tool_run,
+    framework_tool_run_end,
     start_tool_span,
 )
 from spanfold.runtime import Runtime
@@ -102,6 +104,16 @@ def _fail(span: Span | None, exc: BaseException, rt: Runtime) -> None:
     fail_tool_span(span, exc, rt)
 
 
+def _claim(tool: Any) -> Any:
+    """A ``@spanfold.tool`` function the tool runs (``StructuredTool.func`` / ``coroutine``) makes no span of its own:
+    this run's span is its call's."""
+    try:
+        return framework_tool_run(getattr(tool, "func", None), getattr(tool, "coroutine", None))
+    except Exception as exc:
+        counters.fault("langchain.tool_function", exc)
+        return None
+
+
 def _use(span: Span) -> Any:
     return otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
 
@@ -111,12 +123,15 @@ def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         span = _start(instance, args, kwargs, tracer, rt)
         if span is None:
             return wrapped(*args, **kwargs)
+        token = _claim(instance)
         with _use(span):
             try:
                 output = wrapped(*args, **kwargs)
             except BaseException as exc:
                 _fail(span, exc, rt)
                 raise
+            finally:
+                framework_tool_run_end(token)
         _end(span, output, kwargs.get("tool_call_id"), rt)
         return output
 
@@ -128,12 +143,15 @@ def arun_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         span = _start(instance, args, kwargs, tracer, rt)
         if span is None:
             return await wrapped(*args, **kwargs)
+        token = _claim(instance)
         with _use(span):
             try:
                 output = await wrapped(*args, **kwargs)
             except BaseException as exc:
                 _fail(span, exc, rt)
                 raise
+            finally:
+                framework_tool_run_end(token)
         _end(span, output, kwargs.get("tool_call_id"), rt)
         return output
 

@@ -5,10 +5,11 @@ Both use the global tracer provider, so they work with ``spanfold.init()`` and w
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -64,6 +65,9 @@ class _ToolSpec:
         call_id = kwargs.get(CALL_ID_KEYWORD)
         if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # None too: APIs without ids (Gemini, Ollama)
             kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
+        if self in _FRAMEWORK_RUNS.get():  # a framework's tool run is calling us: its span is this call's
+            _FRAMEWORK_RUNS.set(())
+            return None, kwargs
         span = start_tool_span(str(self.name), call_id, lambda: self.arguments(args, kwargs), self.description)
         return span, kwargs
 
@@ -105,6 +109,11 @@ def _end_error(span: Span | None, exc: BaseException, rt: runtime.Runtime | None
 
 #: Marks the functions :func:`tool` made.
 _TRACED_MARK = "__spanfold_tool__"
+#: Where a traced function keeps its :class:`_ToolSpec`.
+_SPEC_ATTRIBUTE = "__spanfold_tool_spec__"
+#: The ``@tool`` functions a framework's own tool run (with its own span) is calling now, as their specs: their call
+#: makes no second span (see :func:`framework_tool_run`).
+_FRAMEWORK_RUNS: ContextVar[tuple[_ToolSpec, ...]] = ContextVar("spanfold_framework_tool_runs", default=())
 
 
 def traced(fn: F) -> F:
@@ -151,6 +160,7 @@ def _make_tool(fn: F, name: str | None, description: str | None) -> F:
             _end_ok(span, result)
             return result
 
+        setattr(run_async, _SPEC_ATTRIBUTE, spec)
         return run_async  # type: ignore[return-value]
 
     @functools.wraps(fn)
@@ -167,6 +177,7 @@ def _make_tool(fn: F, name: str | None, description: str | None) -> F:
         _end_ok(span, result)
         return result
 
+    setattr(run, _SPEC_ATTRIBUTE, spec)
     return run  # type: ignore[return-value]
 
 
@@ -336,3 +347,17 @@ def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.
 def agent_open() -> bool:
     """Whether a :class:`agent` run is open in this thread or task (a framework's own agent run then opens none)."""
     return bool(_OPEN_AGENTS.get())
+
+
+def framework_tool_run(*functions: Any) -> Token[tuple[Any, ...]] | None:
+    """A framework's tool run, which has a span of its own, is about to call ``functions``: those that are ``@tool``
+    functions make no second span for that call (a LangChain ``@tool`` around a ``@spanfold.tool`` function is one
+    tool step). Pass the token back to :func:`framework_tool_run_end` when the run ends."""
+    specs = tuple(spec for f in functions if (spec := getattr(f, _SPEC_ATTRIBUTE, None)) is not None)
+    return _FRAMEWORK_RUNS.set(specs) if specs else None
+
+
+def framework_tool_run_end(token: Token[tuple[Any, ...]] | None) -> None:
+    if token is not None:
+        with contextlib.suppress(ValueError):  # ended in another context than it began in: that value dies with it
+            _FRAMEWORK_RUNS.reset(token)
