@@ -5,6 +5,10 @@ trace of the plain-openai weather agent, with the tool runs' own spans."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import threading
 import types
 from collections.abc import Iterator
@@ -317,4 +321,53 @@ def test_a_fault_in_spanfold_leaves_the_run_alone(
     assert final_text(state).startswith("Here is the weather: Paris: 18°C, sunny")
     assert counters.snapshot()["fault.langgraph.start"] == 1
     events = traced.one()  # no root: the model calls are still stitched into one trace, the tool runs with them
+    assert [e["content"] for e in events if e["role"] == "tool"] == WEATHER_OUTPUTS
+
+
+# --- init() before the app imports LangChain: patched on import, never imported by spanfold ---------------------------
+
+APP = """
+import json, sys
+import spanfold
+spanfold.init(output=sys.argv[1], capture_content=True)
+# (finding langgraph.pregel imports the ``langgraph`` namespace package: a directory, no code runs)
+assert not {"langchain_core", "langgraph.pregel"} & set(sys.modules), "spanfold imported the framework"
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import create_react_agent
+from spanfold import demo
+from spanfold.testing import MockLLMServer, scenarios
+
+@tool
+def get_weather(city: str) -> str:
+    '''Get the current weather in a city.'''
+    return scenarios.get_weather(city)
+
+@tool
+def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
+    '''Convert a temperature in degrees Celsius to another unit.'''
+    return scenarios.convert_temperature(celsius, to)
+
+with MockLLMServer(scenarios.weather_agent) as server:
+    model = ChatOpenAI(model=demo.MODEL, base_url=server.base_url, api_key="k", max_retries=0)
+    agent = create_react_agent(model, [get_weather, convert_temperature], prompt=demo.SYSTEM, name="app-bot")
+    agent.invoke({"messages": [{"role": "user", "content": demo.QUESTION}]})
+spanfold.shutdown()
+"""
+
+
+def test_patched_when_the_app_imports_it(tmp_path: Path) -> None:
+    out = tmp_path / "traces"
+    script = tmp_path / "app.py"
+    script.write_text(APP, encoding="utf-8")
+    src = str(Path(spanfold.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", str(script), str(out)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (meta,) = [json.loads(line) for line in (out / "traces.meta.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert meta["metadata"]["name"] == "app-bot"
+    assert meta["metadata"]["span_count"] == 7  # the graph, three model calls, three tool runs
+    (events,) = [json.loads(line) for line in (out / "traces.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [e["content"] for e in events if e["role"] == "tool"] == WEATHER_OUTPUTS
