@@ -104,19 +104,45 @@ def test_tool_runs_are_spans_paired_with_the_model_calls(
     assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in chats)
 
 
-async def test_ainvoke_folds_like_the_plain_openai_agent(traced: Traced, server: MockLLMServer) -> None:
+def assert_one_tree(global_spans: Any) -> None:
+    """The graph's span is the root; every model call and tool run is in its trace, the model calls its children."""
+    spans = global_spans.get_finished_spans()
+    (root,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert root.parent is None
+    assert {s.context.trace_id for s in spans} == {root.context.trace_id}
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 3 and len([s for s in spans if s.name.startswith("execute_tool")]) == 3
+    assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in chats)
+
+
+async def test_ainvoke_folds_like_the_plain_openai_agent(
+    traced: Traced, server: MockLLMServer, global_spans: Any
+) -> None:
     run_plain_openai_agent()
+    global_spans.clear()
     state = await weather_agent(server, [aget_weather, convert_temperature]).ainvoke(question())
     plain, ours = traced.traces()
     assert ours == plain
     assert final_text(state) == ours[-1]["content"]
     assert traced.metas()[1]["metadata"]["name"] == AGENT_NAME
+    assert_one_tree(global_spans)
 
 
-def test_streamed_run_folds_like_the_plain_openai_agent(traced: Traced, server: MockLLMServer) -> None:
+async def test_astream_events_is_one_run(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:
+    events = [e async for e in weather_agent(server).astream_events(question(), version="v2")]
+    assert [e["name"] for e in events if e["event"] == "on_tool_end"] == ["get_weather"] * 2 + ["convert_temperature"]
+    assert [e["content"] for e in traced.one() if e["role"] == "tool"] == WEATHER_OUTPUTS
+    assert traced.metas()[0]["metadata"]["name"] == AGENT_NAME
+    assert_one_tree(global_spans)
+
+
+def test_streamed_run_folds_like_the_plain_openai_agent(
+    traced: Traced, server: MockLLMServer, global_spans: Any
+) -> None:
     """``stream_mode="messages"``: ChatOpenAI streams its calls (the openai patch records them); the graph's span
     ends when the stream is exhausted. The iterator is LangGraph's own generator, proxied."""
     run_plain_openai_agent(stream=True)
+    global_spans.clear()
     stream = weather_agent(server).stream(question(), stream_mode="messages")
     assert isinstance(stream, types.GeneratorType)
     chunks = list(stream)
@@ -125,6 +151,7 @@ def test_streamed_run_folds_like_the_plain_openai_agent(traced: Traced, server: 
     plain, ours = traced.traces()
     assert ours == plain
     assert traced.metas()[1]["metadata"]["span_count"] == 7
+    assert_one_tree(global_spans)
 
 
 async def test_astream_folds_like_the_plain_openai_agent(traced: Traced, server: MockLLMServer) -> None:
