@@ -242,6 +242,20 @@ def test_a_fault_in_spanfold_leaves_the_tool_alone(spans: Spans, monkeypatch: py
     assert span.end_time is not None
 
 
+def test_a_tool_subclass_with_a_blank_description(spans: Spans) -> None:
+    class Blank(BaseTool):
+        name: str = "blank"
+        description: str = "   "
+
+        def _run(self, city: str) -> str:
+            return scenarios.get_weather(city)
+
+    assert Blank().invoke({"city": "Paris"}) == "Paris: 18°C, sunny"
+    attrs = tool_attrs(spans.one())
+    assert attrs["gen_ai.tool.name"] == "blank" and "gen_ai.tool.description" not in attrs
+    assert counters.snapshot().get("faults", 0) == 0
+
+
 def test_uninstrument_restores_base_tool() -> None:
     original = BaseTool.__dict__["run"], BaseTool.__dict__["arun"]
     instrumentor = LangChainInstrumentor()

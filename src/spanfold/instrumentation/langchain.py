@@ -60,7 +60,8 @@ def _start(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], tracer: Tra
     try:
         tool_input = args[0] if args else kwargs.get("tool_input")
         description = getattr(tool, "description", None)
-        first_line = description.strip().splitlines()[0] if isinstance(description, str) and description else None
+        lines = description.strip().splitlines() if isinstance(description, str) else []
+        first_line = lines[0] if lines else None
         name = str(getattr(tool, "name", None) or type(tool).__name__)
         call_id = kwargs.get("tool_call_id")
     except Exception as exc:
