@@ -319,10 +319,10 @@ async def test_mcp_tools_of_an_agent_are_one_step_each(traced: Any, server: Mock
 
 
 def test_traces_never_finished_are_bounded(traced: Any, global_spans: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import context as otel_context
+
     from spanfold import counters
     from spanfold.instrumentation.frameworks import openai_agents_processor
-
-    from opentelemetry import context as otel_context
 
     monkeypatch.setattr(openai_agents_processor, "MAX_OPEN_RUNS", 2)
     # Traces started and never finished in order leave the context they attached (contextvars reset in order only):

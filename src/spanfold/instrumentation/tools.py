@@ -5,16 +5,17 @@ Both use the global tracer provider, so they work with ``spanfold.init()`` and w
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from spanfold import counters, runtime, semconv
 from spanfold.instrumentation import conversations
@@ -66,6 +67,9 @@ class _ToolSpec:
         call_id = kwargs.get(CALL_ID_KEYWORD)
         if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # None too: APIs without ids (Gemini, Ollama)
             kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
+        if self in _FRAMEWORK_RUNS.get():  # a framework's tool run is calling us: its span is this call's
+            _FRAMEWORK_RUNS.set(())
+            return None, kwargs
         try:
             rt = runtime.active()
             values = self.arguments(args, kwargs)
@@ -146,12 +150,12 @@ def start_tool_span(
     return tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
 
 
-def end_tool_span(span: Span, result: Any, rt: Runtime | None = None) -> None:
+def end_tool_span(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
     """Record a tool's result (content capture on: text as it is, anything else as JSON) and end its span."""
     _end_ok(span, result, rt)
 
 
-def fail_tool_span(span: Span, exc: BaseException, rt: Runtime | None = None) -> None:
+def fail_tool_span(span: Span | None, exc: BaseException, rt: Runtime | None = None) -> None:
     """Record ``exc`` on a tool's span (:func:`~spanfold.instrumentation.spans.set_error`) and end it."""
     _end_error(span, exc, rt)
 
@@ -180,6 +184,11 @@ def _end_error(span: Span | None, exc: BaseException, rt: Runtime | None = None)
 
 #: Marks the functions :func:`tool` made.
 _TRACED_MARK = "__spanfold_tool__"
+#: Where a traced function keeps its :class:`_ToolSpec`.
+_SPEC_ATTRIBUTE = "__spanfold_tool_spec__"
+#: The ``@tool`` functions a framework's own tool run (with its own span) is calling now, as their specs: their call
+#: makes no second span (see :func:`framework_tool_run`).
+_FRAMEWORK_RUNS: ContextVar[tuple[_ToolSpec, ...]] = ContextVar("spanfold_framework_tool_runs", default=())
 
 
 def traced(fn: F) -> F:
@@ -226,6 +235,7 @@ def _make_tool(fn: F, name: str | None, description: str | None) -> F:
             _end_ok(span, result)
             return result
 
+        setattr(run_async, _SPEC_ATTRIBUTE, spec)
         return run_async  # type: ignore[return-value]
 
     @functools.wraps(fn)
@@ -242,6 +252,7 @@ def _make_tool(fn: F, name: str | None, description: str | None) -> F:
         _end_ok(span, result)
         return result
 
+    setattr(run, _SPEC_ATTRIBUTE, spec)
     return run  # type: ignore[return-value]
 
 
@@ -353,3 +364,45 @@ class agent:
                 return fn(*args, **kwargs)
 
         return run  # type: ignore[return-value]
+
+
+# --- for instrumentors of frameworks that run tools themselves (LangChain, MCP, ...) ---------------------------------
+
+
+def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.Runtime | None = None) -> None:
+    """End the span of a tool run that failed but answered (an error the framework turned into the result the model
+    is sent): status ERROR, ``error.type`` ``tool_error``, the result as the error's description (with content
+    capture on)."""
+    if span is None:
+        return
+    try:
+        rt = rt or runtime.active()
+        span.set_attribute(semconv.ERROR_TYPE, semconv.TOOL_ERROR)
+        if rt.capture_content:
+            text = rt.content(_result_text(result))
+            span.set_attribute(semconv.TOOL_CALL_RESULT, text)
+            span.set_status(Status(StatusCode.ERROR, str(text)))
+        else:
+            span.set_status(Status(StatusCode.ERROR))
+    except Exception as exc:
+        counters.fault("tool.error_result", exc)
+    end_span(span)
+
+
+def agent_open() -> bool:
+    """Whether a :class:`agent` run is open in this thread or task (a framework's own agent run then opens none)."""
+    return bool(_OPEN_AGENTS.get())
+
+
+def framework_tool_run(*functions: Any) -> Token[tuple[Any, ...]] | None:
+    """A framework's tool run, which has a span of its own, is about to call ``functions``: those that are ``@tool``
+    functions make no second span for that call (a LangChain ``@tool`` around a ``@spanfold.tool`` function is one
+    tool step). Pass the token back to :func:`framework_tool_run_end` when the run ends."""
+    specs = tuple(spec for f in functions if (spec := getattr(f, _SPEC_ATTRIBUTE, None)) is not None)
+    return _FRAMEWORK_RUNS.set(specs) if specs else None
+
+
+def framework_tool_run_end(token: Token[tuple[Any, ...]] | None) -> None:
+    if token is not None:
+        with contextlib.suppress(ValueError):  # ended in another context than it began in: that value dies with it
+            _FRAMEWORK_RUNS.reset(token)

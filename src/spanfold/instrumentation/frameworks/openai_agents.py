@@ -12,6 +12,7 @@ replaces the processors (``agents.set_trace_processors``) removes spanfold's too
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +52,9 @@ class OpenAIAgentsInstrumentor(TableInstrumentor):
         return ()
 
     def _instrument(self, **kwargs: Any) -> None:
+        imported = sys.modules.get("agents")
+        if imported is not None and not hasattr(imported, "add_trace_processor"):
+            return  # the application's own module named ``agents``, not the SDK: nothing to do, nothing to say
         super()._instrument(**kwargs)
         tracer = get_tracer(__name__, __version__, kwargs.get("tracer_provider"))
         processor().enable(tracer, kwargs.get("runtime") or runtime.active())

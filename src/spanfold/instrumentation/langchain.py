@@ -1,0 +1,188 @@
+"""LangChain tool runs: every ``BaseTool`` run as an ``execute_tool {name}`` span.
+
+Supported: ``langchain-core`` >= 1.0, < 2 (tested with 1.7). Every way of running a tool reaches ``BaseTool.run``
+or ``BaseTool.arun``: ``invoke`` / ``ainvoke`` call them (so ``@tool`` functions, ``StructuredTool`` and LangGraph's
+``ToolNode`` do), and a sync-only tool run with ``ainvoke`` runs ``invoke`` in an executor. Those two methods are
+patched, once on the base class: one span per run, never two.
+
+The span carries the model's tool-call id (``ToolNode`` and ``tool.invoke(tool_call)`` pass it as ``tool_call_id``),
+so the fold pairs the run with the model's call; the arguments (injected ones, such as the graph state, left out);
+the result (the ``ToolMessage`` content the model is sent, else the tool's raw return). An exception is recorded and
+re-raised unchanged; a ``ToolException`` that ``handle_tool_error`` turned into the result (a ``ToolMessage`` with
+``status="error"``) is an error result: the span fails with that result as its description. A LangGraph
+``interrupt()`` inside a tool is control flow, not an error: the span ends without a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters, semconv
+from spanfold.instrumentation.calls import Wrapper
+from spanfold.instrumentation.messages import dumps
+from spanfold.instrumentation.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.spans import end_span
+from spanfold.instrumentation.tools import (
+    end_tool_span,
+    end_tool_span_with_error_result,
+    fail_tool_span,
+    framework_tool_run,
+    framework_tool_run_end,
+    start_tool_span,
+)
+from spanfold.runtime import Runtime
+
+SUPPORTED = "langchain-core >= 1.0, < 2"
+MODULE = "langchain_core.tools.base"
+
+#: LangGraph's ``interrupt()`` / ``Command(goto=...)`` from a tool: exceptions that steer the graph, not failures.
+_CONTROL_FLOW = frozenset({"GraphBubbleUp"})
+
+
+def _arguments(tool: Any, tool_input: Any) -> Callable[[], Any]:
+    """The tool's input as the model gave it: a dict without the arguments the framework injects (state, store,
+    runtime, the call id), or the string a single-input tool was given."""
+
+    def read() -> Any:
+        if isinstance(tool_input, dict):
+            drop = getattr(tool, "_filter_injected_args", None)
+            return drop(tool_input) if callable(drop) else tool_input
+        return tool_input
+
+    return read
+
+
+def _start(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], tracer: Tracer, rt: Runtime) -> Span | None:
+    """``run(tool_input, ..., tool_call_id=...)``'s span."""
+    try:
+        tool_input = args[0] if args else kwargs.get("tool_input")
+        description = getattr(tool, "description", None)
+        lines = description.strip().splitlines() if isinstance(description, str) else []
+        first_line = lines[0] if lines else None
+        name = str(getattr(tool, "name", None) or type(tool).__name__)
+        call_id = kwargs.get("tool_call_id")
+    except Exception as exc:
+        counters.fault("langchain.tool_start", exc)
+        return None
+    try:
+        values = _arguments(tool, tool_input)() if rt.capture_content or call_id is None else None
+        return start_tool_span(
+            tracer,
+            name,
+            rt,
+            call_id=call_id,
+            arguments=dumps(values) if rt.capture_content else None,
+            attributes={semconv.TOOL_DESCRIPTION: first_line} if first_line else None,
+            argument_values=values,
+        )
+    except Exception as exc:
+        counters.fault("tool.start", exc)
+        return None
+
+
+def _message_of(output: Any, call_id: Any) -> Any:
+    """The ``ToolMessage`` in what ``run`` returned: the output itself, or the one answering ``call_id`` in a
+    LangGraph ``Command(update={"messages": [...]})``; None when there is none."""
+    if hasattr(output, "tool_call_id") and hasattr(output, "content"):
+        return output
+    update = getattr(output, "update", None)
+    found = update.get("messages") if isinstance(update, dict) else None
+    for msg in found if isinstance(found, list) else ():
+        if getattr(msg, "tool_call_id", None) == call_id and hasattr(msg, "content"):
+            return msg
+    return None
+
+
+def _end(span: Span | None, output: Any, call_id: Any, rt: Runtime) -> None:
+    try:
+        msg = _message_of(output, call_id)
+    except Exception as exc:
+        counters.fault("langchain.tool_result", exc)
+        msg = None
+    if msg is None:
+        end_tool_span(span, output, rt)
+    elif getattr(msg, "status", None) == "error":
+        end_tool_span_with_error_result(span, msg.content, rt)
+    else:
+        end_tool_span(span, msg.content, rt)
+
+
+def _fail(span: Span | None, exc: BaseException, rt: Runtime) -> None:
+    if any(cls.__name__ in _CONTROL_FLOW for cls in type(exc).__mro__):
+        if span is not None:
+            end_span(span)
+        return
+    fail_tool_span(span, exc, rt)
+
+
+def _claim(tool: Any) -> Any:
+    """A ``@spanfold.tool`` function the tool runs (``StructuredTool.func`` / ``coroutine``) makes no span of its own:
+    this run's span is its call's."""
+    try:
+        return framework_tool_run(getattr(tool, "func", None), getattr(tool, "coroutine", None))
+    except Exception as exc:
+        counters.fault("langchain.tool_function", exc)
+        return None
+
+
+def _use(span: Span) -> Any:
+    return otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+
+
+def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        span = _start(instance, args, kwargs, tracer, rt)
+        if span is None:
+            return wrapped(*args, **kwargs)
+        token = _claim(instance)
+        with _use(span):
+            try:
+                output = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                _fail(span, exc, rt)
+                raise
+            finally:
+                framework_tool_run_end(token)
+        _end(span, output, kwargs.get("tool_call_id"), rt)
+        return output
+
+    return wrapper
+
+
+def arun_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        span = _start(instance, args, kwargs, tracer, rt)
+        if span is None:
+            return await wrapped(*args, **kwargs)
+        token = _claim(instance)
+        with _use(span):
+            try:
+                output = await wrapped(*args, **kwargs)
+            except BaseException as exc:
+                _fail(span, exc, rt)
+                raise
+            finally:
+                framework_tool_run_end(token)
+        _end(span, output, kwargs.get("tool_call_id"), rt)
+        return output
+
+    return wrapper
+
+
+PATCHES = (
+    Patch(MODULE, "BaseTool.run", run_wrapper),
+    Patch(MODULE, "BaseTool.arun", arun_wrapper),
+)
+
+
+class LangChainInstrumentor(TableInstrumentor):
+    """LangChain tool runs as ``execute_tool`` spans."""
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        return PATCHES

@@ -1,0 +1,161 @@
+"""LangGraph graph runs: a graph run is the ``invoke_agent {graph name}`` root of its trace.
+
+Supported: ``langgraph`` >= 1.0, < 2 (tested with 1.2). ``invoke`` runs ``stream`` and ``ainvoke`` runs ``astream``
+(``stream_events`` too), so those two are patched, once on ``Pregel`` (every compiled graph, prebuilt agents and the
+functional API's entrypoints). Both are generator functions: the user gets a proxy of the very generator, which
+makes the run's span current while each step runs (so the model calls and tool runs inside nest under it, in one
+trace) and ends it when the stream is exhausted, fails, is closed, or is garbage-collected unfinished.
+
+The span opens only when no agent run is open already: a subgraph, a graph run from a tool of another graph, or a
+run inside ``spanfold.agent`` (or any ``invoke_agent`` span that is current) opens no second root. Its name is the
+run's ``run_name`` (config), else the graph's name (``create_react_agent(..., name=...)``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Tracer
+
+from spanfold import counters, semconv
+from spanfold.instrumentation.calls import Wrapper
+from spanfold.instrumentation.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.spans import ModelSpan
+from spanfold.instrumentation.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
+from spanfold.instrumentation.tools import agent_open
+from spanfold.runtime import Runtime
+
+SUPPORTED = "langgraph >= 1.0, < 2"
+MODULE = "langgraph.pregel.main"
+
+#: Set in the context a graph run's steps run in: a graph run inside it is a subgraph (or a nested agent).
+_RUN_KEY = otel_context.create_key("spanfold.langgraph.run")
+
+
+class _NoChunks:
+    """The run's chunks are the graph's state updates: nothing of them goes into the span."""
+
+    def add(self, chunk: Any) -> None:
+        pass
+
+    def attributes(self) -> Mapping[str, Any]:
+        return {}
+
+
+def _nested() -> bool:
+    """True when an agent run is open here already (this graph's parent graph, ``spanfold.agent``, or any other
+    producer's ``invoke_agent`` span that is current)."""
+    if otel_context.get_value(_RUN_KEY) or agent_open():
+        return True
+    attributes = getattr(otel_trace.get_current_span(), "attributes", None)
+    return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) == semconv.OP_INVOKE_AGENT
+
+
+def _name(graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    config = args[1] if len(args) > 1 else kwargs.get("config")
+    run_name = config.get("run_name") if isinstance(config, Mapping) else None
+    if isinstance(run_name, str) and run_name:
+        return run_name
+    name = graph.get_name() if hasattr(graph, "get_name") else None
+    return str(name or type(graph).__name__)
+
+
+def _open(
+    tracer: Tracer, rt: Runtime, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[StreamState, otel_context.Context] | None:
+    """The run's span and the context its steps run in; None when nested (or after a fault, counted)."""
+    try:
+        if _nested():
+            return None
+        name = _name(graph, args, kwargs)
+        attrs = {semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT, semconv.AGENT_NAME: name}
+        run = ModelSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, kind=SpanKind.INTERNAL, rt=rt)
+        context = otel_context.set_value(_RUN_KEY, True, otel_trace.set_span_in_context(run.span))
+        return StreamState(run, _NoChunks(), "langgraph"), context
+    except Exception as exc:
+        counters.fault("langgraph.start", exc)
+        return None
+
+
+class GraphRun(SyncStreamProxy):
+    """``Pregel.stream``'s generator, each step run with the graph's span current."""
+
+    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
+        super().__init__(wrapped, state)
+        self._self_context = context
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return GraphRun(wrapped_copy, self._self_state, self._self_context)
+
+    def __next__(self) -> Any:
+        token = otel_context.attach(self._self_context)
+        try:
+            return super().__next__()
+        finally:
+            otel_context.detach(token)
+
+
+class AsyncGraphRun(AsyncStreamProxy):
+    """``Pregel.astream``'s async generator, each step run with the graph's span current."""
+
+    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
+        super().__init__(wrapped, state)
+        self._self_context = context
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return AsyncGraphRun(wrapped_copy, self._self_state, self._self_context)
+
+    async def __anext__(self) -> Any:
+        token = otel_context.attach(self._self_context)
+        try:
+            return await super().__anext__()
+        finally:
+            otel_context.detach(token)
+
+    async def aclose(self) -> Any:
+        try:
+            result = self.__wrapped__.aclose()
+            return await result if inspect.isawaitable(result) else result
+        finally:
+            self._self_state.finish()
+
+
+def _wrapper(proxy: type[GraphRun | AsyncGraphRun]) -> Callable[[Tracer, Runtime], Wrapper]:
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            opened = _open(tracer, rt, instance, args, kwargs)
+            if opened is None:
+                return wrapped(*args, **kwargs)
+            state, context = opened
+            token = otel_context.attach(context)  # a subclass's stream that is not a generator runs here
+            try:
+                stream = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                state.finish(exc)
+                raise
+            finally:
+                otel_context.detach(token)
+            return proxy(stream, state, context)
+
+        return wrapper
+
+    return factory
+
+
+PATCHES = (
+    Patch(MODULE, "Pregel.stream", _wrapper(GraphRun)),
+    Patch(MODULE, "Pregel.astream", _wrapper(AsyncGraphRun)),
+)
+
+
+class LangGraphInstrumentor(TableInstrumentor):
+    """LangGraph graph runs as ``invoke_agent`` spans."""
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        return PATCHES
