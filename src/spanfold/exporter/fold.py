@@ -63,6 +63,50 @@ def drop_duplicate_calls(steps: dict[int, Step]) -> None:
         counters.incr("fold.duplicate_model_steps")
 
 
+def drop_nested_calls(steps: dict[int, Step], parents: Mapping[int, int | None]) -> None:
+    """A model step inside another model step is one call seen twice: a framework's model span (pydantic-ai's
+    ``chat``, Strands' ``chat``, ADK's ``call_llm``) around the span an SDK patch made of the call it sends. A model
+    step whose nearest step ancestor (through spans that are not steps) is a model step joins that step's group;
+    each group keeps one step: the one with the most content (outputs, then inputs), the innermost on a tie (the
+    provider's span, closest to the wire). It takes the usage and response id of the others when it has none, so
+    the call's tokens count once. Linear: each span's nearest step ancestor is found once (memoised)."""
+    nearest: dict[int, int | None] = {}
+
+    def step_above(span_id: int) -> int | None:
+        path: list[int] = []
+        parent = parents.get(span_id)
+        found: int | None = None
+        while parent is not None and parent not in nearest and parent not in steps and len(path) <= len(parents):
+            path.append(parent)
+            parent = parents.get(parent)
+        if parent is not None:
+            found = parent if parent in steps else nearest.get(parent)
+        for sid in path:
+            nearest[sid] = found
+        return found
+
+    groups: dict[int, list[ModelStep]] = {}  # the outermost model step's span id -> the group, outer to inner
+    top: dict[int, int] = {}
+    for step in sorted((s for s in steps.values() if isinstance(s, ModelStep)), key=lambda s: (s.start_ns, -s.end_ns)):
+        above = step_above(step.span_id)
+        if above is not None and above in top:
+            top[step.span_id] = top[above]
+            groups[top[above]].append(step)
+        else:
+            top[step.span_id] = step.span_id
+            groups[step.span_id] = [step]
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keep = max(enumerate(group), key=lambda item: (len(item[1].outputs), len(item[1].inputs), item[0]))[1]
+        for other in group:
+            if other is not keep:
+                keep.usage = keep.usage or other.usage
+                keep.response_id = keep.response_id or other.response_id
+                del steps[other.span_id]
+                counters.incr("fold.duplicate_model_steps")
+
+
 class _FoldThread(Thread):
     """A thread of the fold: its history, and the batch of tool calls its last model step made, with the results
     held until the whole batch is answered (so parallel results keep the model's order)."""
@@ -85,6 +129,7 @@ class _Folder:
             if step is not None:
                 self.steps[r.span_id] = step
         drop_duplicate_calls(self.steps)
+        drop_nested_calls(self.steps, self.parents)
         self.agents = {sid: s for sid, s in self.steps.items() if isinstance(s, AgentSpan)}
         self._agent_of: dict[int, AgentSpan | None] = {}
         self.threads: dict[Hashable, _FoldThread] = {}
