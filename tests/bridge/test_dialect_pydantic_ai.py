@@ -134,7 +134,11 @@ def test_version_1_events_attribute() -> None:
             "message": {
                 "role": "assistant",
                 "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    }
                 ],
             },
             "event.name": "gen_ai.choice",
