@@ -1,0 +1,62 @@
+"""Frameworks that do not install in the test environment, replayed from recordings of real runs
+(tests/recordings/frameworks, README there): Google ADK 2.13 (telemetry schema 2 with content capture on, and the
+legacy schema 1 with ``call_llm`` spans) against the mock server's Gemini API, and the Vercel AI SDK 6
+(``generateText`` with tools, ``experimental_telemetry``) against its Chat Completions API. Each folds to the flat
+trace spanfold's own instrumentation gives of the same conversation."""
+
+from __future__ import annotations
+
+from spanfold import counters
+from spanfold.exporter import dialect_adk
+
+from .frameworks import folded, invariant, recording, renumbered
+from .test_producers_equivalence import expected
+
+ADK_SYSTEM = expected("")[0]["content"] + '\n\nYou are an agent. Your internal name is "weather_bot".'
+
+
+def adk_expected() -> list[dict[str, object]]:
+    """ADK appends its own line to the instruction it sends; the rest is the weather agent's trace."""
+    return [{"role": "system", "content": ADK_SYSTEM}, *expected("call_")[1:]]
+
+
+def test_adk_schema2() -> None:
+    trace = folded(recording("adk_schema2.otlp.json"))
+    assert renumbered(invariant(trace), "call_") == adk_expected()
+    assert trace.meta.name == "weather_bot"
+    assert trace.meta.models == ["gemini-2.0-flash"]
+    assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (82 + 172 + 230, 14 + 13 + 24)
+    tools = [e for e in trace.events if e.role == "tool"]
+    assert [e.metadata.get("agent") for e in tools] == ["weather_bot"] * 3
+
+
+def test_adk_schema1_call_llm_and_its_generate_content_are_one_step() -> None:
+    """Schema 1: ``call_llm`` (content) holds ADK's own ``generate_content`` span (no content) of the same call."""
+    records = recording("adk_schema1.otlp.json")
+    assert sum(r.name == "call_llm" for r in records) == 3
+    trace = folded(records)
+    assert counters.snapshot().get("fold.duplicate_model_steps") == 3
+    assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (82 + 172 + 230, 14 + 13 + 24)
+    events = invariant(trace)
+    assert [(e["role"], e.get("content")) for e in events] == [(e["role"], e.get("content")) for e in adk_expected()]
+    calls = [c["function"] for e in events for c in e.get("tool_calls") or ()]
+    assert calls == [c["function"] for e in adk_expected() for c in e.get("tool_calls") or ()]
+
+
+def test_adk_merged_tools_span_is_not_a_tool_run() -> None:
+    merged = [r for r in recording("adk_schema2.otlp.json") if r.name == "execute_tool (merged)"]
+    assert len(merged) == 1
+    rewritten = dialect_adk.rewrite(merged[0])
+    assert rewritten is not None and rewritten[0] == dialect_adk.NOT_A_STEP
+
+
+def test_vercel_ai_generate_text() -> None:
+    records = recording("vercel_ai_generate_text.otlp.json")
+    assert {r.name for r in records} == {"ai.generateText", "ai.generateText.doGenerate", "ai.toolCall"}
+    trace = folded(records)
+    assert invariant(trace) == expected("call_mock_")
+    assert trace.meta.name == "weather-bot"  # experimental_telemetry.functionId
+    assert trace.meta.service == "weather-bot-node"
+    assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (58 + 164 + 228, 14 + 13 + 24)
+    first = next(e for e in trace.events if e.role == "assistant")
+    assert first.metadata["provider"] == "openai" and first.metadata["response_id"] == "chatcmpl-mock-1"
