@@ -115,7 +115,7 @@ def test_tool_error(harness: Harness) -> None:
         for s in run.spans
         if (s.attributes or {}).get("gen_ai.tool.name") == "get_weather" and s.status.status_code.name == "ERROR"
     )
-    name, attrs = dialect.rewrite(from_readable(tool)) or ("", {})
+    name, _ = dialect.rewrite(from_readable(tool)) or ("", {})
     assert name == "execute_tool get_weather"
     events = invariant(run.fold())
     assert events[4]["tool_call_id"] == "call_mock_2" and "weather service down" in str(events[4]["content"])

@@ -1,0 +1,22 @@
+# ruff: noqa  # a recorder script, run by hand (see ../README.md), not part of the suite
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from spanfold import demo
+from spanfold.testing import MockLLMServer, scenarios
+
+with MockLLMServer(scenarios.weather_agent) as server:
+    env = dict(os.environ, BASE_URL=server.base_url, SYSTEM=demo.SYSTEM, QUESTION=demo.QUESTION)
+    out = subprocess.run(
+        ["node", str(Path(__file__).with_name("vercel_ai_agent.mjs").resolve())],
+        cwd=sys.argv[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+print(out.stderr, file=sys.stderr)
+json.dump(json.loads(out.stdout), open(sys.argv[1], "w"), indent=1, ensure_ascii=False)
