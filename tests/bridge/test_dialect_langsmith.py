@@ -119,3 +119,44 @@ def test_tool_error(harness: Harness) -> None:
     assert name == "execute_tool get_weather"
     events = invariant(run.fold())
     assert events[4]["tool_call_id"] == "call_mock_2" and "weather service down" in str(events[4]["content"])
+
+
+def test_langchain_chat_model_and_tools(harness: Harness) -> None:
+    """A LangChain agent loop (langchain-openai ``ChatOpenAI.bind_tools``, ``@tool`` tools) traced by LangSmith's
+    OTel export: serialised LangChain messages in, ``generations`` out, ``ToolMessage`` results."""
+    pytest.importorskip("langchain_openai")
+    import langsmith
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    tools = {"get_weather": tool(scenarios.get_weather), "convert_temperature": tool(scenarios.convert_temperature)}
+    with harness.run() as run:
+        client = langsmith.Client(api_key="lsv2-test", api_url="http://127.0.0.1:9", tracing_mode="otel")
+        llm = ChatOpenAI(model=demo.MODEL, api_key="sk-test", base_url=run.server.base_url, max_retries=0)
+        bound = llm.bind_tools(list(tools.values()))
+
+        @langsmith.traceable(run_type="chain", name="weather-bot")
+        def agent() -> str:
+            messages: list[Any] = [SystemMessage(demo.SYSTEM), HumanMessage(demo.QUESTION)]
+            for _ in range(6):
+                message = bound.invoke(messages)
+                messages.append(message)
+                if not message.tool_calls:
+                    return str(message.content)
+                messages.extend(tools[call["name"]].invoke(call) for call in message.tool_calls)
+            raise AssertionError("the agent did not finish")
+
+        token = context.attach(context.Context())
+        try:
+            with langsmith.tracing_context(enabled=True, client=client):
+                run.answer = agent()
+        finally:
+            context.detach(token)
+        client.flush()
+    assert run.answer == ANSWER
+    prompt = json.loads((run.named("ChatOpenAI")[0].attributes or {})["gen_ai.prompt"])
+    assert prompt["messages"][0][0]["lc"] == 1  # serialised LangChain messages
+    trace = run.fold()
+    assert invariant(trace) == expected("call_mock_")
+    assert trace.meta.name == "weather-bot"

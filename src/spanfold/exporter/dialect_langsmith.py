@@ -6,12 +6,15 @@ Each LangSmith run (``@traceable`` functions, ``wrap_openai`` clients, LangChain
 ``gen_ai.prompt`` / ``gen_ai.completion``:
 
 ``llm`` runs
-    inputs ``{"messages": [...]}`` (chat-shaped: ``role``, ``content``, ``tool_calls``, ``tool_call_id``);
-    outputs a Chat Completions response (``{"choices": [{"message", "finish_reason"}]}``) or one message.
+    inputs ``{"messages": [...]}`` (chat-shaped: ``role``, ``content``, ``tool_calls``, ``tool_call_id``; or, for
+    LangChain chat models, ``[[...]]`` of serialised LangChain messages, ``kwargs.type`` their role); outputs a Chat
+    Completions response (``{"choices": [{"message", "finish_reason"}]}``), LangChain's ``{"generations": [[...]]}``,
+    or one message.
     Rewritten into ``gen_ai.input.messages`` / ``gen_ai.output.messages``; model, usage and response id are in
     ``gen_ai.*`` already.
 ``tool`` runs
-    inputs: the keyword arguments; outputs ``{"output": value}`` -> ``execute_tool`` with arguments and result.
+    inputs: the keyword arguments; outputs ``{"output": value}`` (a LangChain tool's ``ToolMessage``: its
+    ``content``) -> ``execute_tool`` with arguments and result.
     A ``@traceable`` tool has no tool-call id: the fold pairs it with the model's call by name and arguments.
 a ``chain`` run at the root of the trace
     an agent span named after the run (the trace's name).
@@ -31,6 +34,8 @@ from spanfold.exporter.records import SpanRecord
 SPAN_KIND: Final = semconv.LANGSMITH_SPAN_KIND
 PROMPT: Final = semconv.LANGSMITH_PROMPT
 COMPLETION: Final = semconv.LANGSMITH_COMPLETION
+#: A LangChain message's ``type`` -> its role.
+LANGCHAIN_ROLES: Final = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool", "function": "tool"}
 
 
 def _calls(raw: Any) -> list[dict[str, Any]]:
@@ -43,18 +48,49 @@ def _calls(raw: Any) -> list[dict[str, Any]]:
     return calls
 
 
-def _message(msg: Any, role: str = "user", finish_reason: str | None = None) -> list[dict[str, Any]]:
+def _fields(msg: Any) -> Mapping[str, Any] | None:
+    """A message's fields: chat-shaped as it is; a LangChain message serialised (``{"lc": 1, "kwargs": {...}}``) or
+    dumped (``{"type": "human", "content": ...}``) with its ``type`` as the role."""
     if not isinstance(msg, Mapping):
+        return None
+    kwargs = msg.get("kwargs")
+    fields: Mapping[str, Any] = kwargs if isinstance(kwargs, Mapping) and "lc" in msg else msg
+    if "role" not in fields and fields.get("type") in LANGCHAIN_ROLES:
+        return {**fields, "role": LANGCHAIN_ROLES[fields["type"]]}
+    return fields
+
+
+def _message(msg: Any, role: str = "user", finish_reason: str | None = None) -> list[dict[str, Any]]:
+    fields = _fields(msg)
+    if fields is None:
         return []
-    calls = _calls(msg.get("tool_calls"))
+    calls = _calls(fields.get("tool_calls"))
+    content = fields.get("content")
+    if content == "" and calls:
+        content = None
     return chat_message(
-        msg.get("role") or role, msg.get("content"), calls, msg.get("tool_call_id"), finish_reason=finish_reason
+        fields.get("role") or role, content, calls, fields.get("tool_call_id"), finish_reason=finish_reason
     )
+
+
+def _generations(generations: list[Any]) -> list[dict[str, Any]]:
+    """LangChain's ``{"generations": [[{"message", "generation_info": {"finish_reason"}}]]}``: the first prompt's."""
+    first = generations[0] if generations and isinstance(generations[0], list) else generations
+    out: list[dict[str, Any]] = []
+    for generation in first:
+        if isinstance(generation, Mapping):
+            info = generation.get("generation_info")
+            reason = info.get("finish_reason") if isinstance(info, Mapping) else None
+            out.extend(_message(generation.get("message"), "assistant", str(reason) if reason else None))
+    return out
 
 
 def _outputs(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, Mapping):
         return []
+    generations = value.get("generations")
+    if isinstance(generations, list):
+        return _generations(generations)
     choices = value.get("choices")
     if isinstance(choices, list):
         out: list[dict[str, Any]] = []
@@ -71,6 +107,8 @@ def _model(attrs: Mapping[str, Any]) -> dict[str, Any]:
     out[semconv.OPERATION_NAME] = semconv.OP_CHAT
     inputs = loads(attrs.get(PROMPT))
     messages = inputs.get("messages") if isinstance(inputs, Mapping) else None
+    if isinstance(messages, list) and messages and isinstance(messages[0], list):
+        messages = messages[0]  # LangChain: one list of messages per prompt
     if isinstance(messages, list) and semconv.INPUT_MESSAGES not in attrs:
         out[semconv.INPUT_MESSAGES] = dumps([m for raw in messages for m in _message(raw)])
     outputs = _outputs(loads(attrs.get(COMPLETION)))
@@ -91,6 +129,8 @@ def _tool(attrs: Mapping[str, Any]) -> dict[str, Any]:
     completion = loads(attrs.get(COMPLETION))
     if isinstance(completion, Mapping) and "output" in completion:
         value = completion["output"]
+        if isinstance(value, Mapping) and value.get("type") == "tool" and "content" in value:
+            value = value["content"]  # a LangChain tool's ToolMessage
         out.setdefault(semconv.TOOL_CALL_RESULT, value if isinstance(value, str) else dumps(value))
     elif COMPLETION in attrs:
         out.setdefault(semconv.TOOL_CALL_RESULT, attrs[COMPLETION])
