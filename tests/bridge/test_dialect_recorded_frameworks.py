@@ -60,3 +60,16 @@ def test_vercel_ai_generate_text() -> None:
     assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (58 + 164 + 228, 14 + 13 + 24)
     first = next(e for e in trace.events if e.role == "assistant")
     assert first.metadata["provider"] == "openai" and first.metadata["response_id"] == "chatcmpl-mock-1"
+
+
+def test_vercel_ai_stream_text() -> None:
+    """``streamText``: the SDK runs the tools while the step's stream is still open (each ``ai.toolCall`` span ends
+    before its ``ai.streamText.doStream`` span); the trace is the same."""
+    records = recording("vercel_ai_stream_text.otlp.json")
+    steps = sorted((r for r in records if r.name == "ai.streamText.doStream"), key=lambda r: r.start_ns)
+    tools = [r for r in records if r.name == "ai.toolCall"]
+    assert any(steps[0].start_ns < t.end_ns < steps[0].end_ns for t in tools)
+    trace = folded(records)
+    assert invariant(trace) == expected("call_mock_")
+    assert trace.meta.name == "weather-bot"
+    assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (58 + 164 + 228, 14 + 13 + 24)

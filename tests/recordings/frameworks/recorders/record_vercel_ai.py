@@ -1,6 +1,7 @@
 # ruff: noqa  # a recorder script, run by hand (see ../README.md), not part of the suite
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ from spanfold.testing import MockLLMServer, scenarios
 
 with MockLLMServer(scenarios.weather_agent) as server:
     env = dict(os.environ, BASE_URL=server.base_url, SYSTEM=demo.SYSTEM, QUESTION=demo.QUESTION)
+    env.update(dict(a.split("=", 1) for a in sys.argv[3:]))  # e.g. MODE=stream
     out = subprocess.run(
-        ["node", str(Path(__file__).with_name("vercel_ai_agent.mjs").resolve())],
+        ["node", shutil.copy(Path(__file__).with_name("vercel_ai_agent.mjs"), sys.argv[2])],  # beside node_modules
         cwd=sys.argv[2],
         env=env,
         capture_output=True,

@@ -1,4 +1,4 @@
-import { generateText, tool, stepCountIs } from 'ai';
+import { generateText, streamText, tool, stepCountIs } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { z } from 'zod';
@@ -12,7 +12,8 @@ const tracer = provider.getTracer('ai');
 const openai = createOpenAI({ baseURL: process.env.BASE_URL, apiKey: 'sk-test' });
 const FORECASTS = { paris: 'Paris: 18°C, sunny', tokyo: 'Tokyo: 24°C, cloudy' };
 
-const result = await generateText({
+const run = process.env.MODE === 'stream' ? streamText : generateText;
+const result = await run({
   model: openai.chat('gpt-4o-mini'),
   system: process.env.SYSTEM,
   prompt: process.env.QUESTION,
@@ -31,6 +32,7 @@ const result = await generateText({
   stopWhen: stepCountIs(5),
   experimental_telemetry: { isEnabled: true, functionId: 'weather-bot', tracer },
 });
+await result.text;
 await provider.forceFlush();
 
 const hex = (s) => s;
@@ -56,5 +58,5 @@ const spans = exporter.getFinishedSpans().map((s) => {
 });
 const doc = { resourceSpans: [{ resource: { attributes: attrs({ 'service.name': 'weather-bot-node' }) },
   scopeSpans: [{ scope: { name: 'ai' }, spans }] }] };
-process.stderr.write(result.text + '\n');
+process.stderr.write((await result.text) + '\n');
 process.stdout.write(JSON.stringify(doc));
