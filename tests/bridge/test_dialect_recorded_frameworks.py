@@ -6,6 +6,9 @@ trace spanfold's own instrumentation gives of the same conversation."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from spanfold import counters
 from spanfold.exporter import dialect_adk
 
@@ -41,6 +44,40 @@ def test_adk_schema1_call_llm_and_its_generate_content_are_one_step() -> None:
     assert [(e["role"], e.get("content")) for e in events] == [(e["role"], e.get("content")) for e in adk_expected()]
     calls = [c["function"] for e in events for c in e.get("tool_calls") or ()]
     assert calls == [c["function"] for e in adk_expected() for c in e.get("tool_calls") or ()]
+
+
+def without_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events with tool-call ids left out (the Gemini API has none: spanfold's patch records none, ADK's own
+    spans make some up)."""
+    out = json.loads(json.dumps(events))
+    for event in out:
+        event.pop("tool_call_id", None)
+        for call in event.get("tool_calls") or ():
+            call.pop("id", None)
+    return out
+
+
+def test_adk_beside_spanfold_gemini_patch() -> None:
+    """ADK's ``generate_content`` spans hold spanfold's google-genai patch spans of the same requests (spanfold
+    installed in ADK's environment): framework-only, provider-only and both give one trace, tokens counted once."""
+    records = recording("adk_schema2_with_spanfold_gemini.otlp.json")
+    patch = [r for r in records if r.scope_name == "spanfold.instrumentation.gemini"]
+    adk = [r for r in records if r.scope_name == "gcp.vertex.agent"]
+    assert len(patch) == 3 and all(r.parent_id in {a.span_id for a in adk} for r in patch)
+    provider_only, framework_only = folded(patch), folded(adk)
+    counters.reset()
+    both = folded(records)
+    assert counters.snapshot().get("fold.duplicate_model_steps") == 3
+    reference = without_ids(invariant(provider_only))
+    assert reference[1:] == without_ids(expected(""))[1:]
+    assert without_ids(invariant(framework_only)) == reference
+    assert without_ids(invariant(both)) == reference
+    tokens = (82 + 172 + 230, 14 + 13 + 24)
+    for trace in (provider_only, framework_only, both):
+        assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == tokens
+    assert both.meta.name == "weather_bot"
+    kept = {e.metadata["span_id"] for e in both.events if e.role == "assistant"}
+    assert kept == {format(r.span_id, "016x") for r in patch}  # the provider's spans
 
 
 def test_adk_merged_tools_span_is_not_a_tool_run() -> None:

@@ -16,6 +16,11 @@ exp = InMemorySpanExporter()
 tp = TracerProvider()
 tp.add_span_processor(SimpleSpanProcessor(exp))
 trace.set_tracer_provider(tp)
+if os.environ.get("SPANFOLD_PATCH"):  # spanfold's google-genai patch beside ADK's own spans (spanfold installed here)
+    from spanfold.instrumentation.gemini import GeminiInstrumentor
+    from spanfold.runtime import Runtime
+
+    GeminiInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner
