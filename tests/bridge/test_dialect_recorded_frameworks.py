@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from spanfold import counters
 from spanfold.exporter import dialect_adk
 
-from .frameworks import folded, invariant, recording, renumbered
+from .frameworks import RECORDINGS, folded, invariant, recording, renumbered
 from .test_producers_equivalence import expected
 
 ADK_SYSTEM = expected("")[0]["content"] + '\n\nYou are an agent. Your internal name is "weather_bot".'
@@ -110,3 +112,22 @@ def test_vercel_ai_stream_text() -> None:
     assert invariant(trace) == expected("call_mock_")
     assert trace.meta.name == "weather-bot"
     assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (58 + 164 + 228, 14 + 13 + 24)
+
+
+def test_through_spanfold_serve() -> None:
+    """A Node app's AI SDK spans and an ADK app's, as their OTLP/HTTP JSON exporters post them to ``spanfold serve``
+    (real HTTP on loopback): each trace is written as the in-process fold gives it."""
+    pytest.importorskip("aiohttp")
+    from .test_receiver import Served
+
+    server = Served(wait=60)
+    for name in ("vercel_ai_generate_text.otlp.json", "adk_schema2.otlp.json"):
+        body = (RECORDINGS / name).read_bytes()
+        status, _, answer = server.post(body, "application/json")
+        assert (status, json.loads(answer)) == (200, {})
+    written = {trace[0]["content"]: trace for trace in server.stop()}
+    assert len(written) == 2
+    vercel, adk = written[expected("")[0]["content"]], written[ADK_SYSTEM]
+    assert vercel == expected("call_mock_")
+    assert vercel == invariant(folded(recording("vercel_ai_generate_text.otlp.json")))
+    assert adk == invariant(folded(recording("adk_schema2.otlp.json")))
