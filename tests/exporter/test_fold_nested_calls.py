@@ -93,3 +93,15 @@ def test_parent_cycle_in_bad_input_ends() -> None:
     b = SpanRecord(1, 3, 2, "loop", 10, 50, {})
     events, _ = folded(a, b)
     assert events == ONE_CALL
+
+
+def test_same_times_child_listed_first() -> None:
+    """Clocks of millisecond precision give the framework's span and the provider's the same times; span order in a
+    batch is the order they ended (the child first)."""
+    events, meta = folded(chat(3, 2, 10, 50), chat(2, 1, 10, 50), agent())
+    assert events == ONE_CALL and meta.usage.input_tokens == 10
+
+
+def test_model_steps_in_a_parent_cycle_end() -> None:
+    events, _ = folded(chat(2, 3, 10, 50), chat(3, 2, 10, 50))
+    assert events == ONE_CALL

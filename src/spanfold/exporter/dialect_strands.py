@@ -97,7 +97,7 @@ def _model(record: SpanRecord, out: dict[str, Any]) -> None:
         elif event.name == CHOICE:
             reason = fields.get("finish_reason")
             message = fields.get("message")
-            blocks = loads(message) if isinstance(message, str) and message[:1] in "[{" else message
+            blocks = loads(message) if isinstance(message, str) and message.startswith(("[", "{")) else message
             outputs.extend(converse_messages("assistant", blocks, str(reason) if reason else None))
             if reason:
                 reasons.append(str(reason))

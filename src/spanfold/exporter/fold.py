@@ -85,21 +85,33 @@ def drop_nested_calls(steps: dict[int, Step], parents: Mapping[int, int | None])
             nearest[sid] = found
         return found
 
-    groups: dict[int, list[ModelStep]] = {}  # the outermost model step's span id -> the group, outer to inner
-    top: dict[int, int] = {}
-    for step in sorted((s for s in steps.values() if isinstance(s, ModelStep)), key=lambda s: (s.start_ns, -s.end_ns)):
-        above = step_above(step.span_id)
-        if above is not None and above in top:
-            top[step.span_id] = top[above]
-            groups[top[above]].append(step)
-        else:
-            top[step.span_id] = step.span_id
-            groups[step.span_id] = [step]
+    top: dict[int, tuple[int, int]] = {}  # model step -> (the outermost model step of its group, its depth)
+
+    def top_of(span_id: int) -> tuple[int, int]:
+        chain: list[int] = []
+        current = span_id
+        while current not in top:
+            above = step_above(current)
+            if above is None or above in chain or above == span_id or not isinstance(steps.get(above), ModelStep):
+                top[current] = (current, 0)
+                break
+            chain.append(current)
+            current = above
+        root, depth = top[current]
+        for sid in reversed(chain):
+            depth += 1
+            top[sid] = (root, depth)
+        return top[span_id]
+
+    groups: dict[int, list[tuple[int, ModelStep]]] = {}  # the outermost model step's span id -> (depth, step)
+    for step in [s for s in steps.values() if isinstance(s, ModelStep)]:
+        root, depth = top_of(step.span_id)
+        groups.setdefault(root, []).append((depth, step))
     for group in groups.values():
         if len(group) < 2:
             continue
-        keep = max(enumerate(group), key=lambda item: (len(item[1].outputs), len(item[1].inputs), item[0]))[1]
-        for other in group:
+        keep = max(group, key=lambda item: (len(item[1].outputs), len(item[1].inputs), item[0]))[1]
+        for _, other in group:
             if other is not keep:
                 keep.usage = keep.usage or other.usage
                 keep.response_id = keep.response_id or other.response_id
