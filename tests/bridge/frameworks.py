@@ -33,6 +33,7 @@ def recording(name: str) -> list[SpanRecord]:
     """The spans of a recorded run (OTLP/JSON, as an OTLP exporter sends them)."""
     decoded = decode_request(json.loads((RECORDINGS / name).read_text(encoding="utf-8")))
     assert not decoded.rejected, decoded.messages
+    assert len({r.trace_id for r in decoded.records}) == 1  # one run, one trace
     return decoded.records
 
 
