@@ -18,7 +18,7 @@ from spanfold.exporter import dialect_pydantic_ai as dialect
 from spanfold.exporter.records import SpanRecord
 from spanfold.testing import scenarios
 
-from .frameworks import folded, invariant, openai_patch, patch_kwargs
+from .frameworks import folded, invariant, openai_patch, patch_kwargs, renumbered
 from .producers import Harness, Run, instrumented
 from .test_producers_equivalence import ANSWER, expected
 
@@ -169,3 +169,31 @@ def test_version_1_events_attribute() -> None:
 def test_other_scopes_untouched() -> None:
     record = SpanRecord(1, 2, None, "running tool", 1, 2, {"tool_arguments": "{}"}, scope_name="my-app")
     assert dialect.rewrite(record) is None
+
+
+def test_into_spanfolds_processor() -> None:
+    """pydantic-ai exporting into spanfold's ``FoldingSpanProcessor`` (its own TracerProvider), with spanfold's openai
+    patch on the same provider: one trace per run, written as the fold gives it, named after the agent."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from spanfold import config
+    from spanfold.exporter.processor import FoldingSpanProcessor
+    from spanfold.exporter.writers import MemoryWriter
+    from spanfold.testing import MockLLMServer
+
+    writer = MemoryWriter()
+    processor = FoldingSpanProcessor([writer], config.load({"trace_timeout": 3600.0}))
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    try:
+        with instrumented(openai_patch(), **patch_kwargs(provider)), MockLLMServer(scenarios.weather_agent) as server:
+            for _ in range(2):
+                run_agent(Run(spans=[], answer="", server=server), provider)
+        processor.force_flush()
+    finally:
+        provider.shutdown()
+    assert len(writer.traces) == 2  # one trace per run
+    for trace in writer.traces:
+        assert trace.meta.name == "weather-bot"
+        assert (trace.meta.usage.input_tokens, trace.meta.usage.output_tokens) == (58 + 164 + 228, 14 + 13 + 24)
+        assert renumbered(invariant(trace), "call_mock_") == expected("call_mock_")  # the 2nd run: ids 4-6
