@@ -34,7 +34,7 @@ def run_agent(run: Run, *, fail_tokyo: bool = False) -> str:
     import langsmith
     from langsmith.wrappers import wrap_openai
 
-    client = langsmith.Client(api_key="lsv2-test", api_url="http://127.0.0.1:9", tracing_mode="otel")
+    client = langsmith.Client(api_key="lsv2-test", api_url="http://127.0.0.1:9", tracing_mode="otel", info={})
 
     @langsmith.traceable(run_type="tool", name="get_weather")
     def get_weather(city: str) -> str:
@@ -132,7 +132,7 @@ def test_langchain_chat_model_and_tools(harness: Harness) -> None:
 
     tools = {"get_weather": tool(scenarios.get_weather), "convert_temperature": tool(scenarios.convert_temperature)}
     with harness.run() as run:
-        client = langsmith.Client(api_key="lsv2-test", api_url="http://127.0.0.1:9", tracing_mode="otel")
+        client = langsmith.Client(api_key="lsv2-test", api_url="http://127.0.0.1:9", tracing_mode="otel", info={})
         llm = ChatOpenAI(model=demo.MODEL, api_key="sk-test", base_url=run.server.base_url, max_retries=0)
         bound = llm.bind_tools(list(tools.values()))
 
