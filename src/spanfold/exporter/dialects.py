@@ -20,8 +20,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from spanfold import counters, semconv
+from spanfold.exporter import (
+    dialect_adk,
+    dialect_genai_events,
+    dialect_langsmith,
+    dialect_openinference,
+    dialect_openllmetry,
+    dialect_pydantic_ai,
+    dialect_strands,
+    dialect_vercel_ai,
+)
 from spanfold.exporter import dialect_anthropic_native as anthropic_native
-from spanfold.exporter import dialect_genai_events, dialect_openinference, dialect_openllmetry
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, ToolStep
 from spanfold.json_prefix import ArrayPrefixCache
@@ -234,6 +243,12 @@ REWRITERS: list[Rewriter] = [
     _anthropic_native,
     dialect_openinference.rewrite,  # openinference.span.kind
     dialect_openllmetry.rewrite,  # traceloop.span.kind, llm.request.type
+    # frameworks' own spans (docs/frameworks.md "Framework spans (dialects)")
+    dialect_pydantic_ai.rewrite,  # scope pydantic-ai
+    dialect_strands.rewrite,  # scope strands.telemetry.tracer
+    dialect_adk.rewrite,  # scope gcp.vertex.agent
+    dialect_vercel_ai.rewrite,  # ai.operationId
+    dialect_langsmith.rewrite,  # langsmith.span.kind
 ]
 
 

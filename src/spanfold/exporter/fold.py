@@ -64,6 +64,62 @@ def drop_duplicate_calls(steps: dict[int, Step]) -> None:
         counters.incr("fold.duplicate_model_steps")
 
 
+def drop_nested_calls(steps: dict[int, Step], parents: Mapping[int, int | None]) -> None:
+    """A model step inside another model step is one call seen twice: a framework's model span (pydantic-ai's
+    ``chat``, Strands' ``chat``, ADK's ``call_llm``) around the span an SDK patch made of the call it sends. A model
+    step whose nearest step ancestor (through spans that are not steps) is a model step joins that step's group;
+    each group keeps one step: the one with the most content (outputs, then inputs), the innermost on a tie (the
+    provider's span, closest to the wire). It takes the usage and response id of the others when it has none, so
+    the call's tokens count once. Linear: each span's nearest step ancestor is found once (memoised)."""
+    nearest: dict[int, int | None] = {}
+
+    def step_above(span_id: int) -> int | None:
+        path: list[int] = []
+        parent = parents.get(span_id)
+        found: int | None = None
+        while parent is not None and parent not in nearest and parent not in steps and len(path) <= len(parents):
+            path.append(parent)
+            parent = parents.get(parent)
+        if parent is not None:
+            found = parent if parent in steps else nearest.get(parent)
+        for sid in path:
+            nearest[sid] = found
+        return found
+
+    top: dict[int, tuple[int, int]] = {}  # model step -> (the outermost model step of its group, its depth)
+
+    def top_of(span_id: int) -> tuple[int, int]:
+        chain: list[int] = []
+        current = span_id
+        while current not in top:
+            above = step_above(current)
+            if above is None or above in chain or above == span_id or not isinstance(steps.get(above), ModelStep):
+                top[current] = (current, 0)
+                break
+            chain.append(current)
+            current = above
+        root, depth = top[current]
+        for sid in reversed(chain):
+            depth += 1
+            top[sid] = (root, depth)
+        return top[span_id]
+
+    groups: dict[int, list[tuple[int, ModelStep]]] = {}  # the outermost model step's span id -> (depth, step)
+    for step in [s for s in steps.values() if isinstance(s, ModelStep)]:
+        root, depth = top_of(step.span_id)
+        groups.setdefault(root, []).append((depth, step))
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keep = max(group, key=lambda item: (len(item[1].outputs), len(item[1].inputs), item[0]))[1]
+        for _, other in group:
+            if other is not keep:
+                keep.usage = keep.usage or other.usage
+                keep.response_id = keep.response_id or other.response_id
+                del steps[other.span_id]
+                counters.incr("fold.duplicate_model_steps")
+
+
 class _FoldThread(Thread):
     """A thread of the fold: its history, and the batch of tool calls its last model step made, with the results
     held until the whole batch is answered (so parallel results keep the model's order)."""
@@ -86,7 +142,11 @@ class _Folder:
             if step is not None:
                 self.steps[r.span_id] = step
         drop_duplicate_calls(self.steps)
-        merge_nested_tool_steps(self.steps, self.parents)
+        # One call seen twice is one process's nesting: a remote parent (a later call of a run stitched at the
+        # source, under a remote copy of the run's first call) is another call.
+        local = {r.span_id: None if r.parent_is_remote else r.parent_id for r in records}
+        drop_nested_calls(self.steps, local)
+        merge_nested_tool_steps(self.steps, local)
         self.agents = {sid: s for sid, s in self.steps.items() if isinstance(s, AgentSpan)}
         self._agent_of: dict[int, AgentSpan | None] = {}
         self.threads: dict[Hashable, _FoldThread] = {}

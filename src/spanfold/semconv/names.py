@@ -255,3 +255,69 @@ OPENAI_AGENTS_GUARDRAIL_TRIGGERED: Final = "openai_agents.guardrail.triggered"
 #: The SDK's workflow name and trace id, on the run's root ``invoke_agent`` span.
 OPENAI_AGENTS_WORKFLOW_NAME: Final = "openai_agents.workflow.name"
 OPENAI_AGENTS_TRACE_ID: Final = "openai_agents.trace.id"
+# --- framework spans (exporter/dialect_pydantic_ai.py, _strands, _adk, _vercel_ai, _langsmith) ------------
+#: pydantic-ai: its instrumentation scope; the older span names and attributes (instrumentation versions 1-4).
+PYDANTIC_AI_SCOPE: Final = "pydantic-ai"
+PYDANTIC_AI_AGENT_SPAN: Final = "agent run"
+PYDANTIC_AI_TOOL_SPAN: Final = "running tool"
+PYDANTIC_AI_AGENT_NAME: Final = "agent_name"
+PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
+PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
+#: Version 1: the model span's messages as one JSON list of GenAI events (``event.name`` + body fields).
+PYDANTIC_AI_EVENTS: Final = "events"
+PYDANTIC_AI_EVENT_NAME: Final = "event.name"
+#: AWS Strands Agents: its tracer's scope; messages as span events (semconv 1.28 names) or, with
+#: ``gen_ai_latest_experimental``, as ``gen_ai.client.inference.operation.details`` events holding the contract's
+#: message attributes; Bedrock Converse content blocks (``text``, ``toolUse``, ``toolResult``).
+STRANDS_SCOPE: Final = "strands.telemetry.tracer"
+STRANDS_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+STRANDS_TOOL_STATUS: Final = "gen_ai.tool.status"
+STRANDS_SYSTEM: Final = "strands-agents"
+#: Google ADK: its tracer's scope and its own attributes (schema v1 ``call_llm`` spans, and tool spans).
+ADK_SCOPE: Final = "gcp.vertex.agent"
+ADK_CALL_LLM_SPAN: Final = "call_llm"
+ADK_LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+ADK_SESSION_ID: Final = "gcp.vertex.agent.session_id"
+#: The span ADK opens around a batch of parallel tool runs (not a tool run itself).
+ADK_MERGED_TOOLS: Final = "(merged tools)"
+#: Vercel AI SDK (``experimental_telemetry``): ``ai.operationId`` values and attributes.
+VERCEL_OPERATION_ID: Final = "ai.operationId"
+VERCEL_MODEL_OPERATIONS: Final = frozenset(
+    {
+        "ai.generateText.doGenerate",
+        "ai.streamText.doStream",
+        "ai.generateObject.doGenerate",
+        "ai.streamObject.doStream",
+    }
+)
+VERCEL_AGENT_OPERATIONS: Final = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
+VERCEL_TOOL_OPERATION: Final = "ai.toolCall"
+VERCEL_FUNCTION_ID: Final = "ai.telemetry.functionId"
+VERCEL_PROMPT_MESSAGES: Final = "ai.prompt.messages"
+VERCEL_MODEL_ID: Final = "ai.model.id"
+VERCEL_MODEL_PROVIDER: Final = "ai.model.provider"
+VERCEL_RESPONSE_TEXT: Final = "ai.response.text"
+VERCEL_RESPONSE_TOOL_CALLS: Final = "ai.response.toolCalls"
+VERCEL_RESPONSE_FINISH_REASON: Final = "ai.response.finishReason"
+VERCEL_RESPONSE_ID: Final = "ai.response.id"
+VERCEL_RESPONSE_MODEL: Final = "ai.response.model"
+VERCEL_TOOL_NAME: Final = "ai.toolCall.name"
+VERCEL_TOOL_ID: Final = "ai.toolCall.id"
+VERCEL_TOOL_ARGS: Final = "ai.toolCall.args"
+VERCEL_TOOL_RESULT: Final = "ai.toolCall.result"
+#: Usage: v5+ names, then the v4 names (each -> the contract's).
+VERCEL_USAGE: Final = {
+    "ai.usage.inputTokens": USAGE_INPUT_TOKENS,
+    "ai.usage.outputTokens": USAGE_OUTPUT_TOKENS,
+    "ai.usage.promptTokens": USAGE_INPUT_TOKENS,
+    "ai.usage.completionTokens": USAGE_OUTPUT_TOKENS,
+}
+#: LangSmith's OTel export (``LANGSMITH_OTEL_ENABLED`` / ``LANGSMITH_TRACING_MODE=otel``): the run type, run name,
+#: and the run's inputs / outputs as JSON in ``gen_ai.prompt`` / ``gen_ai.completion``.
+LANGSMITH_SPAN_KIND: Final = "langsmith.span.kind"
+LANGSMITH_NAME: Final = "langsmith.trace.name"
+LANGSMITH_PROMPT: Final = "gen_ai.prompt"
+LANGSMITH_COMPLETION: Final = "gen_ai.completion"
