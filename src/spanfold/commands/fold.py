@@ -25,7 +25,7 @@ import click
 from spanfold import config as config_module
 from spanfold.exporter.assembler import Assembler, Policy, trace_root
 from spanfold.exporter.otlp_json import FileProblem, read_file
-from spanfold.exporter.writers import EVENTS_FILES, META_FILE, JsonlWriter, MemoryWriter
+from spanfold.exporter.writers import EVENTS_FILES, META_FILE, SPAN_FORMATS, JsonlWriter, MemoryWriter
 from spanfold.trace.model import Trace
 
 #: Every limit (``max_*`` option) off: files are read whole before anything is folded.
@@ -125,7 +125,13 @@ def fold_files(
 @click.command("fold")
 @click.argument("spans", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Directory for the traces.")
-@click.option("--format", "fmt", type=click.Choice(sorted(EVENTS_FILES)), default="invariant", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(set(EVENTS_FILES) - SPAN_FORMATS)),  # otlp-json in, otlp-json out: nothing folded
+    default="invariant",
+    show_default=True,
+)
 @click.option("--no-stitch", is_flag=True, help="Keep every un-parented model call its own trace.")
 def command(spans: tuple[str, ...], output: str, fmt: str, no_stitch: bool) -> None:
     """Fold OTLP/JSON span files (OTLP/JSON requests, Collector file-exporter JSON lines) into flat traces,

@@ -311,7 +311,7 @@ class Assembler:
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
-        self._write(trace)
+        self._write(trace, buf.records)
 
     def _stitch(self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus) -> None:
         key = process_key(buf.records[0].resource)
@@ -345,12 +345,15 @@ class Assembler:
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
-        self._write(trace)
+        self._write(trace, conv.records)
 
-    def _write(self, trace: Trace) -> None:
+    def _write(self, trace: Trace, records: list[SpanRecord]) -> None:
         counted = False
         for writer in self.writers:
-            self._call(writer, "write", trace)
+            if getattr(writer, "wants_spans", False):  # otlp-json: the spans the trace was folded from
+                self._call(writer, "write_spans", trace, records)
+            else:
+                self._call(writer, "write", trace)
             counted = counted or getattr(writer, "counts_written", False)
         self._written = True
         if not counted:  # a file writer counts the trace once it is on disk; else handed over is written
