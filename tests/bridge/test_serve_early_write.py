@@ -151,6 +151,18 @@ def test_the_run_is_written_when_its_process_exits(tmp_path: Path, started: Any)
     assert s.stop() == ""  # stdout is a pipe: nothing printed
 
 
+def test_serve_closing_an_idle_connection_says_nothing_of_the_process(tmp_path: Path, started: Any) -> None:
+    serve, sender = started
+    s = serve(tmp_path / "out", "--wait", "0.5", "--final-wait", "1", "--read-timeout", "1")
+    proc = sender(s.endpoint, "tool-call")
+    time.sleep(4)  # serve closed the sender's idle connection after 1 s: the process lives, its run is not over
+    assert _traces(tmp_path / "out") == []
+    s.stop()  # written at shutdown
+    (trace,) = _traces(tmp_path / "out")
+    assert [e["role"] for e in trace] == ["system", "user", "assistant"]
+    _exit(proc)
+
+
 def test_a_final_answer_is_written_after_a_short_idle_on_a_terminal(tmp_path: Path, started: Any) -> None:
     serve, sender = started
     s = serve(tmp_path / "out", "--wait", "0.5", "--final-wait", "1", tty=True)

@@ -209,7 +209,9 @@ class _Senders:
                 carried[key] = resource
                 self._connections[key] = self._connections.get(key, 0) + 1
 
-    def lost(self, connection: object) -> None:
+    def lost(self, connection: object, *, by_sender: bool = True) -> None:
+        """A connection closed; ``by_sender=False`` when this server closed it (idle past ``read_timeout``, an error,
+        shutdown): that says nothing of the process."""
         carried = self._by_connection.pop(connection, None)
         if not carried:
             return
@@ -219,7 +221,8 @@ class _Senders:
             self._connections[key] -= 1
             if self._connections[key] <= 0:
                 del self._connections[key]
-                loop.call_later(self.grace, self._check, key, resource, closed)
+                if by_sender:
+                    loop.call_later(self.grace, self._check, key, resource, closed)
 
     def _check(self, key: Hashable, resource: Mapping[str, Any], closed: float) -> None:
         if key in self._connections or self._last.get(key, 0.0) > closed:
@@ -281,9 +284,12 @@ class Receiver:
         lost = server.connection_lost
 
         def connection_lost(handler: Any, exc: BaseException | None = None) -> None:
+            # aiohttp marks a connection it closes itself (idle, error, shutdown) before telling the server; a
+            # connection the client closed is marked only after this call
+            by_sender = not (getattr(handler, "_force_close", False) or getattr(handler, "_close", False))
             lost(handler, exc)
             try:
-                senders.lost(handler)
+                senders.lost(handler, by_sender=by_sender)
             except Exception as exc:  # never in the way of aiohttp's own bookkeeping
                 counters.fault("receiver.connection_lost", exc)
 
