@@ -23,7 +23,7 @@ from spanfold import config
 from spanfold.cli import main
 from spanfold.exporter.assembler import Assembler
 from spanfold.exporter.records import from_readable
-from spanfold.exporter.writers import JsonlWriter
+from spanfold.exporter.writers import JsonFileWriter, JsonlWriter
 
 from .conftest import WEATHER_ROLES, run_weather_agent
 
@@ -157,3 +157,17 @@ def test_a_folded_trace_alone_cannot_be_written_as_otlp_json(tmp_path: Path) -> 
 @pytest.mark.parametrize("value", ["OTLP-JSON", "otlp-json"])
 def test_the_format_option_accepts_otlp_json(value: str) -> None:
     assert config.load({}, environ={"SPANFOLD_FORMAT": value}).format == "otlp-json"
+
+
+def test_file_per_trace_writes_the_request_and_show_opens_it(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
+    writer = JsonFileWriter(tmp_path / "out", "otlp-json")
+    assembler = Assembler([writer], config.load({}, environ={}))
+    for span in weather_spans:
+        assembler.add(from_readable(span), 0.0)
+    assembler.flush(0.0, final=True)
+    (path,) = (tmp_path / "out").iterdir()
+    assert path.name == format(weather_spans[0].context.trace_id, "032x") + ".json"
+    assert json.loads(path.read_text(encoding="utf-8"))["resourceSpans"]
+    result = CliRunner().invoke(main, ["show", str(path), "--no-color"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "convert_temperature" in result.output
