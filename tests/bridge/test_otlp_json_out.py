@@ -24,6 +24,7 @@ from spanfold.cli import main
 from spanfold.exporter.assembler import Assembler
 from spanfold.exporter.records import from_readable
 from spanfold.exporter.writers import JsonFileWriter, JsonlWriter
+from spanfold.trace.model import Trace, TraceMeta
 
 from .conftest import WEATHER_ROLES, run_weather_agent
 
@@ -146,8 +147,6 @@ def test_a_planted_symlink_is_not_written_through(tmp_path: Path, weather_spans:
 
 
 def test_a_folded_trace_alone_cannot_be_written_as_otlp_json(tmp_path: Path) -> None:
-    from spanfold.trace.model import Trace, TraceMeta
-
     writer = JsonlWriter(tmp_path, "otlp-json")
     writer.write(Trace(events=[], meta=TraceMeta(trace_id="ab")))  # counted as a fault, nothing written
     writer.flush()
@@ -171,3 +170,23 @@ def test_file_per_trace_writes_the_request_and_show_opens_it(tmp_path: Path, wea
     result = CliRunner().invoke(main, ["show", str(path), "--no-color"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "convert_temperature" in result.output
+
+
+def test_a_lone_surrogate_keeps_its_trace(tmp_path: Path) -> None:
+    from spanfold.exporter.otlp_json import read_file
+    from spanfold.exporter.records import SpanRecord
+
+    text = "half \ud800 of a pair"
+    messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}], ensure_ascii=False)
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": messages, "weird": (1.5, float("nan"), b"\x00")}
+    record = SpanRecord(7, 9, None, "chat m", 1, 2, attrs, kind="CLIENT", resource={"service.name": "s"})
+    writer = JsonlWriter(tmp_path, "otlp-json")
+    writer.write_spans(Trace(events=[], meta=TraceMeta(trace_id="7")), [record])
+    writer.flush()
+    raw = (tmp_path / "traces.otlp.jsonl").read_bytes()
+    raw.decode("utf-8")  # valid UTF-8
+    ((_, decoded),) = list(read_file(tmp_path / "traces.otlp.jsonl"))
+    (back,) = decoded.records
+    assert back.attributes["gen_ai.input.messages"] == messages
+    weird = back.attributes["weird"]
+    assert weird[0] == 1.5 and weird[1] != weird[1] and weird[2] == b"\x00"

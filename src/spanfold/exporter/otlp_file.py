@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from spanfold.exporter.otlp_common import HAS_IS_REMOTE, IS_REMOTE
 from spanfold.exporter.records import SpanEvent, SpanRecord
+from spanfold.trace.formats import writable
 
 #: SDK span kind names -> ``Span.SpanKind`` numbers.
 KIND_NUMBERS: Final[dict[str, int]] = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
@@ -122,5 +123,6 @@ def request(records: Iterable[SpanRecord]) -> dict[str, Any]:
 
 
 def encode_line(records: Iterable[SpanRecord]) -> str:
-    """One compact JSON line (no newline) holding ``records`` as one export request."""
-    return json.dumps(request(records), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """One compact JSON line (no newline) holding ``records`` as one export request; a lone surrogate is written as
+    its JSON escape (the line is UTF-8, and reads back as the very text)."""
+    return writable(json.dumps(request(records), ensure_ascii=False, separators=(",", ":"), allow_nan=False))
