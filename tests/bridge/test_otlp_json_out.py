@@ -190,3 +190,23 @@ def test_a_lone_surrogate_keeps_its_trace(tmp_path: Path) -> None:
     assert back.attributes["gen_ai.input.messages"] == messages
     weird = back.attributes["weird"]
     assert weird[0] == 1.5 and weird[1] != weird[1] and weird[2] == b"\x00"
+
+
+def test_serve_writes_otlp_json(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
+    """``spanfold serve --format otlp-json``: the spans it received for a trace, one line, folded back the same."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from spanfold.exporter.receiver import ReceiverThread, ServeOptions
+
+    out = tmp_path / "out"
+    thread = ReceiverThread(ServeOptions(port=0, output=str(out), format="otlp-json", wait=60))
+    receiver = thread.__enter__()
+    try:
+        exporter = OTLPSpanExporter(endpoint=receiver.url, timeout=10)
+        assert exporter.export(weather_spans).name == "SUCCESS"
+        exporter.shutdown()
+    finally:
+        assert thread.stop()
+    assert sorted(p.name for p in out.iterdir()) == ["traces.otlp.jsonl"]
+    (events,) = _fold(out / "traces.otlp.jsonl", tmp_path / "back")
+    assert [e["role"] for e in events] == WEATHER_ROLES

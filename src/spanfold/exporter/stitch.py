@@ -47,9 +47,8 @@ class Conversation:
     waiting: list[Call[Conversation]] = field(default_factory=list)
     touched: float = 0.0
     attribute_bytes: int = 0
-    #: Its latest call gave a final answer (no tool call, no error): the run may be over.
-    answered: bool = False
-    #: When the stitcher last looked at it as answered (:meth:`Stitcher.answered_before` orders by it).
+    #: When the stitcher last looked at it as answered: its latest call gave a final answer (no tool call, no error),
+    #: the run may be over (:meth:`Stitcher.answered_before` orders by it).
     answer_seen: float = 0.0
 
     def add(
@@ -194,7 +193,6 @@ class Stitcher:
         conv.touched = now
         self.open.move_to_end(conv.serial)
         self.answered.pop(conv.serial, None)
-        conv.answered = final
         if final:
             conv.answer_seen = now
             self.answered[conv.serial] = conv
