@@ -42,7 +42,8 @@ def init(
     """Patch the installed LLM client libraries and write every agent run as a flat trace.
 
     ``output``: directory for the ``*.jsonl`` trace files (default ``./traces``, env ``SPANFOLD_OUTPUT``).
-    ``format``: ``"invariant"`` (default, env ``SPANFOLD_FORMAT``) or ``"agentv"``.
+    ``format``: ``"invariant"`` (default, env ``SPANFOLD_FORMAT``), ``"agentv"`` or ``"otlp-json"`` (each trace's
+    spans as one OTLP/JSON line in ``traces.otlp.jsonl``, the Collector file exporter's layout).
     ``capture_content``: record prompts, completions and tool arguments/results (default on; env
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``). Other options: see ``spanfold.config.OPTIONS``.
 

@@ -42,8 +42,8 @@ def _content(name: str, raw: str) -> bool:
 
 def _format(name: str, raw: str) -> str:
     value = raw.strip().lower()
-    if value not in ("invariant", "agentv"):
-        raise ConfigError(f"{name}={raw!r}: expected invariant or agentv")
+    if value not in ("invariant", "agentv", "otlp-json"):
+        raise ConfigError(f"{name}={raw!r}: expected invariant, agentv or otlp-json")
     return value
 
 
@@ -101,7 +101,12 @@ class Config:
     """Every option, once: name, type, environment variables (first set wins), parser, default and meaning."""
 
     output: str = _option(("SPANFOLD_OUTPUT",), _str, "traces", "directory the trace files are written to")
-    format: str = _option(("SPANFOLD_FORMAT",), _format, "invariant", "invariant or agentv")
+    format: str = _option(
+        ("SPANFOLD_FORMAT",),
+        _format,
+        "invariant",
+        "invariant, agentv or otlp-json (each trace's spans, as the Collector's file exporter writes them)",
+    )
     capture_content: bool = _option(
         ("SPANFOLD_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         _content,

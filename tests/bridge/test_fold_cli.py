@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import config
 from spanfold.cli import main
-from spanfold.commands import fold as fold_command
+from spanfold.commands import spanfiles
 
 from .conftest import (
     WEATHER_ROLES,
@@ -191,8 +191,8 @@ def test_bad_input_names_file_and_line_and_leaves_output_alone(
 
 def test_fold_holds_everything_whatever_the_environment(tmp_path: Path, weather_spans: list[ReadableSpan]) -> None:
     """The SPANFOLD_* variables of the in-process tracer (limits, format, disabled) never change what fold writes."""
-    assert fold_command._UNBOUNDED.keys() == {name for name in config.OPTIONS if name.startswith("max_")}
-    assert set(fold_command._UNBOUNDED.values()) == {sys.maxsize}
+    assert spanfiles.UNBOUNDED.keys() == {name for name in config.OPTIONS if name.startswith("max_")}
+    assert set(spanfiles.UNBOUNDED.values()) == {sys.maxsize}
     (tmp_path / "spans.jsonl").write_text(collector_lines(weather_spans))
     env = {
         "SPANFOLD_MAX_ATTRIBUTE_BYTES_PER_TRACE": "100",

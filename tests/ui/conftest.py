@@ -111,3 +111,26 @@ def page(browser: Any) -> Iterator[Any]:
     opened.set_default_timeout(15_000)
     yield opened
     context.close()
+
+
+#: A real process running the demo's agent with spanfold.init() writing format otlp-json (SPANFOLD_FORMAT).
+OTLP_RUN = """
+import openai, spanfold
+from spanfold import demo
+from spanfold.testing import MockLLMServer, scenarios
+spanfold.init()
+with MockLLMServer(scenarios.weather_agent) as server:
+    client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+    with spanfold.agent("otlp-bot"):
+        demo.openai_chat_agent(client)
+"""
+
+
+@pytest.fixture(scope="session")
+def otlp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding only ``traces.otlp.jsonl``: one run's spans as OTLP JSON."""
+    out = tmp_path_factory.mktemp("otlp") / "traces"
+    env = {**os.environ, "SPANFOLD_FORMAT": "otlp-json", "SPANFOLD_OUTPUT": str(out)}
+    subprocess.run([sys.executable, "-c", OTLP_RUN], check=True, capture_output=True, env=env, timeout=120)
+    assert sorted(p.name for p in out.iterdir()) == ["traces.otlp.jsonl"]
+    return out

@@ -18,8 +18,9 @@ from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
 from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, trace_files
+from spanfold.commands.spanfiles import read_any
 from spanfold.text import clip, clip_left, plural, visible
-from spanfold.trace.read import Problem, read_records
+from spanfold.trace.read import Problem
 
 #: Widest trace / check column and reason in the table (``--verbose`` prints reasons whole).
 COLUMN, REASON = 48, 100
@@ -49,7 +50,7 @@ def _read(paths: Sequence[Path]) -> Inputs:
     """Every trace in the files (records without events, such as metadata lines, are skipped)."""
     inputs = Inputs()
     for path in trace_files(paths, lambda file, problem: inputs.error(file, None, problem)):
-        for item in read_records(path, siblings=False):
+        for item in read_any(path, siblings=False):
             if isinstance(item, Problem):
                 inputs.error(item.file, item.line, item.text)
             elif item.trace is not None:

@@ -13,7 +13,6 @@ own options change what is folded.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -22,14 +21,9 @@ from pathlib import Path
 
 import click
 
-from spanfold import config as config_module
-from spanfold.exporter.assembler import Assembler, Policy, trace_root
-from spanfold.exporter.otlp_json import FileProblem, read_file
-from spanfold.exporter.writers import EVENTS_FILES, META_FILE, JsonlWriter, MemoryWriter
+from spanfold.commands.spanfiles import SpanFileError, fold_spans
+from spanfold.exporter.writers import EVENTS_FILES, META_FILE, SPAN_FORMATS, JsonlWriter
 from spanfold.trace.model import Trace
-
-#: Every limit (``max_*`` option) off: files are read whole before anything is folded.
-_UNBOUNDED = {name: sys.maxsize for name in config_module.OPTIONS if name.startswith("max_")}
 
 
 class FoldError(Exception):
@@ -59,26 +53,6 @@ def _check_output(out_dir: Path) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise FoldError(f"{os.fspath(out_dir)}: cannot write: {os.fspath(existing)} is not a directory")
-
-
-def _read(paths: Sequence[str | os.PathLike[str]], assembler: Assembler) -> int:
-    """Every span of ``paths`` into ``assembler``; the number of spans."""
-    spans = 0
-    for path in paths:
-        before = spans
-        try:
-            with contextlib.closing(read_file(path)) as requests:
-                for _, decoded in requests:
-                    for record in decoded.records:
-                        assembler.add(record, 0.0)
-                    spans += len(decoded.records)
-        except FileProblem as exc:
-            raise FoldError(f"{os.fspath(path)}:{exc.line}: {exc.problem}") from None
-        except OSError as exc:
-            raise FoldError(f"{os.fspath(path)}: cannot read: {exc.strerror or exc}") from None
-        if spans == before:
-            raise FoldError(f"{os.fspath(path)}: no spans in this file")
-    return spans
 
 
 def _append(traces: list[Trace], out_dir: Path, fmt: str) -> list[Path]:
@@ -113,19 +87,25 @@ def fold_files(
     untouched) on bad input."""
     out_dir = Path(output)
     _check_output(out_dir)
-    config = config_module.load({"output": os.fspath(out_dir), "format": fmt, **_UNBOUNDED}, environ={})
-    folded = MemoryWriter()
-    assembler = Assembler([folded], config, Policy(quiet=float("inf"), root=trace_root, stitch=stitch))
-    spans = _read(paths, assembler)
-    assembler.flush(0.0, final=True)
-    files = _append(folded.traces, out_dir, fmt)
-    return Folded(spans=spans, traces=len(folded.traces), files=tuple(files))
+    try:
+        folded = fold_spans(paths, stitch=stitch)
+    except SpanFileError as exc:
+        raise FoldError(str(exc)) from None
+    traces = [trace for trace, _, _ in folded.traces]
+    files = _append(traces, out_dir, fmt)
+    return Folded(spans=folded.spans, traces=len(traces), files=tuple(files))
 
 
 @click.command("fold")
 @click.argument("spans", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Directory for the traces.")
-@click.option("--format", "fmt", type=click.Choice(sorted(EVENTS_FILES)), default="invariant", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(set(EVENTS_FILES) - SPAN_FORMATS)),  # otlp-json in, otlp-json out: nothing folded
+    default="invariant",
+    show_default=True,
+)
 @click.option("--no-stitch", is_flag=True, help="Keep every un-parented model call its own trace.")
 def command(spans: tuple[str, ...], output: str, fmt: str, no_stitch: bool) -> None:
     """Fold OTLP/JSON span files (OTLP/JSON requests, Collector file-exporter JSON lines) into flat traces,

@@ -18,8 +18,9 @@ from typing import IO, Final
 
 import click
 
+from spanfold.commands.spanfiles import read_any
 from spanfold.text import visible
-from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_records, read_values
+from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_values
 
 #: Exit statuses of every command.
 OK: Final = 0
@@ -119,9 +120,10 @@ def values(path: str, reporter: Reporter) -> Iterator[Value]:
 
 
 def records(path: str, reporter: Reporter, *, siblings: bool = True) -> Iterator[Record]:
-    """The decoded records of a file (metadata from its ``.meta.jsonl`` sibling); problems go to ``reporter``."""
+    """The decoded records of a file (metadata from its ``.meta.jsonl`` sibling), or the traces folded from an OTLP
+    JSON span file (:mod:`.spanfiles`); problems go to ``reporter``."""
     with progress(path) as advance:
-        for item in read_records(path, advance, siblings=siblings):
+        for item in read_any(path, advance, siblings=siblings):
             if isinstance(item, Problem):
                 reporter.problem(item)
             else:

@@ -1,19 +1,81 @@
 """``spanfold serve``: an OTLP/HTTP endpoint that folds the spans it is sent (:mod:`spanfold.exporter.receiver`).
 
 Point any OpenTelemetry SDK or Collector at it (``OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318``); traces
-land in ``--output``. SIGTERM or Ctrl-C writes everything still buffered, then exits.
+land in ``--output``. SIGTERM or Ctrl-C writes everything still buffered, then exits. ``--ui`` also serves the
+``spanfold ui`` page over ``--output`` from the same process. On a terminal, one line per trace written goes to stdout.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from spanfold.config import OPTIONS, ConfigError
 from spanfold.exporter.writers import EVENTS_FILES
+from spanfold.text import clip, visible
+from spanfold.trace.model import Trace
+
+if TYPE_CHECKING:
+    from spanfold.exporter.receiver import Receiver
 
 _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
+
+
+class TracePrinter:
+    """A writer that prints one line per trace written (trace id, agent, model steps, tool calls, file), once the
+    file writers before it have flushed. ``spanfold serve`` adds it when stdout is a terminal."""
+
+    def __init__(self, path: str, echo: Callable[[str], None] = click.echo) -> None:
+        self.path = path
+        self._echo = echo
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def write(self, trace: Trace) -> None:
+        meta = trace.meta
+        steps = sum(1 for ev in trace.events if ev.role == "assistant")
+        calls = trace.summary().tool_calls_by_name
+        tools = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in calls.items()) or "no tool calls"
+        name = clip(meta.name or meta.service or "-", 40)
+        step_word = "step" if steps == 1 else "steps"
+        line = f"{meta.trace_id}  {name}  {steps} {step_word}  {clip(tools, 80)}  -> {self.path}"
+        if meta.status != "complete":
+            line += f"  ({meta.status})"
+        with self._lock:
+            self._lines.append(visible(line))
+
+    def flush(self) -> None:
+        with self._lock:
+            lines, self._lines = self._lines, []
+        for line in lines:
+            self._echo(line)
+
+    def close(self) -> None:
+        self.flush()
+
+
+def _ui_companion(output: str, host: str, port: int, token: str | None) -> Callable[[Receiver], Awaitable[Any]]:
+    """Start the ``spanfold ui`` page over ``output`` on the receiver's event loop; what stops it."""
+
+    async def start_ui(receiver: Receiver) -> Callable[[], Awaitable[None]]:
+        from spanfold.ui.index import Index
+        from spanfold.ui.server import UiOptions, start
+
+        try:
+            runner, url = await start(Index([Path(output)]), UiOptions(host, port, token))
+        except OSError as exc:
+            click.echo(f"spanfold serve: cannot listen on {host}:{port} for --ui: {exc.strerror or exc}", err=True)
+            raise SystemExit(2) from None
+        click.echo(f"spanfold serve: ui on {url}" + ("?token=..." if token else ""), err=True)
+        return runner.cleanup
+
+    return start_ui
 
 
 @click.command("serve")
@@ -41,6 +103,19 @@ _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
     show_default=True,
     type=click.FloatRange(0, min_open=False),
     help="Seconds a trace must be quiet, after its root arrived, before it is folded.",
+)
+@click.option(
+    "--final-wait",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds after a stitched run's final answer, or after its process closed its connection, with nothing more "
+    "from that process, before the run is written (0: only after 30 s idle or at shutdown).",
+)
+@click.option("--ui", "with_ui", is_flag=True, help="Also serve the spanfold ui page over --output (live).")
+@click.option("--ui-port", default=8777, show_default=True, type=click.IntRange(0, 65535), help="Port of --ui.")
+@click.option(
+    "--ui-token", envvar="SPANFOLD_UI_TOKEN", show_envvar=True, default=None, help="Require this token for --ui."
 )
 @click.option(
     "--token",
@@ -86,28 +161,55 @@ def command(
     output: str,
     fmt: str,
     wait: float,
+    final_wait: float,
+    with_ui: bool,
+    ui_port: int,
+    ui_token: str | None,
     token: str | None,
     max_body: int,
     max_spans: int,
     max_buffered_bytes: int,
     read_timeout: float,
 ) -> None:
-    """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and write them as flat traces."""
+    """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and write them as flat traces.
+
+    \b
+    When is a trace written?
+    * A trace with an agent span (or any parent-child tree): once its root
+      span arrived and nothing more of it came for --wait seconds.
+    * A zero-code run (one trace per model call, stitched into one run by
+      its message history): as soon as it is over: --final-wait seconds
+      after a final answer (a model reply without tool calls) or after the
+      sending process closed its connection (it exited), when nothing more
+      came from that process meanwhile; else after 30 s idle
+      (SPANFOLD_STITCH_IDLE), or at shutdown.
+
+    On a terminal, one line per trace written goes to stdout (trace id,
+    agent, model steps, tool calls, file); nothing when stdout is a pipe.
+    """
     try:
-        from spanfold.exporter.receiver import Receiver, ServeOptions, serve
+        from spanfold.exporter.receiver import ServeOptions, serve
     except ImportError as exc:
         click.echo(f"spanfold serve needs its extra: pip install 'spanfold[serve]' ({exc})", err=True)
         sys.exit(2)
-    options = ServeOptions(host, port, output, fmt, wait, token, max_body, max_spans, max_buffered_bytes, read_timeout)
+    options = ServeOptions(
+        host, port, output, fmt, wait, token, max_body, max_spans, max_buffered_bytes, read_timeout, final_wait
+    )
+    companion = _ui_companion(output, host, ui_port, ui_token) if with_ui else None
+    if with_ui and host not in ("127.0.0.1", "localhost", "::1") and not ui_token:
+        warning = f"spanfold serve: warning: --ui on {host} without --ui-token: anyone who reaches it reads the traces"
+        click.echo(warning, err=True)
 
     def ready(receiver: Receiver) -> None:
         click.echo(f"spanfold serve: listening on {receiver.url}, writing to {output}", err=True)
+        if sys.stdout.isatty():
+            receiver.fold.add_writer(TracePrinter(os.path.join(output, EVENTS_FILES[fmt])))
 
     def stopping() -> None:
         click.echo("spanfold serve: stopping; writing what is buffered", err=True)
 
     try:
-        flushed = serve(options, ready, stopping)
+        flushed = serve(options, ready, stopping, companion)
     except ConfigError as exc:  # a bad SPANFOLD_* environment variable
         click.echo(f"spanfold serve: {exc}", err=True)
         sys.exit(2)

@@ -21,7 +21,8 @@ import click
 @click.option("--port", default=8777, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
 @click.option("--token", envvar="SPANFOLD_UI_TOKEN", default=None, help="Require this token (or env).")
 def command(paths: tuple[Path, ...], host: str, port: int, token: str | None) -> None:
-    """Browse the traces in DIR (or files; default: ./traces) in a local web page, updated as traces are added."""
+    """Browse the traces in DIR (or files; default: ./traces) in a local web page, updated as traces are added.
+    Every format spanfold reads opens, OTLP JSON span files too (folded on read)."""
     try:
         from spanfold.ui.index import Index
         from spanfold.ui.server import UiOptions, start

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
 from spanfold.commands.inputs import Reporter, finish, no_traces, trace_files, values
+from spanfold.commands.spanfiles import is_span_file, span_records
 from spanfold.text import plural, visible
+from spanfold.trace import formats
+from spanfold.trace.read import Problem, Value
 from spanfold.trace.validate import SCHEMAS, validate_value
 
 #: Shapes without trace events (counted apart).
 _RECORDS = ("metadata", "agentv-summary")
+
+
+def _span_values(name: str, fmt: str | None, reporter: Reporter) -> Iterator[Value]:
+    """The traces folded from a span file, each as a value of ``fmt`` (Invariant by default)."""
+    encoding = fmt if fmt in formats.FORMATS else "invariant"
+    for item in span_records(name):
+        if isinstance(item, Problem):
+            reporter.problem(item)
+        elif item.trace is not None:
+            yield Value(item.file, item.line, formats.to_value(item.trace, encoding))
 
 
 @click.command("validate")
@@ -25,7 +39,7 @@ _RECORDS = ("metadata", "agentv-summary")
 )
 def command(files: tuple[Path, ...], fmt: str | None) -> None:
     """Validate FILES (Invariant, AgentV, compact or metadata; JSONL, JSON or YAML; or directories of trace files)
-    against the JSON Schemas.
+    against the JSON Schemas. An OTLP JSON span file is folded, and each trace it folds to is validated.
 
     Prints every problem as FILE:LINE: JSON-PATH: problem; on success only the count of valid traces.
     Exit status 0 when all are valid, 1 when any is not, 2 when a file cannot be read or is not JSON.
@@ -35,7 +49,7 @@ def command(files: tuple[Path, ...], fmt: str | None) -> None:
     for path in trace_files(files, reporter.file_problem, metadata=True):
         name = str(path)
         seen, before = 0, reporter.problems
-        for value in values(name, reporter):
+        for value in _span_values(name, fmt, reporter) if is_span_file(path) else values(name, reporter):
             seen += 1
             shape, issues = validate_value(value.data, fmt)
             for issue in issues:

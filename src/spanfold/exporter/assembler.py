@@ -20,7 +20,9 @@ Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, count
 span is always kept) and ``trace_timeout`` for traces whose root never comes. A span added twice to a trace that is
 still buffered (a retried export, two copies of one file) counts once (``duplicate_spans``). Un-parented calls are
 stitched (:mod:`spanfold.exporter.stitch`) within the process they came from (as far as the resource tells: one
-stitcher per resource) and closed after ``stitch_idle`` seconds.
+stitcher per resource) and closed after ``stitch_idle`` seconds, or earlier for a receiver (``Policy.final_idle``):
+``final_idle`` seconds after a final answer (no tool call) while nothing more of that process waits to be folded, and
+at once when the receiver learns that the sending process is gone (:meth:`Assembler.process_ended`).
 """
 
 from __future__ import annotations
@@ -104,6 +106,9 @@ class Policy:
     stitch: bool = True
     #: Spans held, all traces together, before :meth:`Assembler.shed` cuts traces whose root has not arrived.
     max_spans: int = sys.maxsize
+    #: Seconds after a stitched conversation's final answer (no tool call) before it is written, when no other
+    #: trace of its process came meanwhile (None: only after ``stitch_idle``, or at a flush).
+    final_idle: float | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -118,6 +123,7 @@ class _Buffer:
     truncated: bool = False
     touched: float = 0.0
     attribute_bytes: int = 0
+    resource: Mapping[str, Any] | None = None  # of its first span: which process it came from (process_key)
 
 
 class Assembler:
@@ -163,6 +169,8 @@ class Assembler:
         buf = self._buffer(record.trace_id, now)
         if self._duplicate(buf, record):
             return
+        if buf.resource is None:
+            buf.resource = record.resource
         buf.open.discard(record.span_id)
         size = attribute_bytes(record)
         if self.policy.root(record):  # always kept
@@ -254,8 +262,41 @@ class Assembler:
         for key, stitcher in list(self._stitchers.items()):
             for conv in stitcher.idle(now - self.config.stitch_idle):
                 self._write_conversation(conv)
+            if self.policy.final_idle is not None:
+                self._write_answered(key, stitcher, now, self.policy.final_idle)
             if not stitcher.open:
                 del self._stitchers[key]
+
+    def _write_answered(self, key: Hashable, stitcher: Stitcher, now: float, final_idle: float) -> None:
+        """Write the conversations whose final answer is ``final_idle`` seconds old, unless a later trace of their
+        process still waits to be folded (it may continue them: looked at again in ``final_idle`` seconds)."""
+        for conv in stitcher.answered_before(now - final_idle):
+            if self._sending(key, conv.touched):
+                stitcher.seen_again(conv, now)
+                continue
+            counters.incr("conversations_answered")
+            self._write_conversation(stitcher.close(conv))
+
+    def _sending(self, key: Hashable, since: float) -> bool:
+        """Whether a trace of process ``key`` touched after ``since`` is still buffered (most recent first)."""
+        for buf in reversed(self._traces.values()):
+            if buf.touched <= since:
+                return False
+            if buf.resource is not None and process_key(buf.resource) == key:
+                return True
+        return False
+
+    def process_ended(self, resource: Mapping[str, Any], now: float) -> None:
+        """The process that sent spans with ``resource`` is gone (a receiver saw its connection close): fold its traces
+        whose root arrived without waiting for them to be quiet, and write its stitched conversations."""
+        key = process_key(resource)
+        for buf in [b for b in self._rooted.values() if b.resource is not None and process_key(b.resource) == key]:
+            self._finish(buf, incomplete=bool(buf.open))
+        stitcher = self._stitchers.pop(key, None)
+        if stitcher is not None:
+            for conv in stitcher.close_all():
+                counters.incr("conversations_process_ended")
+                self._write_conversation(conv)
 
     def next_deadline(self) -> float | None:
         """The earliest ``now`` at which :meth:`expire` has something to do (None: nothing is waiting)."""
@@ -268,6 +309,9 @@ class Assembler:
             touched = stitcher.oldest_touch()
             if touched is not None:
                 deadlines.append(touched + self.config.stitch_idle)
+            answered = stitcher.oldest_answer()
+            if answered is not None and self.policy.final_idle is not None:
+                deadlines.append(answered + self.policy.final_idle)
         return min(deadlines) if deadlines else None
 
     def flush(self, now: float, *, final: bool) -> None:
@@ -326,7 +370,7 @@ class Assembler:
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
-        self._write(trace)
+        self._write(trace, buf.records)
 
     def _stitch(self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus) -> None:
         key = process_key(buf.records[0].resource)
@@ -367,12 +411,15 @@ class Assembler:
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
-        self._write(trace)
+        self._write(trace, conv.records)
 
-    def _write(self, trace: Trace) -> None:
+    def _write(self, trace: Trace, records: list[SpanRecord]) -> None:
         counted = False
         for writer in self.writers:
-            self._call(writer, "write", trace)
+            if getattr(writer, "wants_spans", False):  # otlp-json: the spans the trace was folded from
+                self._call(writer, "write_spans", trace, records)
+            else:
+                self._call(writer, "write", trace)
             counted = counted or getattr(writer, "counts_written", False)
         self._written = True
         if not counted:  # a file writer counts the trace once it is on disk; else handed over is written

@@ -21,6 +21,18 @@ Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.St
 Bodies are inflated and decoded on a small thread pool, never on the event loop; limits are checked on the decoded
 request.
 
+When is a stitched run written? (Zero-code runs: one trace per model call, joined by :mod:`.stitch`.) As soon as it
+is provably over, not only after the idle window (``stitch_idle``, 30 s):
+
+* **the sending process is gone**: its keep-alive connection closed (an OTel SDK keeps one connection for its whole
+  life and closes it at exit) and no request from that process (the same resource) came for ``final_wait`` seconds:
+  its traces are folded without waiting ``wait`` and its conversations written (:class:`_Senders`). A request sent
+  with ``Connection: close`` (a client that closes after every request) says nothing of the process;
+* **a final answer**: the run's latest model call answered without a tool call and nothing more of that process
+  came for ``final_wait`` seconds (after the trace's own ``wait``).
+
+``final_wait=0`` turns both off: conversations are written after ``stitch_idle`` seconds idle, or at shutdown.
+
 It listens on loopback unless told otherwise; SIGTERM / SIGINT stop it after everything buffered is written.
 """
 
@@ -31,10 +43,11 @@ import contextlib
 import hmac
 import json
 import math
+import operator
 import signal
 import threading
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -45,7 +58,7 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from spanfold import config as config_module
 from spanfold import counters
 from spanfold.exporter import otlp_json, otlp_proto
-from spanfold.exporter.assembler import Policy, attribute_bytes, trace_root
+from spanfold.exporter.assembler import Policy, attribute_bytes, process_key, trace_root
 from spanfold.exporter.otlp_common import Decoded, OtlpError
 from spanfold.exporter.processor import FoldWorker
 from spanfold.exporter.writers import Writer, writers_for
@@ -86,6 +99,9 @@ class ServeOptions:
     #: Seconds a client has to send a request's headers (from connecting, or from the last answer on a kept-alive
     #: connection: idle connections close after it too) and, once they came, its body.
     read_timeout: float = 30.0
+    #: Seconds after a final answer, or after the sending process's connection closed, before a stitched run is
+    #: written (0: only after ``stitch_idle`` or at shutdown).
+    final_wait: float = 2.0
 
     @property
     def retry_after(self) -> int:
@@ -167,6 +183,55 @@ def _success_body(kind: str, decoded: Decoded) -> bytes:
     return json.dumps({"partialSuccess": {"rejectedSpans": str(decoded.rejected), "errorMessage": message}}).encode()
 
 
+_RESOURCE: Final = operator.attrgetter("resource")
+
+
+class _Senders:
+    """Which sending processes (by resource, :func:`~spanfold.exporter.assembler.process_key`) each keep-alive
+    connection carried, so that the last one closing tells the fold the process is gone (after ``grace`` seconds
+    without a request from it). Event-loop thread only."""
+
+    def __init__(self, grace: float, ended: Callable[[Mapping[str, Any]], None]) -> None:
+        self.grace = grace
+        self._ended = ended
+        self._by_connection: dict[object, dict[Hashable, Mapping[str, Any]]] = {}
+        self._connections: dict[Hashable, int] = {}  # process -> live connections that carried it
+        self._last: dict[Hashable, float] = {}  # process -> when its last request came (loop time)
+
+    def seen(self, connection: object, records: Sequence[Any], now: float) -> None:
+        every = list(map(_RESOURCE, records))  # C loops: a 150,000-span request costs milliseconds on the loop
+        resources = dict(zip(map(id, every), every, strict=True))
+        carried = self._by_connection.setdefault(connection, {})
+        for resource in resources.values():
+            key = process_key(resource)
+            self._last[key] = now
+            if key not in carried:
+                carried[key] = resource
+                self._connections[key] = self._connections.get(key, 0) + 1
+
+    def lost(self, connection: object, *, by_sender: bool = True) -> None:
+        """A connection closed; ``by_sender=False`` when this server closed it (idle past ``read_timeout``, an error,
+        shutdown): that says nothing of the process."""
+        carried = self._by_connection.pop(connection, None)
+        if not carried:
+            return
+        loop = asyncio.get_running_loop()
+        closed = loop.time()
+        for key, resource in carried.items():
+            self._connections[key] -= 1
+            if self._connections[key] <= 0:
+                del self._connections[key]
+                if by_sender:
+                    loop.call_later(self.grace, self._check, key, resource, closed)
+
+    def _check(self, key: Hashable, resource: Mapping[str, Any], closed: float) -> None:
+        if key in self._connections or self._last.get(key, 0.0) > closed:
+            return  # it came back (a new connection, or a request on another)
+        self._last.pop(key, None)
+        counters.incr("receiver.senders_gone")
+        self._ended(resource)
+
+
 class Receiver:
     """The aiohttp application, its listening site and the fold behind it."""
 
@@ -175,9 +240,11 @@ class Receiver:
         # Every trace holds a span: the span bound (503 past it) bounds the traces too, before any is cut short.
         limits = {"max_traces_in_flight": options.max_spans, "max_buffered_bytes": options.max_buffered_bytes}
         self.config = config_module.load({"output": options.output, "format": options.format, **limits})
-        policy = Policy(quiet=options.wait, root=trace_root, max_spans=options.max_spans)
+        final_idle = options.final_wait if options.final_wait > 0 else None
+        policy = Policy(quiet=options.wait, root=trace_root, max_spans=options.max_spans, final_idle=final_idle)
         self._decoding = ThreadPoolExecutor(_DECODE_THREADS, thread_name_prefix="spanfold-serve-decode")
         self.fold = FoldWorker(writers or (), self.config, policy, name="spanfold-serve")
+        self._senders = _Senders(options.final_wait, self.fold.process_ended) if final_idle is not None else None
         self._file_writers = writers is None  # made once listening: a failed start leaves no output directory
         self._token = options.token.encode() if options.token else None
         self._runner: web.AppRunner | None = None
@@ -200,6 +267,7 @@ class Receiver:
             lingering_time=_LINGER_S,  # a body left unread (413, 408) is drained this long, then the connection closed
         )
         await self._runner.setup()
+        self._watch_connections()
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
@@ -207,6 +275,25 @@ class Receiver:
             self._file_writers = False
             for writer in writers_for(self.config):
                 self.fold.add_writer(writer)
+
+    def _watch_connections(self) -> None:
+        """Hear each connection close (aiohttp's server tells nothing else of it)."""
+        server, senders = self._runner.server if self._runner is not None else None, self._senders
+        if server is None or senders is None:
+            return
+        lost = server.connection_lost
+
+        def connection_lost(handler: Any, exc: BaseException | None = None) -> None:
+            # aiohttp marks a connection it closes itself (idle, error, shutdown) before telling the server; a
+            # connection the client closed is marked only after this call
+            by_sender = not (getattr(handler, "_force_close", False) or getattr(handler, "_close", False))
+            lost(handler, exc)
+            try:
+                senders.lost(handler, by_sender=by_sender)
+            except Exception as exc:  # never in the way of aiohttp's own bookkeeping
+                counters.fault("receiver.connection_lost", exc)
+
+        setattr(server, "connection_lost", connection_lost)  # noqa: B010 (an instance attribute, not the method)
 
     async def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop listening, then fold and write everything buffered; False if that took over ``timeout_s``."""
@@ -288,6 +375,8 @@ class Receiver:
         if self._busy(spans, size):
             return self._throttled(kind)
         self.fold.submit(decoded.records, size)
+        if self._senders is not None and request.keep_alive and decoded.records:
+            self._senders.seen(request.protocol, decoded.records, asyncio.get_running_loop().time())
         counters.incr("receiver.spans", len(decoded.records))
         if decoded.rejected:
             counters.incr("receiver.rejected_spans", decoded.rejected)
@@ -314,9 +403,23 @@ class Receiver:
 # --- running it ---------------------------------------------------------------------------------------------
 
 
-async def _serve(options: ServeOptions, ready: Callable[[Receiver], None], stopping: Callable[[], None]) -> bool:
+#: Something started on the receiver's event loop once it listens (``spanfold serve --ui``): it returns what stops it.
+Companion = Callable[["Receiver"], Awaitable[Callable[[], Awaitable[None]]]]
+
+
+async def _serve(
+    options: ServeOptions,
+    ready: Callable[[Receiver], None],
+    stopping: Callable[[], None],
+    companion: Companion | None = None,
+) -> bool:
     receiver = Receiver(options)
     await receiver.start()
+    try:
+        stop_companion = await companion(receiver) if companion is not None else None
+    except BaseException:
+        await receiver.stop()
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -324,6 +427,11 @@ async def _serve(options: ServeOptions, ready: Callable[[Receiver], None], stopp
     ready(receiver)
     await stop.wait()
     stopping()
+    if stop_companion is not None:
+        try:
+            await stop_companion()
+        except Exception as exc:  # the traces still get written
+            counters.fault("receiver.companion", exc)
     return await receiver.stop()
 
 
@@ -331,9 +439,11 @@ def serve(
     options: ServeOptions,
     ready: Callable[[Receiver], None] = lambda _: None,
     stopping: Callable[[], None] = lambda: None,
+    companion: Companion | None = None,
 ) -> bool:
-    """Run until SIGTERM or SIGINT, then write everything buffered (True when all of it was written in time)."""
-    return asyncio.run(_serve(options, ready, stopping))
+    """Run until SIGTERM or SIGINT, then write everything buffered (True when all of it was written in time).
+    ``companion``: started on the same event loop once listening, stopped first (the ``--ui`` page)."""
+    return asyncio.run(_serve(options, ready, stopping, companion))
 
 
 class ReceiverThread:

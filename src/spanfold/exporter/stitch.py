@@ -9,6 +9,10 @@ takes one tool run, so concurrent runs making the same call get one each (:mod:`
 unit the fold pairs tool results with). Lookups are hashes: a rolling hash over the message fingerprints, so finding
 the conversation a call extends costs O(its inputs), never a comparison with every open conversation.
 
+A conversation whose latest call gave a final answer (outputs, none of them a tool call, no error) is *answered*: the
+stitcher keeps those apart (:meth:`Stitcher.answered_before`) so that a receiver can write a run as soon as it is
+provably over (``spanfold serve --final-wait``) instead of after the idle window.
+
 A :class:`Conversation` owns what its members bring: their spans, their steps (parsed once, handed on to the fold)
 and their attribute bytes (counted as they join; the assembler bounds them). Pure bookkeeping: no threads, no I/O
 (the assembler closes conversations and writes them).
@@ -43,6 +47,9 @@ class Conversation:
     waiting: list[Call[Conversation]] = field(default_factory=list)
     touched: float = 0.0
     attribute_bytes: int = 0
+    #: When the stitcher last looked at it as answered: its latest call gave a final answer (no tool call, no error),
+    #: the run may be over (:meth:`Stitcher.answered_before` orders by it).
+    answer_seen: float = 0.0
 
     def add(
         self,
@@ -97,6 +104,7 @@ class Stitcher:
         self._index: dict[Hashable, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
+        self.answered: OrderedDict[int, Conversation] = OrderedDict()  # final answer given; least recently seen first
 
     def __len__(self) -> int:
         return len(self.open)
@@ -135,7 +143,8 @@ class Stitcher:
                 return conv
         return None
 
-    def _register_model(self, conv: Conversation, step: ModelStep, seed: int, inputs: list[Fingerprint]) -> None:
+    def _register_model(self, conv: Conversation, step: ModelStep, seed: int, inputs: list[Fingerprint]) -> bool:
+        """Index the call's history, response and conversation ids and its tool calls; True for a final answer."""
         outs, _ = first_choice(step.outputs)
         out_events = [e for m in outs for e in message_events(m, {})]
         history = _chain(seed, [*inputs, *(fingerprint(e) for e in out_events)])
@@ -145,9 +154,12 @@ class Stitcher:
             self._register(conv, ("response", step.response_id))
         if step.conversation_id is not None:
             self._register(conv, ("conversation", step.conversation_id))
+        final = bool(out_events) and step.error is None
         for e in out_events:
             for tc in e.tool_calls:
+                final = False
                 conv.waiting.append(self._calls.expect(conv, tc.id, tc.name, tc.arguments))
+        return final
 
     # --- tool runs ---------------------------------------------------------------------------------------
 
@@ -171,11 +183,12 @@ class Stitcher:
         """Join the trace to the conversation it continues, or open a new one; returns it. ``attribute_bytes``: of the
         trace's spans (the conversation counts them)."""
         member = self.member(trace_id)  # the parts of one trace (a run stitched at the source) go together
+        final = False
         if isinstance(root, ModelStep):
             seed = self._seed(root)
             inputs = _fingerprints(root.inputs)
             conv = member or self._find_model(root, _chain(seed, inputs)) or self._new()
-            self._register_model(conv, root, seed, inputs)
+            final = self._register_model(conv, root, seed, inputs)
         else:
             conv = member or self._find_tool(root) or self._new()
         if member is None:
@@ -183,6 +196,10 @@ class Stitcher:
         conv.add(trace_id, records, steps, status, attribute_bytes)
         conv.touched = now
         self.open.move_to_end(conv.serial)
+        self.answered.pop(conv.serial, None)
+        if final:
+            conv.answer_seen = now
+            self.answered[conv.serial] = conv
         return conv
 
     def member(self, trace_id: int) -> Conversation | None:
@@ -194,6 +211,29 @@ class Stitcher:
         conv.add(record.trace_id, [record], {record.span_id: step}, "complete", size)
         conv.touched = now
         self.open.move_to_end(conv.serial)
+        if isinstance(step, ModelStep) and record.is_local_root:  # a call of the run: a final answer ends it
+            self.answered.pop(conv.serial, None)
+            if self._register_model(conv, step, self._seed(step), _fingerprints(step.inputs)):
+                conv.answer_seen = now
+                self.answered[conv.serial] = conv
+
+    def answered_before(self, before: float) -> list[Conversation]:
+        """The answered conversations last seen before ``before`` (still open: the caller closes them or calls
+        :meth:`seen_again`)."""
+        out = []
+        for conv in self.answered.values():
+            if conv.answer_seen >= before:
+                break
+            out.append(conv)
+        return out
+
+    def seen_again(self, conv: Conversation, now: float) -> None:
+        """Look at an answered conversation again later (its process is still sending)."""
+        conv.answer_seen = now
+        self.answered.move_to_end(conv.serial)
+
+    def oldest_answer(self) -> float | None:
+        return next(iter(self.answered.values())).answer_seen if self.answered else None
 
     def idle(self, before: float) -> list[Conversation]:
         """Close and return the conversations last active before ``before``."""
@@ -210,6 +250,7 @@ class Stitcher:
 
     def close(self, conv: Conversation) -> Conversation:
         self.open.pop(conv.serial, None)
+        self.answered.pop(conv.serial, None)
         for key in conv.keys:
             if self._index.get(key) is conv:
                 del self._index[key]

@@ -26,8 +26,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
-from typing import Final, Literal, TypeAlias
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -61,8 +61,12 @@ class _Flush:
 _START: Final = 0
 _FLUSH: Final = 1
 _BYTES: Final = 2  # after a submitted batch: the attribute bytes its submitter measured, released once it is handled
+_ENDED: Final = 3  # a sending process is gone (the receiver saw it): its resource
 _Span: TypeAlias = "ReadableSpan | SpanRecord"
-_Item: TypeAlias = "_Span | tuple[Literal[0], int, int] | tuple[Literal[1], _Flush] | tuple[Literal[2], int]"
+_Item: TypeAlias = (
+    "_Span | tuple[Literal[0], int, int] | tuple[Literal[1], _Flush] | tuple[Literal[2], int]"
+    " | tuple[Literal[3], Mapping[str, Any]]"
+)
 
 
 class FoldWorker:
@@ -172,6 +176,14 @@ class FoldWorker:
             self._queue.append((_BYTES, attribute_bytes))
         self._wake.set()
 
+    def process_ended(self, resource: Mapping[str, Any]) -> None:
+        """The process that sent spans with ``resource`` is gone: once what it sent before is handled, its traces
+        are folded and its conversations written (:meth:`Assembler.process_ended`)."""
+        if self.shut:
+            return
+        self._queue.append((_ENDED, resource))
+        self._wake.set()
+
     def flush(self, timeout_s: float, *, final: bool = False) -> bool:
         """Block until everything queued before the call is folded and written (open conversations included) and
         the writers flushed (``final``: closed, and the worker stops). False when ``timeout_s`` passed first, or when
@@ -248,6 +260,8 @@ class FoldWorker:
                 elif item[0] == _BYTES:
                     with self._bytes_lock:
                         self.pending_bytes -= item[1]
+                elif item[0] == _ENDED:
+                    assembler.process_ended(item[1], now)
                 elif self._flush(item[1], now):
                     return True
         finally:

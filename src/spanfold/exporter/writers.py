@@ -7,6 +7,9 @@
   events file, so processes appending to one directory never interleave or misalign; a failed write is rolled back to
   the line boundary.
 * :class:`JsonFileWriter`: one pretty ``<trace_id>.json`` per trace, written to a temporary file and renamed.
+* ``format="otlp-json"``: the spans each trace was folded from, one OTLP/JSON export request per line in
+  ``traces.otlp.jsonl`` (the Collector file exporter's layout, :mod:`.otlp_file`), written by the same two writers
+  through :meth:`~_RetryingWriter.write_spans`.
 * :class:`MemoryWriter`: a list of :class:`~spanfold.trace.model.Trace` (tests, capture).
 
 A writer killed mid-line (SIGKILL stops a ``write`` part way) can leave a line without its newline, or an events line
@@ -41,11 +44,15 @@ from typing import Any, Final, Protocol, runtime_checkable
 from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.forks import reinit_in_child
+from spanfold.exporter.otlp_file import encode_line as otlp_line
+from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.safe_files import UnsafePath, open_dir, open_file
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
 
-EVENTS_FILES: Final = {"invariant": "traces.jsonl", "agentv": "traces.agentv.jsonl"}
+EVENTS_FILES: Final = {"invariant": "traces.jsonl", "agentv": "traces.agentv.jsonl", "otlp-json": "traces.otlp.jsonl"}
+#: The formats that write a trace's spans (:meth:`_RetryingWriter.write_spans`), not its folded events.
+SPAN_FORMATS: Final = frozenset({"otlp-json"})
 META_FILE: Final = "traces.meta.jsonl"
 #: Retry buffer bounds: traces kept while the path is broken (the oldest go first, counted).
 MAX_RETRY_TRACES: Final = 1000
@@ -230,12 +237,32 @@ class _RetryingWriter:
         """Whether :meth:`write` writes at once (else it waits for :meth:`flush`)."""
         return True
 
+    @property
+    def wants_spans(self) -> bool:
+        """Whether this writer takes traces through :meth:`write_spans` (its format writes spans)."""
+        return self.format in SPAN_FORMATS
+
+    def _encode_spans(self, trace: Trace, records: list[SpanRecord]) -> tuple[Any, int]:
+        raise NotImplementedError
+
+    def write_spans(self, trace: Trace, records: list[SpanRecord]) -> None:
+        """Write the spans ``trace`` was folded from (an ``otlp-json`` writer; the assembler calls it)."""
+        try:
+            item, size = self._encode_spans(trace, records)
+        except Exception as exc:
+            counters.fault("writer.encode", exc)
+            return
+        self._put(item, size)
+
     def write(self, trace: Trace) -> None:
         try:
             item, size = self._encode(trace)
         except Exception as exc:
             counters.fault("writer.encode", exc)
             return
+        self._put(item, size)
+
+    def _put(self, item: Any, size: int) -> None:
         with self._lock:
             self._pending.append(item, size)
             if self._due():
@@ -277,7 +304,13 @@ class JsonlWriter(_RetryingWriter):
         #: (inode, size) of the events and metadata files after this writer's last append, both whole and aligned.
         self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
 
+    def _encode_spans(self, trace: Trace, records: list[SpanRecord]) -> tuple[Any, int]:
+        line = (otlp_line(records) + "\n").encode("utf-8")
+        return (line, b""), len(line)
+
     def _encode(self, trace: Trace) -> tuple[Any, int]:
+        if self.wants_spans:
+            raise ValueError(f"the {self.format} format writes spans: a folded trace alone cannot be written in it")
         events = (formats.encode_line(trace, self.format) + "\n").encode("utf-8")
         meta = (formats.meta_line(trace) + "\n").encode("utf-8") if self.meta_path is not None else b""
         return (events, meta), len(events) + len(meta)
@@ -396,7 +429,13 @@ class JsonFileWriter(_RetryingWriter):
     A trace id written before (late spans, a second local root) gets ``<trace_id>-1.json``, ..."""
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
+        if self.wants_spans:
+            raise ValueError(f"the {self.format} format writes spans: a folded trace alone cannot be written in it")
         data = (formats.dumps(document(trace, self.format), pretty=True) + "\n").encode("utf-8")
+        return (file_name(trace.meta.trace_id), data), len(data)
+
+    def _encode_spans(self, trace: Trace, records: list[SpanRecord]) -> tuple[Any, int]:
+        data = (otlp_line(records) + "\n").encode("utf-8")
         return (file_name(trace.meta.trace_id), data), len(data)
 
     def _write_item(self, item: Any) -> None:

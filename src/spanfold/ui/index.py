@@ -7,6 +7,10 @@ indexed; a partial last line (a writer mid-append) is picked up on a later refre
 replaced is indexed again from the start. A whole-document file (``*.json``, YAML) is one or a few traces, read
 again when its size or time changes. The ``NAME.meta.jsonl`` sibling of ``NAME.jsonl`` is indexed the same way;
 its N-th record fills the N-th trace's metadata.
+
+An OTLP JSON span file (``traces.otlp.jsonl``, a Collector file exporter's output) opens as every command opens it
+(:func:`spanfold.commands.spanfiles.span_records`): folded whole, again each time it changes (a trace's spans may be
+spread over any of its lines), once its last line is complete; its folded traces are held in memory.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spanfold.commands.spanfiles import is_span_file, span_records
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta, TraceSummary
@@ -35,6 +41,10 @@ from spanfold.trace.read import (
 PREVIEW_CHARS = 160
 #: Bytes read per refresh step of one file (bounds the time the lock is held and the memory of one read).
 CHUNK = 4 * 1024 * 1024
+#: ``Row.offset`` of a trace folded from a span file (held in memory, not read from the file again).
+FOLDED = -2
+#: Seconds a span file whose last line has no newline yet is left alone (a writer is appending to it).
+SETTLE_S = 2.0
 
 
 @dataclass(slots=True)
@@ -232,6 +242,8 @@ class _File:
     problems: int = 0
     attached: tuple[int, int] = (0, 0)  # (rows, metadata records) when the sibling was last matched
     slots: int = 0  # trace lines (and bad lines) seen: the sibling's records go with them in order
+    spans: bool = False  # an OTLP JSON span file: folded whole, its traces in ``folded``
+    folded: dict[str, Trace] = field(default_factory=dict)
 
 
 class Index:
@@ -274,8 +286,12 @@ class Index:
             key = os.path.abspath(path)
             entry = self.files.get(key)
             if entry is None:
-                entry = _File(len(self.order), path, str(path), _Lines(path) if path.suffix == ".jsonl" else None)
-                sibling = meta_path(path)
+                if _empty(path):  # told apart by its first bytes: a trace file or a span file
+                    continue
+                spans = is_span_file(path)
+                lines = _Lines(path) if path.suffix == ".jsonl" and not spans else None
+                entry = _File(len(self.order), path, str(path), lines, spans=spans)
+                sibling = meta_path(path) if not spans else None
                 if sibling is not None:
                     entry.meta = _Lines(sibling)
                 self.files[key] = entry
@@ -298,6 +314,7 @@ class Index:
             for row in entry.rows:
                 self.rows.pop(row.id, None)
             entry.rows = []
+            entry.folded = {}
             entry.metas = []
             entry.problems = 0
             entry.slots = 0
@@ -328,6 +345,8 @@ class Index:
         )
 
     def _refresh_file(self, entry: _File) -> bool:
+        if entry.spans:
+            return self._refresh_spans(entry)
         if entry.lines is None:
             return self._refresh_document(entry)
         changed = False
@@ -418,6 +437,35 @@ class Index:
             self._add(entry, self._row(entry, item.line, -1, 0, decoded))
         return True
 
+    def _refresh_spans(self, entry: _File) -> bool:
+        """Fold a span file again when it changed and its last line is complete (or it settled without one)."""
+        try:
+            st = entry.path.stat()
+            with entry.path.open("rb") as handle:
+                handle.seek(max(st.st_size - 1, 0))
+                whole = handle.read(1) == b"\n"
+        except OSError:
+            return False
+        stamp = (st.st_size, st.st_mtime_ns)
+        if stamp == entry.stamp or (not whole and time.time() - st.st_mtime < SETTLE_S):
+            return False
+        entry.stamp = stamp
+        self._clear(entry)
+        for item in span_records(entry.path):
+            if isinstance(item, Problem):
+                entry.problems += 1
+                continue
+            if item.trace is None:
+                continue
+            row = self._row(entry, item.line, FOLDED, 0, item.decoded)
+            n = 0
+            while row.id in entry.folded:  # several traces start on one line (a Collector batch)
+                n += 1
+                row.id = f"{entry.number}-{item.line}.{n}"
+            entry.folded[row.id] = item.trace
+            self._add(entry, row)
+        return True
+
     # -- reading -------------------------------------------------------------------------------------------------
     def snapshot(self) -> tuple[int, list[Row]]:
         with self.lock:
@@ -427,7 +475,9 @@ class Index:
         return sum(f.problems for f in self.order)
 
     def raw(self, row: Row) -> Any:
-        """The JSON value the row was read from (one line, or the document)."""
+        """The JSON value the row was read from (one line, or the document; the folded events of a span file)."""
+        if row.offset == FOLDED:
+            return self._folded(row).to_invariant()
         if row.offset >= 0:
             with open(row.file, "rb") as handle:
                 handle.seek(row.offset)
@@ -439,12 +489,29 @@ class Index:
 
     def trace(self, row: Row) -> tuple[Any, Trace | None]:
         """The raw value and its decoded trace, with the row's metadata (from a sibling) when it has none."""
+        if row.offset == FOLDED:
+            folded = self._folded(row)
+            return folded.to_invariant(), folded
         raw = self.raw(row)
         decoded = decode(raw)
         trace = decoded.trace
         if trace is not None and not trace.meta.trace_id:
             trace.meta = row.meta
         return raw, trace
+
+    def _folded(self, row: Row) -> Trace:
+        with self.lock:
+            for entry in self.order:
+                if entry.name == row.file and row.id in entry.folded:
+                    return entry.folded[row.id]
+        raise LookupError(f"{row.file}:{row.line}: no longer there")
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return True
 
 
 def lookup(index: Index, run_id: str) -> Row | None:

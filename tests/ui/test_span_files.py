@@ -1,0 +1,61 @@
+"""``spanfold ui`` opens an OTLP JSON span file as every command does: folded on read (a real run written with
+``SPANFOLD_FORMAT=otlp-json``), in the API and in a real headless browser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spanfold.ui.index import Index
+
+
+def test_index_folds_a_span_file(otlp_dir: Path) -> None:
+    index = Index([otlp_dir])
+    assert index.refresh()
+    _, rows = index.snapshot()
+    (row,) = rows
+    assert row.shape == "otlp-json" and row.meta.name == "otlp-bot" and row.steps == 3
+    assert row.summary.tool_calls_by_name == {"get_weather": 2, "convert_temperature": 1}
+    raw, trace = index.trace(row)
+    assert trace is not None and [e["role"] for e in raw][:2] == ["system", "user"]
+    assert not index.refresh()  # unchanged: not folded again
+
+
+def test_a_span_file_being_appended_waits_for_its_last_line(tmp_path: Path, otlp_dir: Path) -> None:
+    line = (otlp_dir / "traces.otlp.jsonl").read_bytes()
+    path = tmp_path / "traces.otlp.jsonl"
+    path.write_bytes(line + line[: len(line) // 2])  # a writer half way through a second trace
+    index = Index([tmp_path])
+    index.refresh()
+    assert index.snapshot()[1] == [] and index.problems() == 0
+    path.write_bytes(line)
+    index.refresh()
+    assert len(index.snapshot()[1]) == 1 and index.problems() == 0
+
+
+def test_api_lists_and_opens_a_span_file(otlp_dir: Path, ui_server: Any) -> None:
+    server = ui_server([otlp_dir])
+    server.wait_total(1)
+    (run,) = server.json("/api/runs")["runs"]
+    assert run["name"] == "otlp-bot" and run["shape"] == "otlp-json" and run["tools"]["get_weather"] == 2
+    opened = server.json(f"/api/run/{run['id']}")
+    assert opened["raw"][0]["role"] == "system"
+
+
+def test_browser_opens_a_span_file(otlp_dir: Path, ui_server: Any, page: Any) -> None:
+    pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
+    server = ui_server([otlp_dir])
+    server.wait_total(1)
+    page.goto(server.url)
+    row = page.locator("#runs tr.run").first
+    row.wait_for()
+    text = row.inner_text()
+    assert "otlp-bot" in text and "get_weather \u00d72" in text and "complete" in text
+    row.click()
+    page.wait_for_selector(".card")
+    assert re.search(r"#/run/0-\d+$", page.url)
+    assert page.locator(".card").count() == 3
+    assert "Paris: 18°C, sunny" in page.locator(".card").first.inner_text()
