@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -123,14 +124,27 @@ class Traced:
         return traces[0]
 
 
-@pytest.fixture
-def traced(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
-    directory = tmp_path / "traces"
-    handle = spanfold.init(output=str(directory), capture_content=True)
+@contextmanager
+def traced_into(directory: Path, *, capture_content: bool = True) -> Iterator[Traced]:
+    """spanfold.init() writing to ``directory`` for the block."""
+    handle = spanfold.init(output=str(directory), capture_content=capture_content)
     try:
         yield Traced(handle, directory)
     finally:
         spanfold.shutdown()
+
+
+@pytest.fixture
+def traced(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
+    with traced_into(tmp_path / "traces") as t:
+        yield t
+
+
+@pytest.fixture
+def traced_off(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
+    """``traced`` with content capture off."""
+    with traced_into(tmp_path / "traces", capture_content=False) as t:
+        yield t
 
 
 @pytest.fixture

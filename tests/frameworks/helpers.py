@@ -3,17 +3,11 @@ came from), and spanfold initialised with content capture off."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import spanfold
 from spanfold.exporter.fold import fold
 from spanfold.exporter.records import from_readable
 from spanfold.trace.model import Trace
-
-from ..conftest import Traced
 
 
 def folded(exporter: Any) -> list[Trace]:
@@ -31,12 +25,3 @@ def span_ids(exporter: Any, name_prefix: str) -> set[str]:
     return {format(s.context.span_id, "016x") for s in exporter.get_finished_spans() if s.name.startswith(name_prefix)}
 
 
-@contextmanager
-def traced_without_content(tmp_path: Path) -> Iterator[Traced]:
-    """spanfold.init() with content capture off, writing to ``tmp_path``."""
-    directory = tmp_path / "traces-off"
-    handle = spanfold.init(output=str(directory), capture_content=False)
-    try:
-        yield Traced(handle, directory)
-    finally:
-        spanfold.shutdown()

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +47,6 @@ def agent_spans(global_spans: Any) -> list[str]:
     return [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent")]
 
 
-@pytest.fixture
-def traced_off(tmp_path: Path, _global_provider: Any) -> Iterator[Traced]:
-    directory = tmp_path / "traces"
-    handle = spanfold.init(output=str(directory), capture_content=False)
-    try:
-        yield Traced(handle, directory)
-    finally:
-        spanfold.shutdown()
 
 
 # --- the weather agent: the same flat trace as the plain-openai agent -------------------------------------------

@@ -24,8 +24,8 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
-from ..conftest import EXPECTED_SHAPE, shape
-from .helpers import folded, span_ids, traced_without_content
+from ..conftest import EXPECTED_SHAPE, shape, traced_into
+from .helpers import folded, span_ids
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_weather_server.py")
 SRC = Path(spanfold.__file__).resolve().parents[1]
@@ -185,7 +185,7 @@ async def test_is_error_result_and_exception(traced: Any, server: MockLLMServer,
 
 async def test_content_capture_off(tmp_path: Path, server: MockLLMServer, global_spans: Any) -> None:
     async with weather_session() as session:
-        with traced_without_content(tmp_path) as traced:
+        with traced_into(tmp_path / "traces-off", capture_content=False) as traced:
             with spanfold.agent("mcp-weather"):
                 await agent_loop(session, server)
             events = traced.one()

@@ -22,8 +22,8 @@ from opentelemetry.trace import StatusCode
 from spanfold.instrumentation.frameworks import openai_agents
 from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
 
-from ..conftest import EXPECTED_SHAPE, shape
-from .helpers import folded, span_ids, traced_without_content
+from ..conftest import EXPECTED_SHAPE, shape, traced_into
+from .helpers import folded, span_ids
 
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
 INSTRUCTIONS = "You are a weather assistant. Use the tools, then answer in one sentence."
@@ -233,7 +233,7 @@ async def test_handoff(traced: Any, global_spans: Any, mode: str) -> None:
 
 
 async def test_content_capture_off(tmp_path: Path, server: MockLLMServer, global_spans: Any) -> None:
-    with traced_without_content(tmp_path) as traced:
+    with traced_into(tmp_path / "traces-off", capture_content=False) as traced:
         await Runner.run(weather_agent(server), QUESTION)
         events = traced.one()
     assert shape(events) == EXPECTED_SHAPE

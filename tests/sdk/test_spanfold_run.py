@@ -35,6 +35,10 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def run(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
 def written(out: Path) -> tuple[list[Any], list[dict[str, Any]]]:
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text(encoding="utf-8").splitlines()]
     metas = [json.loads(line)["metadata"] for line in (out / "traces.meta.jsonl").read_text().splitlines()]
@@ -48,14 +52,7 @@ def scenarios() -> list[str]:
 def test_spanfold_run_python_app(tmp_path: Path) -> None:
     assert SPANFOLD is not None
     names = scenarios()
-    done = subprocess.run(
-        [SPANFOLD, "run", "--", "python", agents.__file__, *names],
-        env=clean_env(),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run([SPANFOLD, "run", "--", "python", agents.__file__, *names], clean_env(), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
     assert "Traceback" not in done.stderr and "not found" not in done.stderr, done.stderr
@@ -70,13 +67,8 @@ def test_spanfold_run_python_app(tmp_path: Path) -> None:
 def test_spanfold_run_with_traceparent_and_capture_off(tmp_path: Path) -> None:
     assert SPANFOLD is not None
     name = scenarios()[0]
-    done = subprocess.run(
-        [SPANFOLD, "run", "--no-capture-content", "-o", str(tmp_path / "out"), "--", "python", agents.__file__, name],
-        env=clean_env(TRACEPARENT=TRACEPARENT),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    args = [SPANFOLD, "run", "--no-capture-content", "-o", str(tmp_path / "out"), "--", "python", agents.__file__, name]
+    done = run(args, clean_env(TRACEPARENT=TRACEPARENT))
     assert done.returncode == 0, done.stderr
     traces, metas = written(tmp_path / "out")
     assert [m["trace_id"] for m in metas] == ["4bf92f3577b34da6a3ce929d0e0e4736"]
@@ -86,9 +78,7 @@ def test_spanfold_run_with_traceparent_and_capture_off(tmp_path: Path) -> None:
 
 def test_spanfold_run_names_a_missing_command(tmp_path: Path) -> None:
     assert SPANFOLD is not None
-    done = subprocess.run(
-        [SPANFOLD, "run", "--", "no-such-program-here"], env=clean_env(), capture_output=True, text=True, timeout=60
-    )
+    done = run([SPANFOLD, "run", "--", "no-such-program-here"], clean_env())
     assert done.returncode == 127
     assert done.stderr.strip() == "spanfold run: command not found: no-such-program-here"
 
@@ -98,14 +88,8 @@ def test_readme_opentelemetry_instrument_line_as_typed(tmp_path: Path) -> None:
     one with other OpenAI instrumentations installed beside it (this CI venv has three)."""
     assert INSTRUMENT is not None
     names = scenarios()
-    done = subprocess.run(
-        [INSTRUMENT, "python", agents.__file__, *names],
-        env=clean_env(OTEL_TRACES_EXPORTER="spanfold", SPANFOLD_OUTPUT="traces"),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = clean_env(OTEL_TRACES_EXPORTER="spanfold", SPANFOLD_OUTPUT="traces")  # the README's line, exactly
+    done = run([INSTRUMENT, "python", agents.__file__, *names], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
     assert "Traceback" not in done.stderr and "not found" not in done.stderr, done.stderr
