@@ -16,7 +16,7 @@ from langgraph.types import Command
 
 import spanfold
 from spanfold import counters
-from spanfold.instrumentation.langchain import LangChainInstrumentor
+from spanfold.instrumentation.frameworks.langchain import LangChainInstrumentor
 from spanfold.redaction import Redaction
 from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, scenarios
@@ -229,7 +229,7 @@ def test_redaction_applies_to_arguments_and_results(spans: Spans) -> None:
 
 
 def test_a_fault_in_spanfold_leaves_the_tool_alone(spans: Spans, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spanfold.instrumentation import langchain
+    from spanfold.instrumentation.frameworks import langchain
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("a fault while reading the result")

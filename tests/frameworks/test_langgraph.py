@@ -329,7 +329,7 @@ def test_capture_off_folds_like_the_plain_openai_agent(
 def test_a_fault_in_spanfold_leaves_the_run_alone(
     traced: Traced, server: MockLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spanfold.instrumentation import langgraph as lg
+    from spanfold.instrumentation.frameworks import langgraph as lg
 
     def broken(*args: Any) -> str:
         raise RuntimeError("spanfold bug")

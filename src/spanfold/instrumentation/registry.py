@@ -36,8 +36,8 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "litellm": ("litellm", "spanfold.instrumentation.litellm:LiteLLMInstrumentor"),
     "mcp": ("mcp", "spanfold.instrumentation.frameworks.mcp:MCPInstrumentor"),
     "openai_agents": ("agents", "spanfold.instrumentation.frameworks.openai_agents:OpenAIAgentsInstrumentor"),
-    "langchain": ("langchain_core", "spanfold.instrumentation.langchain:LangChainInstrumentor"),
-    "langgraph": ("langgraph.pregel", "spanfold.instrumentation.langgraph:LangGraphInstrumentor"),
+    "langchain": ("langchain_core", "spanfold.instrumentation.frameworks.langchain:LangChainInstrumentor"),
+    "langgraph": ("langgraph.pregel", "spanfold.instrumentation.frameworks.langgraph:LangGraphInstrumentor"),
 }
 
 _lock = threading.Lock()
