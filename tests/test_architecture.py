@@ -9,7 +9,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "spanfold"
 GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.runtime", "spanfold.redaction",
-          "spanfold.counters", "spanfold.version")  # fmt: skip
+          "spanfold.counters", "spanfold.version", "spanfold.jsonio")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.demo", "spanfold.commands", "spanfold.cli", "spanfold.checks", "spanfold.ui")
 
