@@ -46,6 +46,28 @@ def cpu(fn: Callable[[], Any], rounds: int, repeat: int) -> float:
     return best
 
 
+def workloads(
+    texts: list[str], messages: list[Any], docs: list[Any], nbytes: int, steps: int
+) -> dict[str, dict[str, Callable[[], Any]]]:
+    return {
+        f"decode {len(texts)} attributes ({nbytes / 1e3:,.0f} kB), {steps}-step run": {
+            "json": lambda: [json.loads(t) for t in texts],
+            "orjson": lambda: [orjson.loads(t) for t in texts],
+            "msgspec": lambda: [MSGSPEC_DEC.decode(t) for t in texts],
+        },
+        f"encode {len(messages)} messages one by one (calling thread), {steps}-step run": {
+            "json": lambda: [STD.encode(m) for m in messages],
+            "orjson": lambda: [orjson.dumps(m).decode() for m in messages],
+            "msgspec": lambda: [MSGSPEC_ENC.encode(m).decode() for m in messages],
+        },
+        f"encode the trace's 3 JSONL documents (writers), {steps}-step run": {
+            "json": lambda: [STD.encode(d) for d in docs],
+            "orjson": lambda: [orjson.dumps(d) for d in docs],
+            "msgspec": lambda: [MSGSPEC_ENC.encode(d) for d in docs],
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -63,23 +85,7 @@ def main() -> None:
         docs = [trace.to_invariant(), formats.agentv_document(trace), formats.meta_record(trace)]
         nbytes = sum(len(t.encode()) for t in texts)
         repeat = 200 if steps == 3 else 1
-        work: dict[str, dict[str, Callable[[], Any]]] = {
-            f"decode {len(texts)} attributes ({nbytes / 1e3:,.0f} kB), {steps}-step run": {
-                "json": lambda: [json.loads(t) for t in texts],
-                "orjson": lambda: [orjson.loads(t) for t in texts],
-                "msgspec": lambda: [MSGSPEC_DEC.decode(t) for t in texts],
-            },
-            f"encode {len(messages)} messages one by one (calling thread), {steps}-step run": {
-                "json": lambda: [STD.encode(m) for m in messages],
-                "orjson": lambda: [orjson.dumps(m).decode() for m in messages],
-                "msgspec": lambda: [MSGSPEC_ENC.encode(m).decode() for m in messages],
-            },
-            f"encode the trace's 3 JSONL documents (writers), {steps}-step run": {
-                "json": lambda: [STD.encode(d) for d in docs],
-                "orjson": lambda: [orjson.dumps(d) for d in docs],
-                "msgspec": lambda: [MSGSPEC_ENC.encode(d) for d in docs],
-            },
-        }
+        work = workloads(texts, messages, docs, nbytes, steps)
         for label, fns in work.items():
             reference = fns["json"]()
             for lib, fn in fns.items():

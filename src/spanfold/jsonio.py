@@ -35,7 +35,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
-import msgspec
 import orjson
 
 #: orjson's float text where the standard library's differs (every difference is a float below 1e-4).
@@ -43,7 +42,8 @@ _FLOAT_DIFFERS: Final = re.compile(rb"[0-9]e-[0-9](?![0-9])|0\.0000[0-9]")
 #: JSON text the standard library parses to a non-finite float: its names, or an exponent of three digits.
 _NON_FINITE_TEXT: Final = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}")
 _OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-_DECODER: Final = msgspec.json.Decoder()
+_DECODER: Any = None
+_DECODE_ERROR: type[Exception] = ValueError  # msgspec.DecodeError once imported (a ValueError too)
 _STDLIB: dict[Callable[[Any], Any] | None, json.JSONEncoder] = {}
 _non_finite = False
 
@@ -59,11 +59,21 @@ def non_finite_seen() -> bool:
     return _non_finite
 
 
+def _decoder() -> Any:
+    """msgspec's decoder, imported on the first parse (not at ``init()``: start-up time)."""
+    global _DECODER, _DECODE_ERROR
+    import msgspec
+
+    _DECODE_ERROR = msgspec.DecodeError
+    _DECODER = msgspec.json.Decoder()
+    return _DECODER
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``: the same value, or the same error."""
     try:
-        return _DECODER.decode(text)
-    except msgspec.DecodeError:
+        return (_DECODER or _decoder()).decode(text)
+    except _DECODE_ERROR:
         value = json.loads(text)
         if _NON_FINITE_TEXT.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
             saw_non_finite()
@@ -105,6 +115,10 @@ def note_attributes(values: Any) -> None:
     """Span attribute values the fold may copy into a trace: a non-finite float among them makes :func:`dumps` take
     the standard library from now on."""
     if _non_finite:
+        return
+    values = tuple(values)
+    kinds = set(map(type, values))
+    if float not in kinds and tuple not in kinds and list not in kinds:  # the usual span: strings and integers
         return
     for value in values:
         kind = type(value)
