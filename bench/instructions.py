@@ -19,7 +19,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 
-CHILD = r'''
+CHILD = r"""
 import sys, json
 sys.path.insert(0, BENCH)
 piece, n = sys.argv[1], int(sys.argv[2])
@@ -30,7 +30,8 @@ if piece == "stream":
     from spanfold.instrumentation.openai_chat import ChatStreamAccumulator
     from spanfold.runtime import Runtime
     body = workload.stream_body().decode()
-    chunks = [ChatCompletionChunk.model_validate(json.loads(l[6:])) for l in body.split("\n\n") if l.startswith("data: {")]
+    events = [e for e in body.split("\n\n") if e.startswith("data: {")]
+    chunks = [ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in events]
     class Span:
         ended = False
         def finish(self, attrs=None): self.ended = True
@@ -45,7 +46,8 @@ elif piece == "stream_proxy":
     from openai.types.chat import ChatCompletionChunk
     from spanfold.instrumentation.streams import SyncStreamProxy, StreamState
     body = workload.stream_body().decode()
-    chunks = [ChatCompletionChunk.model_validate(json.loads(l[6:])) for l in body.split("\n\n") if l.startswith("data: {")]
+    events = [e for e in body.split("\n\n") if e.startswith("data: {")]
+    chunks = [ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in events]
     class Span:
         ended = False
         def finish(self, attrs=None): self.ended = True
@@ -74,7 +76,7 @@ for _ in range(20):
     op()
 for _ in range(n):
     op()
-'''
+"""
 
 
 def instructions(src: str, piece: str, n: int) -> int:

@@ -326,6 +326,75 @@ CONFIGS: dict[str, Callable[[], None]] = {
 }
 
 
+# --- as users run them: the standard OTLP/HTTP exporter to a collector in another process (bench/process_cpu.py) ---
+
+
+def _otlp_endpoint() -> str:
+    """The collector's traces URL (``BENCH_OTLP_ENDPOINT``, set by ``bench/process_cpu.py``: a sink process)."""
+    return os.environ["BENCH_OTLP_ENDPOINT"]
+
+
+def _otlp_provider() -> Any:
+    """A provider as the peers' users run it: ``BatchSpanProcessor`` + ``OTLPSpanExporter`` (HTTP, protobuf)."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=_otlp_endpoint())))
+    trace.set_tracer_provider(provider)
+    DRAIN[0] = provider.force_flush  # the batch ends when every span is on the collector
+    return provider
+
+
+def _exporting(setup: Callable[[], None]) -> Callable[[], None]:
+    """A peer's setup with its spans exported over OTLP to the collector instead of dropped."""
+
+    def run() -> None:
+        global _peer_provider
+        dropping, _peer_provider = _peer_provider, _otlp_provider
+        try:
+            setup()
+        finally:
+            _peer_provider = dropping
+
+    return run
+
+
+def setup_spanfold_otlp() -> None:
+    """spanfold's files, and the raw spans over OTLP too (``init(otlp=...)``)."""
+    import atexit
+
+    import spanfold
+
+    output = tempfile.mkdtemp(prefix="spanfold-bench-")
+    spanfold.init(output=output, capture_content=True, otlp=_otlp_endpoint())
+    atexit.register(shutil.rmtree, output, ignore_errors=True)
+    atexit.register(spanfold.shutdown)
+    DRAIN[0] = spanfold.flush  # folded, written, and exported
+
+
+def setup_spanfold_serve() -> None:
+    """The out-of-process fold: spanfold's instrumentation in the app, spans exported over OTLP to ``spanfold serve``
+    (which folds and writes; its CPU is not the app's)."""
+    from spanfold.instrumentation.openai import OpenAIInstrumentor
+    from spanfold.runtime import Runtime
+
+    OpenAIInstrumentor().instrument(tracer_provider=_otlp_provider(), runtime=Runtime(capture_content=True))
+
+
+CONFIGS.update(
+    {
+        "otel-v2+otlp": _exporting(setup_otel_v2),
+        "openllmetry+otlp": _exporting(setup_openllmetry),
+        "openinference+otlp": _exporting(setup_openinference),
+        "spanfold+otlp": setup_spanfold_otlp,
+        "spanfold-serve": setup_spanfold_serve,
+    }
+)
+
+
 # --- workloads -----------------------------------------------------------------------------------------
 
 
