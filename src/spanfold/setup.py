@@ -9,7 +9,6 @@ import atexit
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,8 +110,6 @@ _events_listened: set[int] = set()  # ids of the LoggerProviders spanfold's even
 def _listen_to_genai_events() -> None:
     """Per-message GenAI log events (older instrumentations emit messages as logs, not span attributes) fold too:
     put the event buffer's log processor on the user's SDK ``LoggerProvider``, when there is one."""
-    if "opentelemetry.sdk._logs" not in sys.modules:  # no SDK LoggerProvider exists: nothing to listen to (and
-        return  # its import, with the event buffer's, is not paid at start-up)
     try:
         from opentelemetry._logs import get_logger_provider
         from opentelemetry.sdk._logs import LoggerProvider
