@@ -135,8 +135,33 @@ def input_messages(attrs: Mapping[str, Any]) -> list[SemconvMessage]:
         return messages(attrs, semconv.INPUT_MESSAGES)
     shared = jsonio.SHARED.take(raw)
     if type(shared) is list:
-        return [m for m in map(_history_message, shared) if m is not None]
+        return _checked_history(shared)
     return parse_json(attrs, semconv.INPUT_MESSAGES, list, HISTORIES.loads) or []
+
+
+#: History messages taken back from the calling thread that :func:`_message` passed as they are, by identity (the
+#: calling thread shares them from call to call, as the history parse does): each is checked once, not once per step.
+_CHECKED: dict[int, SemconvMessage] = {}
+_CHECKED_LIMIT = 8192  # the calling thread's history cache holds as many (the same objects)
+
+
+def _checked_history(messages: list[Any]) -> list[SemconvMessage]:
+    out: list[SemconvMessage] = []
+    checked = _CHECKED
+    for msg in messages:
+        known = checked.get(id(msg))
+        if known is not None and known is msg:
+            out.append(known)
+            continue
+        ok = _history_message(msg)
+        if ok is None:
+            continue
+        out.append(ok)
+        if ok is msg:
+            if len(checked) >= _CHECKED_LIMIT:
+                checked.clear()
+            checked[id(msg)] = msg
+    return out
 
 
 def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
