@@ -413,6 +413,16 @@ def _per_call(start: tuple[int, int, int, int], batch: int) -> Sample:
     return wall, cpu, thread, inside
 
 
+#: Calling-thread CPU ns spent draining (a peer's ``force_flush`` exports on the caller's thread: protobuf and HTTP).
+DRAINED = [0]
+
+
+def _drain() -> None:
+    start = time.thread_time_ns()
+    DRAIN[0]()
+    DRAINED[0] += time.thread_time_ns() - start
+
+
 def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
     """Per-call microseconds (wall, process CPU, calling thread CPU), one triple per batch of ``batch`` calls."""
     import openai
@@ -434,7 +444,7 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
                     start = time.thread_time_ns()
                     await client_a.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
                     INSIDE[0] += time.thread_time_ns() - start
-                DRAIN[0]()
+                _drain()
                 out.append(_per_call(t0, batch))
             return out
 
@@ -464,7 +474,7 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
                 if workload == "agent":
                     msgs.append({"role": "assistant", "content": reply.choices[0].message.content})
                     msgs.append({"role": "user", "content": f"Thanks. And the forecast for tomorrow, day {i}?"})
-        DRAIN[0]()
+        _drain()
         out.append(_per_call(t0, batch))
     return out
 
@@ -515,7 +525,10 @@ def main() -> None:
         result.update(verify(args.workload, args.history))
     else:
         run(args.workload, args.history, args.warmup, args.warmup)
+        drained = DRAINED[0]
         per_batch = run(args.workload, args.history, args.calls, args.batch)
+        # CPU the drain spent on the calling thread (a batch exporter's force_flush exports there), per call
+        result["drain_cpu_us_per_call"] = (DRAINED[0] - drained) / args.calls / 1000
         result["us_per_call"] = statistics.median(s[0] for s in per_batch)
         result["cpu_us_per_call"] = statistics.median(s[1] for s in per_batch)
         # The process's other threads (spanfold's folding worker, the peers' batch exporters): CPU per call.
