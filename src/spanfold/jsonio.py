@@ -71,7 +71,7 @@ def loads(text: str | bytes) -> Any:
     """``json.loads(text)``: the same value, or the same error."""
     try:
         return (_DECODER or _decoder()).decode(text)
-    except _DECODE_ERROR:
+    except (_DECODE_ERROR, UnicodeEncodeError):  # a str holding a lone surrogate cannot reach msgspec as UTF-8
         value = json.loads(text)
         if _NON_FINITE_TEXT.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
             saw_non_finite()

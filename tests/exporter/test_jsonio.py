@@ -128,6 +128,7 @@ def test_non_finite_floats_are_written_as_the_standard_library_writes_them() -> 
 TEXTS = [
     '{"a": 1, "b": [1.5, -0, 1E5, 1e-7, 18446744073709551616, -9223372036854775809, 123456789012345678901234567890]}',
     '"\\ud800 lone"',
+    '["raw lone surrogate \ud800", 1]',  # the standard library writes one as it is (ensure_ascii off)
     '"\\ud83d\\ude00 pair"',
     "[1, 2, 3",
     "{'single': 1}",
