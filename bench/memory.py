@@ -165,6 +165,10 @@ def main() -> None:
         f"\ntarget: constant peak memory (within 10%): {'met' if abs(change) <= 0.10 else 'NOT met'} "
         f"({change:+.1%} from {min(peaks):,} to {max(peaks):,} spans)"
     )
+    print(
+        f"TARGET | memory flat from {min(peaks):,} to {max(peaks):,} spans (peak RSS within 10%) | {change:+.1%} | "
+        f"{'met' if abs(change) <= 0.10 else 'NOT met'}"
+    )
     print("machine at end: load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg()))
 
 

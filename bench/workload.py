@@ -326,6 +326,75 @@ CONFIGS: dict[str, Callable[[], None]] = {
 }
 
 
+# --- as users run them: the standard OTLP/HTTP exporter to a collector in another process (bench/process_cpu.py) ---
+
+
+def _otlp_endpoint() -> str:
+    """The collector's traces URL (``BENCH_OTLP_ENDPOINT``, set by ``bench/process_cpu.py``: a sink process)."""
+    return os.environ["BENCH_OTLP_ENDPOINT"]
+
+
+def _otlp_provider() -> Any:
+    """A provider as the peers' users run it: ``BatchSpanProcessor`` + ``OTLPSpanExporter`` (HTTP, protobuf)."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=_otlp_endpoint())))
+    trace.set_tracer_provider(provider)
+    DRAIN[0] = provider.force_flush  # the batch ends when every span is on the collector
+    return provider
+
+
+def _exporting(setup: Callable[[], None]) -> Callable[[], None]:
+    """A peer's setup with its spans exported over OTLP to the collector instead of dropped."""
+
+    def run() -> None:
+        global _peer_provider
+        dropping, _peer_provider = _peer_provider, _otlp_provider
+        try:
+            setup()
+        finally:
+            _peer_provider = dropping
+
+    return run
+
+
+def setup_spanfold_otlp() -> None:
+    """spanfold's files, and the raw spans over OTLP too (``init(otlp=...)``)."""
+    import atexit
+
+    import spanfold
+
+    output = tempfile.mkdtemp(prefix="spanfold-bench-")
+    spanfold.init(output=output, capture_content=True, otlp=_otlp_endpoint())
+    atexit.register(shutil.rmtree, output, ignore_errors=True)
+    atexit.register(spanfold.shutdown)
+    DRAIN[0] = spanfold.flush  # folded, written, and exported
+
+
+def setup_spanfold_serve() -> None:
+    """The out-of-process fold: spanfold's instrumentation in the app, spans exported over OTLP to ``spanfold serve``
+    (which folds and writes; its CPU is not the app's)."""
+    from spanfold.instrumentation.openai import OpenAIInstrumentor
+    from spanfold.runtime import Runtime
+
+    OpenAIInstrumentor().instrument(tracer_provider=_otlp_provider(), runtime=Runtime(capture_content=True))
+
+
+CONFIGS.update(
+    {
+        "otel-v2+otlp": _exporting(setup_otel_v2),
+        "openllmetry+otlp": _exporting(setup_openllmetry),
+        "openinference+otlp": _exporting(setup_openinference),
+        "spanfold+otlp": setup_spanfold_otlp,
+        "spanfold-serve": setup_spanfold_serve,
+    }
+)
+
+
 # --- workloads -----------------------------------------------------------------------------------------
 
 
@@ -342,6 +411,16 @@ def _per_call(start: tuple[int, int, int, int], batch: int) -> Sample:
     now = _clock()
     wall, cpu, thread, inside = ((now[i] - start[i]) / batch / 1000 for i in range(4))
     return wall, cpu, thread, inside
+
+
+#: Calling-thread CPU ns spent draining (a peer's ``force_flush`` exports on the caller's thread: protobuf and HTTP).
+DRAINED = [0]
+
+
+def _drain() -> None:
+    start = time.thread_time_ns()
+    DRAIN[0]()
+    DRAINED[0] += time.thread_time_ns() - start
 
 
 def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
@@ -365,7 +444,7 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
                     start = time.thread_time_ns()
                     await client_a.chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS)
                     INSIDE[0] += time.thread_time_ns() - start
-                DRAIN[0]()
+                _drain()
                 out.append(_per_call(t0, batch))
             return out
 
@@ -395,7 +474,7 @@ def run(workload: str, n_history: int, calls: int, batch: int) -> list[Sample]:
                 if workload == "agent":
                     msgs.append({"role": "assistant", "content": reply.choices[0].message.content})
                     msgs.append({"role": "user", "content": f"Thanks. And the forecast for tomorrow, day {i}?"})
-        DRAIN[0]()
+        _drain()
         out.append(_per_call(t0, batch))
     return out
 
@@ -446,7 +525,10 @@ def main() -> None:
         result.update(verify(args.workload, args.history))
     else:
         run(args.workload, args.history, args.warmup, args.warmup)
+        drained = DRAINED[0]
         per_batch = run(args.workload, args.history, args.calls, args.batch)
+        # CPU the drain spent on the calling thread (a batch exporter's force_flush exports there), per call
+        result["drain_cpu_us_per_call"] = (DRAINED[0] - drained) / args.calls / 1000
         result["us_per_call"] = statistics.median(s[0] for s in per_batch)
         result["cpu_us_per_call"] = statistics.median(s[1] for s in per_batch)
         # The process's other threads (spanfold's folding worker, the peers' batch exporters): CPU per call.

@@ -23,9 +23,10 @@ Thread-safe without a lock: entries are immutable tuples, replaced whole.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
+
+from spanfold import jsonio
 
 #: The first characters of a text are its key: every extension of a text shares them.
 KEY_CHARS = 64
@@ -48,9 +49,9 @@ class ArrayPrefixCache:
         self.hits = 0
 
     def loads(self, text: str) -> Any:
-        """``json.loads(text)``; an array as a new list of its elements through ``element`` (possibly shared)."""
+        """``jsonio.loads(text)``; an array as a new list of its elements through ``element`` (possibly shared)."""
         if len(text) <= KEY_CHARS or text[-1] != "]":
-            return self._elements(json.loads(text))
+            return self._elements(jsonio.loads(text))
         key = text[:KEY_CHARS]
         entries = self._entries.get(key, ())
         for i, (body, elements) in enumerate(entries):
@@ -64,7 +65,7 @@ class ArrayPrefixCache:
             if text[end] != ",":
                 continue
             try:
-                tail = json.loads("[" + text[end + 1 :])
+                tail = jsonio.loads("[" + text[end + 1 :])
             except ValueError:
                 break  # not an extension after all: parse whole (and raise what json.loads raises)
             if not isinstance(tail, list):
@@ -73,7 +74,7 @@ class ArrayPrefixCache:
             value = elements + self._elements(tail)
             self._keep(key, entries, i, (text[:-1], value))
             return list(value)
-        parsed = json.loads(text)
+        parsed = jsonio.loads(text)
         value = self._elements(parsed)
         if isinstance(parsed, list) and parsed:  # kept texts end with a whole element: "[X" of a non-empty "[X]"
             self._keep(key, entries, None, (text[:-1], value))

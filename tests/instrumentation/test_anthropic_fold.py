@@ -303,3 +303,15 @@ def test_agent_mixing_anthropic_and_openai(traced: Any, server: MockLLMServer) -
         {"role": "user", "content": f"Translate: {response.output_text}"},
         {"role": "assistant", "content": chat.choices[0].message.content},
     ]
+
+
+def test_a_stream_iterated_without_a_name_records_every_chunk(traced: Any, server: MockLLMServer) -> None:
+    """``for event in client.messages.create(..., stream=True)``: the loop holds only the iterator the proxy's
+    ``__iter__`` returned; the span must not end (collected proxy) before the chunks are read."""
+    server.script(Reply.text("Every word of this reaches the trace."))
+    with spanfold.agent("bot"):
+        for _ in client_for(server).messages.create(
+            model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Talk."}], stream=True
+        ):
+            pass
+    assert traced.one()[-1] == {"role": "assistant", "content": "Every word of this reaches the trace."}

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from spanfold import counters, semconv
+from spanfold import counters, jsonio, semconv
 from spanfold.exporter import (
     dialect_adk,
     dialect_genai_events,
@@ -51,17 +51,20 @@ def _bad(kind: str, key: str) -> None:
     counters.fault(f"fold.{kind}", detail=f"span attribute {key}")
 
 
-def parse_json(attrs: Mapping[str, Any], key: str, expect: type, loads: Callable[[str], Any] = json.loads) -> Any:
-    """The attribute as JSON of type ``expect`` (parsed once; structured values taken as they are), else None."""
+def parse_json(attrs: Mapping[str, Any], key: str, expect: type, loads: Callable[[str], Any] = jsonio.loads) -> Any:
+    """The attribute as JSON of type ``expect`` (parsed once; structured values taken as they are), else None. A text
+    this process's instrumentation made gives the structure it encoded (:data:`spanfold.jsonio.SHARED`), unparsed."""
     raw = attrs.get(key)
     if raw is None:
         return None
     if isinstance(raw, str):
-        try:
-            value = loads(raw)
-        except ValueError:
-            _bad("json", key)
-            return None
+        value = jsonio.SHARED.take(raw)
+        if value is None:
+            try:
+                value = loads(raw)
+            except ValueError:
+                _bad("json", key)
+                return None
     else:
         value = list(raw) if isinstance(raw, tuple) else raw
     if not isinstance(value, expect):
@@ -125,14 +128,49 @@ def messages(attrs: Mapping[str, Any], key: str) -> list[SemconvMessage]:
 
 #: Input histories: a step's history text that extends an earlier step's is parsed by its new tail only, and its
 #: messages checked once (a bad one is counted when first parsed). The messages are shared: never mutate them.
-HISTORIES = ArrayPrefixCache(lambda msg: _message(msg, semconv.INPUT_MESSAGES))
+def _history_message(msg: Any) -> SemconvMessage | None:
+    return _message(msg, semconv.INPUT_MESSAGES)
+
+
+HISTORIES = ArrayPrefixCache(_history_message)
 
 
 def input_messages(attrs: Mapping[str, Any]) -> list[SemconvMessage]:
-    """:func:`messages` of ``gen_ai.input.messages``, its JSON text parsed through :data:`HISTORIES`."""
-    if not isinstance(attrs.get(semconv.INPUT_MESSAGES), str):
+    """:func:`messages` of ``gen_ai.input.messages``, its JSON text parsed through :data:`HISTORIES` (or, for a text
+    this process's instrumentation made, its messages as they were encoded: the same message objects from call to
+    call, as the history cache would share them)."""
+    raw = attrs.get(semconv.INPUT_MESSAGES)
+    if not isinstance(raw, str):
         return messages(attrs, semconv.INPUT_MESSAGES)
+    shared = jsonio.SHARED.take(raw)
+    if type(shared) is list:
+        return _checked_history(shared)
     return parse_json(attrs, semconv.INPUT_MESSAGES, list, HISTORIES.loads) or []
+
+
+#: History messages taken back from the calling thread that :func:`_message` passed as they are, by identity (the
+#: calling thread shares them from call to call, as the history parse does): each is checked once, not once per step.
+_CHECKED: dict[int, SemconvMessage] = {}
+_CHECKED_LIMIT = 8192  # the calling thread's history cache holds as many (the same objects)
+
+
+def _checked_history(messages: list[Any]) -> list[SemconvMessage]:
+    out: list[SemconvMessage] = []
+    checked = _CHECKED
+    for msg in messages:
+        known = checked.get(id(msg))
+        if known is not None and known is msg:
+            out.append(known)
+            continue
+        ok = _history_message(msg)
+        if ok is None:
+            continue
+        out.append(ok)
+        if ok is msg:
+            if len(checked) >= _CHECKED_LIMIT:
+                checked.clear()
+            checked[id(msg)] = msg
+    return out
 
 
 def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -270,6 +308,7 @@ def to_step(record: SpanRecord) -> Step | None:
     """The step a span stands for, or None for spans the fold does not read (HTTP, DB, user spans ...)."""
     if type(record.attributes) is not dict:  # the SDK's mapping: each read of a missing key raises inside
         record.attributes = dict(record.attributes)
+    jsonio.note_attributes(record.attributes.values())  # a NaN attribute the fold may copy into the trace
     name: str = record.name
     attrs: Mapping[str, Any] = record.attributes
     for rewrite in REWRITERS:

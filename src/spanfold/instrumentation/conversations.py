@@ -23,7 +23,6 @@ Bounded like the exporter's stitcher: conversations idle for ``idle`` seconds ar
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -35,7 +34,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
-from spanfold import semconv
+from spanfold import jsonio, semconv
 from spanfold.json_prefix import ArrayPrefixCache
 from spanfold.pairing import Call, Pairing
 from spanfold.runtime import Runtime
@@ -78,7 +77,7 @@ def _chain(seed: int, prints: list[Fingerprint]) -> list[int]:
 def _parsed(value: Any) -> list[Any]:
     if not isinstance(value, str):
         return []
-    parsed = json.loads(value)
+    parsed = jsonio.loads(value)
     return parsed if isinstance(parsed, list) else []
 
 

@@ -12,8 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from spanfold.instrumentation.messages import dumps
+from spanfold import jsonio
+from spanfold.instrumentation.messages import encode
 from spanfold.runtime import Runtime
+
+
+def _messages(structures: list[Any]) -> bool:
+    """Whether a list is messages (the worker parses those; tool definitions it does not read)."""
+    first = structures[0]
+    return type(first) is dict and "role" in first
 
 
 class FragmentCache:
@@ -23,6 +30,11 @@ class FragmentCache:
     re-converted when it is a different object, or (for dicts) when any of its top-level values changed
     (by identity or equality). In-place mutation of a nested value of a dict already sent is not detected.
     Bounded: cleared when ``limit`` entries are held (entries hold the message alive, so ids stay unique).
+
+    :meth:`json_list` also keeps each message's converted structure (a private copy, equal to the fragment's parse)
+    and shares the list's text with the folding worker of this process (:data:`spanfold.jsonio.SHARED`), which takes
+    the structures back instead of parsing the text: the same message object gives the same structure from call to
+    call, as the worker's history cache would have.
     """
 
     __slots__ = ("_entries", "limit")
@@ -34,18 +46,26 @@ class FragmentCache:
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
         entries = self._entries
         out = []
+        structures: list[Any] | None = []
         for item in items:
             signature = tuple(item.values()) if isinstance(item, dict) else None
             entry = entries.get(id(item))
-            if entry is not None and entry[0] is item and entry[1] == signature:
-                out.append(entry[2])
-                continue
-            fragment = dumps(convert(item))
-            if len(entries) >= self.limit:
-                entries.clear()
-            entries[id(item)] = (item, signature, fragment)
+            if entry is None or entry[0] is not item or entry[1] != signature:
+                fragment, copy = encode(convert(item))
+                if len(entries) >= self.limit:
+                    entries.clear()
+                entry = entries[id(item)] = (item, signature, (fragment, copy))
+            fragment, copy = entry[2]
             out.append(fragment)
-        return "[" + ",".join(out) + "]"
+            if structures is not None:
+                if copy is jsonio.NOT_PURE:
+                    structures = None
+                else:
+                    structures.append(copy)
+        text = "[" + ",".join(out) + "]"
+        if structures and _messages(structures):
+            jsonio.SHARED.put(text, structures)
+        return text
 
     def cached(self, item: Any, build: Callable[[Any], Any]) -> Any:
         """``build(item)``, remembered by identity like :meth:`json_list` (any value, e.g. several JSON fragments).
@@ -67,9 +87,19 @@ class FragmentCache:
     def json_flat_list(self, items: list[Any], convert: Callable[[Any], list[Any]]) -> str:
         """Like :meth:`json_list` where ``convert`` maps one item onto any number of messages (zero included)."""
         fragments: list[str] = []
+        structures: list[Any] | None = []
         for item in items:
-            fragments.extend(self.cached(item, lambda x: [dumps(msg) for msg in convert(x)]))
-        return "[" + ",".join(fragments) + "]"
+            for fragment, copy in self.cached(item, lambda x: [encode(msg) for msg in convert(x)]):
+                fragments.append(fragment)
+                if structures is not None:
+                    if copy is jsonio.NOT_PURE:
+                        structures = None
+                    else:
+                        structures.append(copy)
+        text = "[" + ",".join(fragments) + "]"
+        if structures and _messages(structures):
+            jsonio.SHARED.put(text, structures)
+        return text
 
     def clear(self) -> None:
         self._entries.clear()

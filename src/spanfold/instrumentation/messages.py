@@ -7,11 +7,10 @@ knows a provider.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from spanfold import counters, semconv
+from spanfold import counters, jsonio, semconv
 
 try:  # the SDKs' response objects are pydantic models
     from pydantic import BaseModel as _PydanticModel
@@ -45,13 +44,20 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-#: Built once: ``json.dumps`` with options builds an encoder per call.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default)
+def encode(value: Any) -> tuple[str, Any]:
+    """:func:`dumps` and the value as the text's parse gives it (a private copy), or ``jsonio.NOT_PURE`` for a value
+    holding anything JSON does not round-trip (:func:`spanfold.jsonio.pure`)."""
+    return jsonio.encode(value, _default)
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON for span attributes; objects JSON cannot encode become their ``str``."""
-    return _ENCODER.encode(value)
+    """Compact JSON for span attributes; objects JSON cannot encode become their ``str``. A list of messages is
+    shared with the folding worker of this process (:data:`spanfold.jsonio.SHARED`): it takes the structure back
+    instead of parsing the text."""
+    text, copy = jsonio.encode(value, _default)
+    if type(copy) is list and copy and type(copy[0]) is dict and "role" in copy[0]:
+        jsonio.SHARED.put(text, copy)
+    return text
 
 
 def result_attributes(

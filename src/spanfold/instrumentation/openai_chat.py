@@ -259,18 +259,6 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     return _result_attributes(m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt)
 
 
-def _reasoning(fields: dict[str, Any], delta: Any) -> Any:
-    """A delta's ``reasoning_content`` (some servers send it; not a declared openai field, so among the pydantic extras)
-    or ``reasoning`` (groq's field; vLLM sends both, the same text). Read directly: this runs once per chunk, and
-    ``m.get``'s type checks cost more."""
-    value = fields.get("reasoning_content") or fields.get("reasoning")
-    if value is None:
-        extra = delta.__pydantic_extra__
-        if extra:
-            value = extra.get("reasoning_content") or extra.get("reasoning")
-    return value
-
-
 class ChatStreamAccumulator:
     """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index).
 
@@ -313,7 +301,9 @@ class ChatStreamAccumulator:
                 refusal = fields.get("refusal")
                 if refusal:
                     choice.refusal.append(refusal)
-                reasoning = _reasoning(fields, delta)
+                # ``reasoning_content`` (some servers send it; not a declared openai field, so among the pydantic
+                # extras, merged into ``fields`` above) or ``reasoning`` (groq's; vLLM sends both, the same text)
+                reasoning = fields.get("reasoning_content") or fields.get("reasoning")
                 if isinstance(reasoning, str) and reasoning:
                     choice.reasoning.append(reasoning)
                 tool_calls = fields.get("tool_calls")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, SupportsIndex
 
 import wrapt
@@ -115,7 +115,12 @@ class Transparent(wrapt.ObjectProxy[Any]):
 
 class SyncStreamProxy(Transparent):
     """A sync SDK stream that reports its chunks and its end. Iterating it iterates what the SDK stream's own
-    ``__iter__`` gives (a class-level patch of ``Stream.__iter__`` still runs)."""
+    ``__iter__`` gives (a class-level patch of ``Stream.__iter__`` still runs).
+
+    ``iter(proxy)`` is a generator over that source, as the SDK's own ``Stream.__iter__`` is: a ``for`` loop resumes
+    it per chunk, cheaper than a call of :meth:`__next__` through the proxy (kept for ``next(stream)``). Leaving the
+    loop early (``break``) does not end the span: ``close()``, the ``with`` exit or the proxy's collection does, as
+    before; iterating again continues where the loop stopped."""
 
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
@@ -125,10 +130,31 @@ class SyncStreamProxy(Transparent):
     def _self_copy(self, wrapped_copy: Any) -> Any:
         return SyncStreamProxy(wrapped_copy, self._self_state)
 
-    def __iter__(self) -> SyncStreamProxy:
+    def __iter__(self) -> Iterator[Any]:
         if self._self_source is None:
             self._self_source = iter(self.__wrapped__)
-        return self
+        return self._self_chunks(self._self_source)
+
+    def _self_chunks(self, source: Iterator[Any]) -> Iterator[Any]:
+        """The source's chunks, each pushed to the state (inlined: this runs once per chunk). The generator holds the
+        proxy: ``for chunk in client.create(..., stream=True)`` keeps no other reference to it, and a collected proxy
+        ends its span."""
+        state = self._self_state
+        pending = state.pending
+        next_chunk = source.__next__
+        while True:
+            try:
+                chunk = next_chunk()
+            except StopIteration:
+                state.finish()
+                return
+            except BaseException as exc:
+                state.finish(exc)
+                raise
+            pending.append(chunk)
+            if len(pending) >= CHUNK_BATCH:
+                state.feed()
+            yield chunk
 
     def __next__(self) -> Any:
         source = self._self_source

@@ -16,9 +16,9 @@ Output messages carry ``finish_reason``; ``gen_ai.system_instructions`` is a lis
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, TypedDict
 
+from spanfold import jsonio
 from spanfold.runtime import Runtime
 
 
@@ -85,7 +85,7 @@ def parse_json_arguments(raw: Any) -> Any:
     """Tool-call arguments as an object when they are JSON text; unparseable text is kept as it is."""
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return jsonio.loads(raw)
         except ValueError:
             return raw
     return raw

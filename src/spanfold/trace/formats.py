@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from spanfold import jsonio
 from spanfold.trace.compact import agentv_cli_document, compact_messages
 from spanfold.trace.decode import TIMESTAMP_INFERRED
 from spanfold.trace.model import Message, Trace
@@ -37,6 +38,8 @@ _PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, default=str)
 
 
 def _dumps(value: Any, encoder: json.JSONEncoder = _ENCODER) -> str:
+    if encoder is _ENCODER:  # the same text, faster (:mod:`spanfold.jsonio`)
+        return writable(jsonio.dumps(value, str))
     return writable(encoder.encode(value))
 
 

@@ -7,11 +7,12 @@ events. No OpenTelemetry imports here.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
+
+from spanfold import jsonio
 
 JSON: TypeAlias = Any
 #: Message content: a string, a list of chunks ``{"type": "text", "text": ...}`` /
@@ -244,7 +245,7 @@ def parse_arguments(raw: Any) -> dict[str, Any] | str | None:
         return raw
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = jsonio.loads(raw)
         except ValueError:
             return raw
         return value if isinstance(value, dict) else raw

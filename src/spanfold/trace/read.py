@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from spanfold import jsonio
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta
@@ -142,7 +143,7 @@ def _decode_line(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8 (byte {exc.start + 1} of the line)") from None
     try:
-        return json.loads(text)
+        return jsonio.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(json_problem(exc)) from None
     except RecursionError:
@@ -211,7 +212,7 @@ def _whole_json(handle: BinaryIO, name: str, progress: Progress | None) -> Itera
     if not text.strip():
         return
     try:
-        yield Value(name, 1, json.loads(text))
+        yield Value(name, 1, jsonio.loads(text))
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # JSONL under a .json name
             handle.seek(0)

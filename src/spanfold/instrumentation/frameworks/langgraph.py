@@ -14,7 +14,7 @@ run's ``run_name`` (config), else the graph's name (``create_react_agent(..., na
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -90,6 +90,9 @@ class GraphRun(SyncStreamProxy):
 
     def _self_copy(self, wrapped_copy: Any) -> Any:
         return GraphRun(wrapped_copy, self._self_state, self._self_context)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self  # each step through __next__, which runs it with the graph's span current
 
     def __next__(self) -> Any:
         token = otel_context.attach(self._self_context)

@@ -1,0 +1,101 @@
+"""Per-chunk cost of the stream proxy against the bare loop over the same 53 ``ChatCompletionChunk`` objects.
+
+The chunks are the peer table's streamed reply (two parallel tool calls in fragments), made once; each variant loops
+over them 300 times per round, CPU time of this thread, 7 rounds (best and median per 53-chunk stream):
+
+* ``bare``: the loop alone;
+* ``proxy, no accumulator``: through ``SyncStreamProxy`` with an accumulator that does nothing (the proxy's own cost);
+* ``proxy + accumulator``: the real chat accumulator, its result attributes at the end (what a stream costs spanfold
+  on the calling thread, the span aside);
+* ``accumulator alone``: the same accumulation without the proxy.
+
+    python bench/stream_chunks.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import workload
+from openai.types.chat import ChatCompletionChunk
+
+from spanfold.instrumentation.openai_chat import ChatStreamAccumulator
+from spanfold.instrumentation.streams import StreamState, SyncStreamProxy
+from spanfold.runtime import Runtime
+
+
+class Span:
+    ended = False
+
+    def finish(self, attrs: Any = None) -> None:
+        self.ended = True
+
+    def fail(self, exc: BaseException, attrs: Any = None) -> None:
+        self.ended = True
+
+
+class Nothing:
+    def add(self, chunk: Any) -> None:
+        pass
+
+    def attributes(self) -> dict[str, Any]:
+        return {}
+
+
+def main() -> None:
+    body = workload.stream_body().decode()
+    chunks = [
+        ChatCompletionChunk.model_validate(json.loads(event[6:]))
+        for event in body.split("\n\n")
+        if event.startswith("data: {")
+    ]
+    rt = Runtime(capture_content=True)
+
+    def bare() -> None:
+        for _ in iter(chunks):
+            pass
+
+    def proxy_only() -> None:
+        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), Nothing(), "k")):  # type: ignore[arg-type]
+            pass
+
+    def proxy_real() -> None:
+        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), ChatStreamAccumulator(rt), "k")):  # type: ignore[arg-type]
+            pass
+
+    def accumulator() -> None:
+        acc = ChatStreamAccumulator(rt)
+        for chunk in chunks:
+            acc.add(chunk)
+        acc.attributes()
+
+    variants: dict[str, Callable[[], None]] = {
+        "bare": bare,
+        "proxy, no accumulator": proxy_only,
+        "proxy + accumulator": proxy_real,
+        "accumulator alone": accumulator,
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(7):
+        for name, fn in variants.items():
+            start = time.thread_time()
+            for _ in range(300):
+                fn()
+            times[name].append((time.thread_time() - start) / 300 * 1e6)
+    print(f"{len(chunks)} chunks; CPU µs per stream, 7 rounds of 300\n")
+    print("| variant | best µs | median µs | per chunk (median) |")
+    print("|---|---|---|---|")
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(f"| {name} | {min(values):.1f} | {med:.1f} | {med / len(chunks):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
