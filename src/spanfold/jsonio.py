@@ -233,6 +233,11 @@ class Shared:
                 self._chars -= len(entries.popitem(last=False)[1][0])
         self.puts += 1
 
+    def peek(self, text: str) -> Any:
+        """The structure put with this very ``text`` object, left for the worker to take; None when there is none."""
+        entry = self._entries.get(id(text))
+        return entry[1] if entry is not None and entry[0] is text else None
+
     def take(self, text: str) -> Any:
         """The structure put with this very ``text`` object, or None."""
         entry = self._entries.get(id(text))

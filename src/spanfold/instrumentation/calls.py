@@ -185,7 +185,7 @@ def _place(
     if not source.stitch:
         return None, source.parent
     try:
-        full = attrs if rt == conversations.FULL else api.request(request, conversations.FULL)[1]
+        full = attrs if conversations.records_all(rt) else api.request(request, conversations.FULL)[1]
         turn = source.turn(full)
     except Exception as exc:
         counters.fault(f"{api.kind}.stitch", exc)

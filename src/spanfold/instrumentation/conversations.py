@@ -44,6 +44,12 @@ from spanfold.semconv.fingerprints import Fingerprint, message_prints, tool_call
 #: The runtime fingerprints are computed under: the messages as they are, whatever the user records.
 FULL = Runtime(capture_content=True, redaction=None)
 
+
+def records_all(rt: Runtime) -> bool:
+    """Whether what ``rt`` records is the messages as they are (its attributes serve the fingerprints as they are;
+    Runtimes compare by identity, so this compares what they do)."""
+    return rt.capture_content and rt.redaction is None
+
 #: Parsed input histories, each message through its fingerprints (only the new tail of a re-sent history is parsed).
 _INPUTS = ArrayPrefixCache(element=message_prints)
 
@@ -51,19 +57,24 @@ _INPUTS = ArrayPrefixCache(element=message_prints)
 class Conversation:
     """One stitched run: the context its later calls start in, its index keys, the tool calls it waits on."""
 
-    __slots__ = ("context", "keys", "touched", "waiting")
+    __slots__ = ("_context", "_first", "keys", "touched", "waiting")
 
-    def __init__(self, context: otel_context.Context, now: float) -> None:
-        self.context = context
+    def __init__(self, first: SpanContext, now: float) -> None:
+        self._first = first  # the context, not the span: an ended span still holds its attributes
+        self._context: otel_context.Context | None = None
         self.keys: list[Hashable] = []
         self.waiting: list[Call[Conversation]] = []
         self.touched = now
 
-
-def _remote_context(span: Span) -> otel_context.Context:
-    sc = span.get_span_context()
-    remote = SpanContext(sc.trace_id, sc.span_id, True, trace_flags=sc.trace_flags, trace_state=sc.trace_state)
-    return otel_trace.set_span_in_context(NonRecordingSpan(remote))
+    @property
+    def context(self) -> otel_context.Context:
+        """A remote copy of the first span's context, made when a later call first joins (most runs of one call
+        never need it)."""
+        if self._context is None:
+            sc = self._first
+            remote = SpanContext(sc.trace_id, sc.span_id, True, trace_flags=sc.trace_flags, trace_state=sc.trace_state)
+            self._context = otel_trace.set_span_in_context(NonRecordingSpan(remote))
+        return self._context
 
 
 def _chain(seed: int, prints: list[Fingerprint]) -> list[int]:
@@ -77,7 +88,9 @@ def _chain(seed: int, prints: list[Fingerprint]) -> list[int]:
 def _parsed(value: Any) -> list[Any]:
     if not isinstance(value, str):
         return []
-    parsed = jsonio.loads(value)
+    parsed = jsonio.SHARED.peek(value)  # the structure the instrumentation just encoded, when it shares it
+    if parsed is None:
+        parsed = jsonio.loads(value)
     return parsed if isinstance(parsed, list) else []
 
 
@@ -104,7 +117,7 @@ class Turn:
     def started(self, span: Span) -> None:
         """The call's span started: a call that extends nothing opens a conversation under it."""
         if self.conversation is None:
-            self.conversation = self._owner.open(_remote_context(span))
+            self.conversation = self._owner.open(span)
 
     def done(self, outputs: Mapping[str, Any] | None) -> None:
         """The call ended with ``outputs`` (its result attributes with capture on), or failed (None)."""
@@ -177,7 +190,7 @@ class Conversations:
         with self._lock:
             self._expire()
             call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
-            if call is None or call.owner.context is None:
+            if call is None:
                 return self.parent
             self._touch(call.owner)
             return call.owner.context
@@ -200,8 +213,8 @@ class Conversations:
         self._open.move_to_end(id(conv))
         return conv
 
-    def open(self, context: otel_context.Context) -> Conversation:
-        conv = Conversation(context, self._clock())
+    def open(self, first: Span) -> Conversation:
+        conv = Conversation(first.get_span_context(), self._clock())
         with self._lock:
             self._open[id(conv)] = conv
             while len(self._open) > self.limit:

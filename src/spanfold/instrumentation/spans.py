@@ -18,7 +18,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
-from spanfold.instrumentation.conversations import FULL, Turn
+from spanfold.instrumentation.conversations import Turn, records_all
 from spanfold.redaction import secrets
 from spanfold.runtime import Runtime
 
@@ -155,7 +155,7 @@ class ModelSpan:
         """Tell the call's conversation how it ended (``None``: it failed)."""
         turn, self.turn = self.turn, None
         try:
-            if attributes is not None and self.full is not None and self.rt != FULL:
+            if attributes is not None and self.full is not None and not records_all(self.rt):
                 attributes = self.full()
             if turn is not None:
                 turn.done(attributes)
