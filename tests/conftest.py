@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,6 +123,25 @@ class Traced:
         traces = self.traces()
         assert len(traces) == 1, f"expected one trace, got {len(traces)}: {traces}"
         return traces[0]
+
+
+def in_threads(run: Callable[[int], Any], n: int) -> None:
+    """``run(0)`` .. ``run(n - 1)`` in ``n`` threads at once; the first exception one of them raised is raised here."""
+    errors: list[BaseException] = []
+
+    def body(k: int) -> None:
+        try:
+            run(k)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 @contextmanager

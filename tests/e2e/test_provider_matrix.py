@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from typing import Any
 
 import anthropic
@@ -16,6 +15,7 @@ import spanfold
 from spanfold import demo
 from spanfold.testing import MockLLMServer, Reply
 
+from ..conftest import in_threads
 from .provider_specs import SPECS
 
 PROVIDERS = [name for name in demo.PROVIDERS if demo.installed(name)]  # the SDK matrix venvs have two
@@ -61,21 +61,12 @@ def user_text(events: list[dict[str, Any]]) -> str:
 def test_concurrent_agents_in_threads_do_not_mix(traced: Any, server: MockLLMServer, provider: str) -> None:
     chosen = demo.PROVIDERS[provider]
     client = chosen.client(server)
-    errors: list[BaseException] = []
 
     def run(n: int) -> None:
-        try:
-            with spanfold.agent(f"bot-{n}"):
-                chosen.agent(client, question(n), stream=n % 2 == 1)
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        with spanfold.agent(f"bot-{n}"):
+            chosen.agent(client, question(n), stream=n % 2 == 1)
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    in_threads(run, 6)
     traces = traced.traces()
     assert len(traces) == 6
     by_question = {user_text(events): events for events in traces}

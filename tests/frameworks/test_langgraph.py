@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import spanfold
 from spanfold import counters
 from spanfold.testing import MockLLMServer
 
-from ..conftest import Traced
+from ..conftest import Traced, in_threads
 from .langchain_helpers import (
     AGENT_NAME,
     RAISED,
@@ -236,21 +235,8 @@ def test_one_trace_per_run(traced: Traced, server: MockLLMServer) -> None:
 
 
 def test_concurrent_runs_in_threads_do_not_mix(traced: Traced, server: MockLLMServer) -> None:
-    errors: list[BaseException] = []
     agents = [weather_agent(server, name=f"bot-{n}") for n in range(4)]
-
-    def run(n: int) -> None:
-        try:
-            agents[n].invoke(question(f"Run {n}: weather?"))
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    in_threads(lambda n: agents[n].invoke(question(f"Run {n}: weather?")), 4)
     traces = traced.traces()
     assert len(traces) == 4
     for events in traces:

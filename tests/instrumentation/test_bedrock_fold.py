@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from spanfold import demo
 from spanfold.cli import main
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
-from ..conftest import EXPECTED_SHAPE, shape
+from ..conftest import EXPECTED_SHAPE, in_threads, shape
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 SYSTEM = demo.SYSTEM
@@ -234,21 +233,12 @@ def test_content_capture_off(tmp_path: Path, _global_provider: Any, server: Mock
 
 def test_concurrent_runs_in_threads_do_not_mix(traced: Any, server: MockLLMServer) -> None:
     client = client_for(server)
-    errors: list[BaseException] = []
 
     def run(n: int) -> None:
-        try:
-            with spanfold.agent(f"bot-{n}"):
-                demo.bedrock_agent(client, f"Run {n}: weather?", stream=n % 2 == 1)
-        except BaseException as exc:
-            errors.append(exc)
+        with spanfold.agent(f"bot-{n}"):
+            demo.bedrock_agent(client, f"Run {n}: weather?", stream=n % 2 == 1)
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    in_threads(run, 6)
     traces = traced.traces()
     assert sorted(next(e["content"] for e in events if e["role"] == "user") for events in traces) == [
         f"Run {n}: weather?" for n in range(6)
