@@ -144,6 +144,8 @@ def test_stitch_off_gives_one_trace_id_per_call(
     finally:
         spanfold.shutdown()
     assert len(_by_trace(global_spans)) == 6  # three calls, three tool runs
+    lines = (tmp_path / "traces" / "traces.jsonl").read_text().splitlines()
+    assert len(lines) == 6  # the files too: each call and each tool run its own trace
 
 
 def test_traceparent_environment_parents_the_run(

@@ -37,13 +37,14 @@ class FoldingSpanProcessor(SpanProcessor):
         writers: Iterable[Writer] = (),
         config: Config | None = None,
         *,
-        stitch: bool = True,
+        stitch: bool | None = None,
         poll_interval: float = POLL_INTERVAL_S,
     ) -> None:
         self.config = config if config is not None else config_module.load()
         limit = 2 * self.config.max_queue_size  # start markers and spans
+        stitched = self.config.stitch if stitch is None else stitch  # the stitch option (SPANFOLD_STITCH) by default
         self._fold = FoldWorker(
-            writers, self.config, Policy(stitch=stitch), poll_interval=poll_interval, max_depth=limit
+            writers, self.config, Policy(stitch=stitched), poll_interval=poll_interval, max_depth=limit
         )
 
     # --- SpanProcessor (hot path: append only) -----------------------------------------------------------
