@@ -76,14 +76,17 @@ def defaults(environ: MutableMapping[str, str], *, traces: str = "spanfold") -> 
     return sorted({dist for dists in others.values() for dist in dists})
 
 
-def say_turned_off(names: list[str], where: str = "spanfold") -> None:
+def turned_off_line(names: list[str], where: str = "spanfold") -> str:
+    """The one line that says which other instrumentations were turned off."""
+    return (
+        f"{where}: turned off other instrumentations of the libraries spanfold traces: {', '.join(names)} (one span "
+        "per call; set OTEL_PYTHON_DISABLED_INSTRUMENTATIONS to choose yourself)"
+    )
+
+
+def say_turned_off(names: list[str]) -> None:
     if names:
-        logger.warning(
-            "%s: turned off other instrumentations of the libraries spanfold traces: %s (one span per call; set "
-            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS to choose yourself)",
-            where,
-            ", ".join(names),
-        )
+        logger.warning("%s", turned_off_line(names))
 
 
 class SpanfoldDistro(BaseDistro):  # type: ignore[misc]

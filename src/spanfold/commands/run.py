@@ -49,11 +49,7 @@ def command(
     if capture_content is not None:
         env["SPANFOLD_CAPTURE_CONTENT"] = "true" if capture_content else "false"
     if turned_off:
-        click.echo(
-            "spanfold run: turned off other instrumentations of the libraries spanfold traces: "
-            + ", ".join(turned_off),
-            err=True,
-        )
+        click.echo(zero_code.turned_off_line(turned_off, "spanfold run"), err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -44,28 +44,11 @@ class FragmentCache:
         self.limit = limit
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
-        entries = self._entries
-        out = []
-        structures: list[Any] | None = []
-        for item in items:
-            signature = tuple(item.values()) if isinstance(item, dict) else None
-            entry = entries.get(id(item))
-            if entry is None or entry[0] is not item or entry[1] != signature:
-                fragment, copy = encode(convert(item))
-                if len(entries) >= self.limit:
-                    entries.clear()
-                entry = entries[id(item)] = (item, signature, (fragment, copy))
-            fragment, copy = entry[2]
-            out.append(fragment)
-            if structures is not None:
-                if copy is jsonio.NOT_PURE:
-                    structures = None
-                else:
-                    structures.append(copy)
-        text = "[" + ",".join(out) + "]"
-        if structures and _messages(structures):
-            jsonio.SHARED.put(text, structures)
-        return text
+        def build(item: Any) -> tuple[str, Any]:
+            return encode(convert(item))
+
+        cached = self.cached
+        return _joined([cached(item, build) for item in items])
 
     def cached(self, item: Any, build: Callable[[Any], Any]) -> Any:
         """``build(item)``, remembered by identity like :meth:`json_list` (any value, e.g. several JSON fragments).
@@ -86,23 +69,25 @@ class FragmentCache:
 
     def json_flat_list(self, items: list[Any], convert: Callable[[Any], list[Any]]) -> str:
         """Like :meth:`json_list` where ``convert`` maps one item onto any number of messages (zero included)."""
-        fragments: list[str] = []
-        structures: list[Any] | None = []
-        for item in items:
-            for fragment, copy in self.cached(item, lambda x: [encode(msg) for msg in convert(x)]):
-                fragments.append(fragment)
-                if structures is not None:
-                    if copy is jsonio.NOT_PURE:
-                        structures = None
-                    else:
-                        structures.append(copy)
-        text = "[" + ",".join(fragments) + "]"
-        if structures and _messages(structures):
-            jsonio.SHARED.put(text, structures)
-        return text
+
+        def build(item: Any) -> list[tuple[str, Any]]:
+            return [encode(msg) for msg in convert(item)]
+
+        cached = self.cached
+        return _joined([pair for item in items for pair in cached(item, build)])
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def _joined(pairs: list[tuple[str, Any]]) -> str:
+    """The JSON list of the messages' fragments; their structures shared with the folding worker
+    (:data:`~spanfold.jsonio.SHARED`) when every one of them round-trips."""
+    text = "[" + ",".join([fragment for fragment, _ in pairs]) + "]"
+    structures = [copy for _, copy in pairs]
+    if structures and not any(copy is jsonio.NOT_PURE for copy in structures) and _messages(structures):
+        jsonio.SHARED.put(text, structures)
+    return text
 
 
 #: Runtimes whose caches a HistoryCache keeps (a new init() makes a new Runtime; the previous one may still be in use
