@@ -187,6 +187,18 @@ def test_show_picks_traces(cli: Cli, traces: Recorded) -> None:
     assert cli("show", traces.invariant, "--trace", "0").exit_code == 2
 
 
+def test_an_id_prefix_of_digits_is_an_id_not_a_number(cli: Cli, traces: Recorded, tmp_path: Path) -> None:
+    digits = "1234567890" * 3 + "12"  # trace ids are hex: one in forty starts with eight digits
+    records = jsonl(traces.agentv)
+    records[1]["metadata"]["trace_id"] = digits
+    renamed = tmp_path / "digits.agentv.jsonl"
+    renamed.write_text("".join(json.dumps(r) + "\n" for r in records))
+    picked = cli("show", renamed, "--trace", digits[:8])
+    assert picked.exit_code == 0 and f"trace {digits} (lookup-bot)" in picked.stdout, picked.output
+    assert "weather-bot" not in picked.stdout
+    assert cli("show", renamed, "--trace", "1234567").exit_code == 2  # seven digits or fewer: a trace number
+
+
 def test_show_colour_forced(cli: Cli, traces: Recorded) -> None:
     assert "\x1b[" in cli("show", traces.invariant, "--color").stdout
 

@@ -1,11 +1,13 @@
 """``--trace N|ID``: pick traces from a stream of records, keeping memory bounded.
 
 ``N`` counts traces from 1 (``-1`` is the last: only the last ``|N|`` are kept while reading); anything else
-is a trace id, or the start of one.
+is a trace id, or the start of one. A spec of eight characters or more is always an id: a trace id prefix can be
+all digits (``12345678...``), and no file holds ten million traces.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -17,11 +19,12 @@ from spanfold.trace.read import Record
 TRACE_HELP = "Only trace N (from 1; -1 is the last) or the trace whose id is (or starts with) ID."
 
 
+_NUMBER = re.compile(r"-?[0-9]{1,7}")
+
+
 def _number(spec: str) -> int | None:
-    try:
-        return int(spec)
-    except ValueError:
-        return None
+    """The trace number ``spec`` names, or None when it names a trace id."""
+    return int(spec) if _NUMBER.fullmatch(spec.strip()) else None
 
 
 @dataclass(slots=True)
