@@ -35,6 +35,7 @@ import workload
 REQUEST_ROW = "request attributes (10 messages, 2 tools; history cached)"
 RESPONSE_ROW = "response attributes"
 SPAN_ROW = "OTel SDK span: start with request attributes, end with result"
+STITCH_ROW = "stitching at the source: find the conversation, open one, register the outputs"
 
 
 def best_us(fn: Callable[[], Any], number: int, repeat: int = 7) -> float:
@@ -68,7 +69,11 @@ def calling_thread() -> list[tuple[str, float]]:
     from opentelemetry.trace import SpanKind
 
     from spanfold.instrumentation import openai_chat
+    from spanfold.instrumentation.conversations import Conversations
     from spanfold.instrumentation.spans import ModelSpan
+    from spanfold.runtime import Runtime
+
+    rt = Runtime(capture_content=True)
 
     kwargs = {"model": workload.MODEL, "messages": workload.history(10), "tools": workload.TOOLS}
     response = ChatCompletion.model_validate(workload.COMPLETION)
@@ -77,26 +82,35 @@ def calling_thread() -> list[tuple[str, float]]:
         ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in body.split("\n\n") if e.startswith("data: {")
     ]
     tracer = TracerProvider().get_tracer("bench")
-    request = openai_chat.request_attributes(dict(kwargs), True)[1]
-    result = openai_chat.response_attributes(response, True)
+    request = openai_chat.request_attributes(dict(kwargs), rt)[1]
+    result = openai_chat.response_attributes(response, rt)
 
     def accumulate() -> Any:
-        acc = openai_chat.ChatStreamAccumulator(True)
+        acc = openai_chat.ChatStreamAccumulator(rt)
         for chunk in chunks:
             acc.add(chunk)
         return acc.attributes()
 
     def span() -> None:
-        ModelSpan(tracer, "chat gpt-4o-mini", request, kind=SpanKind.CLIENT).finish(result)
+        ModelSpan(tracer, "chat gpt-4o-mini", request, kind=SpanKind.CLIENT, rt=rt).finish(result)
+
+    conversations = Conversations()
+    first = tracer.start_span("first")
+
+    def stitch() -> None:  # an un-parented call that extends nothing: look up, open, register its outputs
+        turn = conversations.turn(request)
+        turn.started(first)
+        turn.done(result)
 
     return [
         (
             REQUEST_ROW,
-            best_us(lambda: openai_chat.request_attributes(dict(kwargs), True), 2000),
+            best_us(lambda: openai_chat.request_attributes(dict(kwargs), rt), 2000),
         ),
-        (RESPONSE_ROW, best_us(lambda: openai_chat.response_attributes(response, True), 2000)),
+        (RESPONSE_ROW, best_us(lambda: openai_chat.response_attributes(response, rt), 2000)),
         ("stream: accumulate 53 chunks + result attributes", best_us(accumulate, 300)),
         (SPAN_ROW, best_us(span, 2000)),
+        (STITCH_ROW, best_us(stitch, 2000)),
     ]
 
 
@@ -105,6 +119,7 @@ def in_process(calls: int) -> dict[str, float]:
     ``spanfold.init()`` does): CPU µs per call, the timers' own cost taken off. Patches spanfold: run it last."""
     import dataclasses
 
+    from spanfold.instrumentation import conversations
     from spanfold.instrumentation import openai as sf_openai
     from spanfold.instrumentation.spans import ModelSpan
 
@@ -127,10 +142,12 @@ def in_process(calls: int) -> dict[str, float]:
         server=timed("server", chat.server),
         response=timed("response", chat.response),
     )
-    sf_openai.METHODS = tuple(
-        (module, name, sf_openai.CHAT if api is chat else api, is_async)
-        for module, name, api, is_async in sf_openai.METHODS
-    )
+    sf_openai.PATCHES = tuple(
+        sf_openai._model_method(module, name, sf_openai.CHAT, is_async) if api is chat else patch
+        for (module, name, api, is_async), patch in zip(sf_openai.METHODS, sf_openai.PATCHES, strict=False)
+    ) + sf_openai.PATCHES[len(sf_openai.METHODS) :]
+    conversations.Turn.done = timed("stitch: register", conversations.Turn.done)  # type: ignore[method-assign]
+    conversations.Conversations.turn = timed("stitch: find", conversations.Conversations.turn)  # type: ignore[method-assign]
     ModelSpan.__init__ = timed("start", ModelSpan.__init__)  # type: ignore[method-assign]
     ModelSpan.finish = timed("finish", ModelSpan.finish)  # type: ignore[method-assign]
     workload.setup_spanfold()
@@ -240,14 +257,21 @@ def main() -> None:
         ("server address (cached per base_url)", inside["server"], None),
         ("OTel SDK span start (request attributes)", inside["start"], None),
         ("response attributes", inside["response"], alone[RESPONSE_ROW]),
-        ("span end: result attributes set, span ended (processor's on_end included)", inside["finish"], None),
-        ("OTel SDK span start + end", inside["start"] + inside["finish"], alone[SPAN_ROW]),
+        (
+            "span end: result attributes set, span ended (processor's on_end included)",
+            inside["finish"] - inside["stitch: register"],
+            None,
+        ),
+        ("OTel SDK span start + end", inside["start"] + inside["finish"] - inside["stitch: register"], alone[SPAN_ROW]),
+        ("stitching: find the conversation", inside["stitch: find"], None),
+        ("stitching: register the outputs (when the span has ended)", inside["stitch: register"], None),
+        ("stitching: both", inside["stitch: find"] + inside["stitch: register"], alone[STITCH_ROW]),
     ]
     for label, here, by_itself in rows:
         ratio = f"{here / by_itself:.1f}x" if by_itself else ""
         alone_cell = f"{by_itself:,.1f}" if by_itself else ""
         print(f"| {label} | {alone_cell} | {here:,.1f} | {ratio} |")
-    total = sum(inside.values())
+    total = sum(inside.values()) - inside["stitch: register"]  # timed inside the span's end too
     print(f"| all of the above | | {total:,.1f} | |")
 
 

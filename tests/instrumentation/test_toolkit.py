@@ -207,8 +207,13 @@ LAZY = textwrap.dedent(
     spanfold.init(output=sys.argv[1])
     assert "openai" not in sys.modules and "anthropic" not in sys.modules, "init() imported an SDK"
     import openai
+    lazy = "openai.resources.responses.responses"
+    assert lazy not in sys.modules, "patching imported a resource module the SDK loads lazily"
     from openai.resources.chat.completions import completions
     assert patched(completions.Completions, "create"), "openai not patched on import"
+    assert lazy not in sys.modules
+    client = openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    assert patched(type(client.responses), "create"), "a lazily loaded resource not patched when loaded"
     assert "anthropic" not in sys.modules
     spanfold.shutdown()
     assert not patched(completions.Completions, "create"), "not restored"

@@ -3,13 +3,17 @@
 A provider module lists :class:`Patch` entries (module, ``"Class.method"`` or function, and the wrapper factory) and
 subclasses :class:`TableInstrumentor` with its library's name and supported range. Methods an SDK version does not
 have (``Responses`` in an old openai 1.x, a beta namespace, the SDK's own tracing hooks) are skipped quietly: the
-instrumentor wraps what exists. ``uninstrument()`` restores exactly what was wrapped.
+instrumentor wraps what exists. A patch is applied when its module is imported (a post-import hook; at once when it
+already is), so an SDK that loads its resource modules lazily still loads only those the application uses.
+``uninstrument()`` restores exactly what was wrapped, and hooks that have not fired yet will not patch.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -25,6 +29,9 @@ from spanfold.instrumentation import conversations, versions
 from spanfold.instrumentation.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.runtime import Runtime
 from spanfold.version import __version__
+
+#: Held while a table is applied or removed (post-import hooks fire on whichever thread imports the module).
+_LOCK = threading.RLock()
 
 #: (tracer, runtime) -> the wrapt wrapper of one patched function.
 WrapperFactory = Callable[[Tracer, Runtime], Wrapper]
@@ -73,6 +80,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     #: The pip requirement(s) the instrumented library must satisfy (``instrumentation_dependencies``).
     dependencies: ClassVar[tuple[str, ...]] = ()
     _applied: ClassVar[list[tuple[Any, str]]]
+    _generation: ClassVar[int]
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.dependencies
@@ -114,22 +122,47 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return True
 
     def _instrument(self, **kwargs: Any) -> None:
+        """Wrap each patch's method when its module is imported (at once when it already is): an SDK that loads its
+        resources lazily (openai's ``client.responses``) loads only those the application uses, not every one
+        spanfold can trace."""
         tracer: Tracer = get_tracer(type(self).__module__, __version__, kwargs.get("tracer_provider"))
         rt: Runtime = kwargs.get("runtime") or runtime.active()
         conversations.ensure()
-        applied: list[tuple[Any, str]] = []
+        cls = type(self)
+        with _LOCK:
+            cls._generation = getattr(cls, "_generation", 0) + 1
+            cls._applied = []
+            generation = cls._generation
+        by_module: dict[str, list[Patch]] = {}
         for patch in self.patches(rt):
-            target = _owner(patch)
-            if target is None:
-                continue  # not in this version of the SDK
-            owner, attr = target
-            if any(o is owner and a == attr for o, a in applied):
-                continue  # the same class reached through an old and a new module path
-            wrapt.wrap_function_wrapper(owner, attr, patch.factory(tracer, rt))
-            applied.append(target)
-        type(self)._applied = applied
+            by_module.setdefault(patch.module, []).append(patch)
+        for module, patches in by_module.items():
+            hook = functools.partial(self._apply, generation, tracer, rt, patches)
+            wrapt.register_post_import_hook(hook, module)
+
+    def _apply(self, generation: int, tracer: Tracer, rt: Runtime, patches: list[Patch], module: ModuleType) -> None:
+        """The post-import hook of one module: wrap its patches, unless a later (un)instrument made it stale."""
+        cls = type(self)
+        with _LOCK:
+            if generation != cls._generation:
+                return
+            for patch in patches:
+                try:
+                    target = _owner(patch)
+                    if target is None:
+                        continue  # not in this version of the SDK
+                    owner, attr = target
+                    if any(o is owner and a == attr for o, a in cls._applied):
+                        continue  # the same class reached through an old and a new module path
+                    wrapt.wrap_function_wrapper(owner, attr, patch.factory(tracer, rt))
+                    cls._applied.append(target)
+                except Exception as exc:
+                    counters.fault(f"patch.{patch.module}", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for owner, attr in getattr(type(self), "_applied", []):
-            unwrap(owner, attr)
-        type(self)._applied = []
+        cls = type(self)
+        with _LOCK:
+            cls._generation = getattr(cls, "_generation", 0) + 1  # hooks not yet fired will not patch
+            for owner, attr in getattr(cls, "_applied", []):
+                unwrap(owner, attr)
+            cls._applied = []
