@@ -9,6 +9,7 @@ import atexit
 import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,11 +111,13 @@ _events_listened: set[int] = set()  # ids of the LoggerProviders spanfold's even
 def _listen_to_genai_events() -> None:
     """Per-message GenAI log events (older instrumentations emit messages as logs, not span attributes) fold too:
     put the event buffer's log processor on the user's SDK ``LoggerProvider``, when there is one."""
+    if "opentelemetry.sdk._logs" not in sys.modules:  # no SDK LoggerProvider exists: nothing to listen to (and
+        return  # its import, with the event buffer's, is not paid at start-up)
     try:
         from opentelemetry._logs import get_logger_provider
         from opentelemetry.sdk._logs import LoggerProvider
 
-        from spanfold.exporter.dialect_genai_events import GenAIEventLogProcessor
+        from spanfold.exporter.genai_event_logs import GenAIEventLogProcessor
 
         logs = get_logger_provider()
         if isinstance(logs, LoggerProvider) and id(logs) not in _events_listened:

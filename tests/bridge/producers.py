@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import spanfold.setup
 from spanfold import demo
-from spanfold.exporter.dialect_genai_events import GenAIEventLogProcessor
 from spanfold.exporter.fold import fold
+from spanfold.exporter.genai_event_logs import GenAIEventLogProcessor
 from spanfold.exporter.records import from_readable
 from spanfold.instrumentation import registry
 from spanfold.testing import MockLLMServer, scenarios

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from spanfold import counters
 from spanfold.exporter import dialect_genai_events as events
 from spanfold.exporter.dialects import REWRITERS
+from spanfold.exporter.genai_event_logs import GenAIEventLogProcessor
 from spanfold.exporter.processor import FoldingSpanProcessor
 from spanfold.exporter.records import from_readable
 from spanfold.exporter.writers import MemoryWriter
@@ -163,7 +164,7 @@ def test_events_through_the_folding_processor() -> None:
     provider = TracerProvider()
     provider.add_span_processor(folding)
     logs = LoggerProvider()
-    logs.add_log_record_processor(events.GenAIEventLogProcessor())
+    logs.add_log_record_processor(GenAIEventLogProcessor())
     try:
         with (
             environ(**EVENTS_ENV),
@@ -208,7 +209,7 @@ def test_processor_keeps_only_genai_events_in_a_span() -> None:
 
     buffer = events.EventBuffer()
     logs = LoggerProvider()
-    logs.add_log_record_processor(events.GenAIEventLogProcessor(buffer))
+    logs.add_log_record_processor(GenAIEventLogProcessor(buffer))
     logger = logs.get_logger("test")
     provider = TracerProvider()
     logger.emit(LogRecord(event_name="gen_ai.user.message", body={"content": "outside"}))

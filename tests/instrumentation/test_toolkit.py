@@ -206,6 +206,8 @@ LAZY = textwrap.dedent(
         return isinstance(vars(cls)[name], wrapt.FunctionWrapper)
     spanfold.init(output=sys.argv[1])
     assert "openai" not in sys.modules and "anthropic" not in sys.modules, "init() imported an SDK"
+    for later in ("spanfold.exporter.fold", "spanfold.exporter.dialects", "opentelemetry.sdk._logs"):
+        assert later not in sys.modules, f"init() imported {later} (loaded with the first trace, or never)"
     import openai
     lazy = "openai.resources.responses.responses"
     assert lazy not in sys.modules, "patching imported a resource module the SDK loads lazily"

@@ -31,19 +31,19 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spanfold import counters
 from spanfold.config import Config
-from spanfold.exporter.dialects import safe_step
-from spanfold.exporter.fold import fold
 from spanfold.exporter.meta import status as trace_status
 from spanfold.exporter.meta import trace_hex as trace_hex  # part of the assembler's surface
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.steps import Step
-from spanfold.exporter.stitch import Conversation, Stitcher, stitch_root
 from spanfold.exporter.writers import Writer
-from spanfold.trace.model import Trace, TraceStatus
+
+if TYPE_CHECKING:  # the fold's modules load when the first trace is folded, not at init() (start-up time)
+    from spanfold.exporter.steps import Step
+    from spanfold.exporter.stitch import Conversation, Stitcher
+    from spanfold.trace.model import Trace, TraceStatus
 
 
 def local_root(record: SpanRecord) -> bool:
@@ -204,6 +204,8 @@ class Assembler:
         conv = stitcher.member(record.trace_id) if stitcher is not None else None
         if stitcher is None or conv is None:
             return False
+        from spanfold.exporter.dialects import safe_step  # loaded with the first trace (a stitcher exists)
+
         size = attribute_bytes(record)
         stitcher.join(conv, record, safe_step(record), size, now)
         self.held.bytes += size
@@ -355,6 +357,10 @@ class Assembler:
         self.held.release(buf)
         status = trace_status(truncated=buf.truncated, incomplete=incomplete)
         try:
+            from spanfold.exporter.dialects import safe_step
+            from spanfold.exporter.fold import fold
+            from spanfold.exporter.stitch import stitch_root
+
             steps: dict[int, Step | None] = {r.span_id: safe_step(r) for r in buf.records}
             if not any(s is not None for s in steps.values()):
                 counters.incr("traces_skipped")  # no GenAI span: nothing to write
@@ -376,6 +382,8 @@ class Assembler:
         key = process_key(buf.records[0].resource)
         stitcher = self._stitchers.get(key)
         if stitcher is None:
+            from spanfold.exporter.stitch import Stitcher
+
             stitcher = self._stitchers[key] = Stitcher()
         conv = stitcher.add(
             root, buf.trace_id, buf.records, steps, status, buf.touched, attribute_bytes=buf.attribute_bytes
@@ -405,6 +413,8 @@ class Assembler:
     def _write_conversation(self, conv: Conversation) -> None:
         self.held.bytes -= conv.attribute_bytes
         try:
+            from spanfold.exporter.fold import fold
+
             trace = fold(conv.records, trace_id=trace_hex(conv.trace_ids[0]), steps=conv.steps)
             trace.meta.status = conv.status
             trace.meta.extra["otel_trace_ids"] = [trace_hex(t) for t in conv.trace_ids]

@@ -19,9 +19,10 @@ carry roles, tool-call ids and names.)
 
 How the events reach the fold, without the fold's span pipeline knowing about logs:
 
-1. :class:`GenAIEventLogProcessor` is a ``LogRecordProcessor`` for the user's ``LoggerProvider`` (the one the
-   instrumentation is given). ``on_emit`` keeps only these event names, and only records that carry a span id, and
-   appends ``(name, body)`` to an :class:`EventBuffer` under that span id. O(1) per record, no copying of bodies.
+1. ``GenAIEventLogProcessor`` (:mod:`spanfold.exporter.genai_event_logs`) is a ``LogRecordProcessor`` for the
+   user's ``LoggerProvider`` (the one the instrumentation is given). ``on_emit`` keeps only these event names, and
+   only records that carry a span id, and appends ``(name, body)`` to an :class:`EventBuffer` under that span id.
+   O(1) per record, no copying of bodies.
 2. :func:`rewrite` is a rewriter in :data:`spanfold.exporter.dialects.REWRITERS`. When the fold worker reads a span,
    "is this mine?" is one dict lookup: the span's id in the buffer. It then *takes* (removes) the span's events and
    writes them into the contract's ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (choices in index order),
@@ -42,8 +43,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
-
-from opentelemetry.sdk._logs import LogRecordProcessor
 
 from spanfold import counters, semconv
 from spanfold.exporter.dialect_shapes import chat_message, dumps, tool_call
@@ -95,43 +94,8 @@ class EventBuffer:
             self._events.clear()
 
 
-#: The process's buffer: what :class:`GenAIEventLogProcessor` fills by default and :func:`rewrite` reads.
+#: The process's buffer: what ``GenAIEventLogProcessor`` fills by default and :func:`rewrite` reads.
 BUFFER: Final = EventBuffer()
-
-
-def _event_name(record: Any) -> str | None:
-    name = getattr(record, "event_name", None)
-    if name is None:  # emitters before the Logs API had event names put it in an attribute
-        attrs = getattr(record, "attributes", None) or {}
-        name = attrs.get(semconv.EVENT_NAME)
-    return name if isinstance(name, str) else None
-
-
-class GenAIEventLogProcessor(LogRecordProcessor):
-    """Hands GenAI message events to the fold:
-    ``logger_provider.add_log_record_processor(GenAIEventLogProcessor())``."""
-
-    def __init__(self, buffer: EventBuffer | None = None) -> None:
-        self.buffer = buffer if buffer is not None else BUFFER
-
-    def on_emit(self, log_record: Any) -> None:  # ReadWriteLogRecord (SDK >= 1.35) or LogData (older)
-        try:
-            record = getattr(log_record, "log_record", log_record)
-            name = _event_name(record)
-            span_id = getattr(record, "span_id", None)
-            if name in EVENT_NAMES and span_id:
-                self.buffer.add(span_id, name, getattr(record, "body", None))
-        except Exception as exc:
-            counters.fault("genai_events.emit", exc)
-
-    def emit(self, log_data: Any) -> None:  # the method's name before SDK 1.35
-        self.on_emit(log_data)
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
 
 
 def _calls(raw: Any) -> list[dict[str, Any]]:

@@ -27,13 +27,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from spanfold.trace.errors import TraceError
-from spanfold.trace.model import Content, Message, ToolCall, Trace, TraceMeta, TraceSummary, parse_arguments
+from spanfold.trace.model import (
+    TIMESTAMP_INFERRED,
+    Content,
+    Message,
+    ToolCall,
+    Trace,
+    TraceMeta,
+    TraceSummary,
+    parse_arguments,
+)
 
 NOT_A_TRACE = "a trace must be an event list (or an AgentV document with a 'trace' list)"
 #: AgentV event types and the role a message of that type gets when its metadata names none.
 AGENTV_TYPES = {"model_step": "assistant", "message": "user", "error": "error", "tool_call": "", "tool_result": ""}
-#: AgentV event metadata flag written by :mod:`spanfold.trace.formats` on a timestamp it had to fill in.
-TIMESTAMP_INFERRED = "timestamp_inferred"
 _EVENT_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name", "error", "timestamp"))
 
 

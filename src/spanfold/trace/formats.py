@@ -21,9 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spanfold import jsonio
-from spanfold.trace.compact import agentv_cli_document, compact_messages
-from spanfold.trace.decode import TIMESTAMP_INFERRED
-from spanfold.trace.model import Message, Trace
+from spanfold.trace.model import TIMESTAMP_INFERRED, Message, Trace
 
 FORMATS = ("invariant", "agentv", "compact", "agentv-cli")
 #: Invariant line styles: a bare event list, or the importer's ``{messages, metadata}`` object.
@@ -163,10 +161,10 @@ def to_value(trace: Trace, fmt: str, *, style: str = "list", summary_only: bool 
         return invariant_object(trace) if style == "object" else trace.to_invariant(timestamps=True)
     if fmt == "agentv":
         return agentv_document(trace, summary_only=summary_only)
-    if fmt == "compact":
-        return compact_messages(trace)
-    if fmt == "agentv-cli":
-        return agentv_cli_document(trace)
+    if fmt in ("compact", "agentv-cli"):  # the CLI's formats: loaded when asked for (not by init()'s writers)
+        from spanfold.trace.compact import agentv_cli_document, compact_messages
+
+        return compact_messages(trace) if fmt == "compact" else agentv_cli_document(trace)
     raise ValueError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

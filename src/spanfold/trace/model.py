@@ -14,6 +14,10 @@ from typing import Any, Literal, TypeAlias
 
 from spanfold import jsonio
 
+#: AgentV event metadata flag written by :mod:`spanfold.trace.formats` on a timestamp it had to fill in (and read
+#: back by :mod:`spanfold.trace.decode`).
+TIMESTAMP_INFERRED = "timestamp_inferred"
+
 JSON: TypeAlias = Any
 #: Message content: a string, a list of chunks ``{"type": "text", "text": ...}`` /
 #: ``{"type": "image", "image_url": ...}``, or None (no content, or content capture off).
