@@ -173,7 +173,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
         rt = runtime.Runtime(capture_content=cfg.capture_content, redaction=from_option(cfg.redact))
         runtime.activate(rt)
-        conversations.activate(conversations.from_environment(stitch=cfg.stitch))
+        conversations.activate(conversations.from_environment(cfg=cfg))
         provider, owns = _provider()
         processor = FoldingSpanProcessor(writers_for(cfg) if to_files else [], cfg)
         provider.add_span_processor(processor)

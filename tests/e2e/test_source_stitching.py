@@ -7,7 +7,9 @@ id per run, and the flat traces written are the same as before (one per run, the
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -182,3 +184,49 @@ def test_agent_traceparent_argument(traced: Any, global_spans: Any, server: Mock
     agent_span = next(s for s in groups[EXTERNAL_TRACE] if s.name == "invoke_agent weather")
     assert agent_span.parent.span_id == EXTERNAL_SPAN
     assert shape(traced.one()) == WEATHER_SHAPE
+
+
+def _slow_tools(seconds: float) -> dict[str, Any]:
+    """The demo's tools as ``@spanfold.tool`` functions that take ``seconds`` each."""
+
+    def slow(name: str) -> Any:
+        fn = getattr(demo.scenarios, name)
+
+        @spanfold.tool(name=name)
+        def run(**arguments: Any) -> Any:
+            time.sleep(seconds)
+            return fn(**arguments)
+
+        return run
+
+    return {name: slow(name) for name in demo.TOOLS}
+
+
+def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
+    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
+) -> None:
+    """Tools of 0.6 s each and ``stitch_idle=0.25`` (init's option reaches the calling thread's conversations too):
+    a conversation is not idle while one of its tool runs has not ended, on the calling thread nor in the fold. One
+    trace id, one trace written, the whole trajectory; a plain pause as long, with no tool running, still splits."""
+    monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.6))
+    spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.25)
+    try:
+        from spanfold.instrumentation import conversations
+
+        assert conversations.active() is not None and conversations.active().idle == 0.25  # type: ignore[union-attr]
+        _run("openai", server, 0)
+        assert spanfold.flush(timeout=30)
+        groups = _by_trace(global_spans)
+        assert len(groups) == 1, {t: [s.name for s in v] for t, v in groups.items()}
+        lines = (tmp_path / "traces" / "traces.jsonl").read_text().splitlines()
+        assert len(lines) == 1 and shape(json.loads(lines[0])) == WEATHER_SHAPE
+        global_spans.clear()
+        client = demo.PROVIDERS["openai"].client(server)
+        messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": "Hello there"}]
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        time.sleep(0.6)  # the user thinks: nothing runs
+        messages += [reply.choices[0].message, {"role": "user", "content": "And again?"}]
+        client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        assert len(_by_trace(global_spans)) == 2
+    finally:
+        spanfold.shutdown()

@@ -262,12 +262,20 @@ class Assembler:
                 break
             self._finish(buf, incomplete=True)
         for key, stitcher in list(self._stitchers.items()):
-            for conv in stitcher.idle(now - self.config.stitch_idle):
+            for conv in stitcher.idle(now - self.config.stitch_idle, self._running, now):
                 self._write_conversation(conv)
             if self.policy.final_idle is not None:
                 self._write_answered(key, stitcher, now, self.policy.final_idle)
             if not stitcher.open:
                 del self._stitchers[key]
+
+    def _running(self, conv: Conversation) -> bool:
+        """Whether a span of one of the conversation's traces started and has not ended (a tool still running)."""
+        for trace_id in conv.trace_ids:
+            buf = self._traces.get(trace_id)
+            if buf is not None and buf.open:
+                return True
+        return False
 
     def _write_answered(self, key: Hashable, stitcher: Stitcher, now: float, final_idle: float) -> None:
         """Write the conversations whose final answer is ``final_idle`` seconds old, unless a later trace of their

@@ -21,7 +21,7 @@ and their attribute bytes (counted as they join; the assembler bounds them). Pur
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from spanfold.exporter.events import INPUTS, Fingerprint, fingerprint, message_events, system_event
@@ -235,13 +235,20 @@ class Stitcher:
     def oldest_answer(self) -> float | None:
         return next(iter(self.answered.values())).answer_seen if self.answered else None
 
-    def idle(self, before: float) -> list[Conversation]:
-        """Close and return the conversations last active before ``before``."""
+    def idle(
+        self, before: float, busy: Callable[[Conversation], bool] | None = None, now: float = 0.0
+    ) -> list[Conversation]:
+        """Close and return the conversations last active before ``before``; one that is ``busy`` (a span of its
+        trace started and has not ended: a slow tool run) counts as active at ``now`` instead."""
         out = []
         while self.open:
             conv = next(iter(self.open.values()))
             if conv.touched >= before:
                 break
+            if busy is not None and busy(conv):
+                conv.touched = now
+                self.open.move_to_end(conv.serial)
+                continue
             out.append(self.close(conv))
         return out
 

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -38,6 +38,9 @@ from spanfold import jsonio, semconv
 from spanfold.json_prefix import ArrayPrefixCache
 from spanfold.pairing import Call, Pairing
 from spanfold.runtime import Runtime
+
+if TYPE_CHECKING:
+    from spanfold.config import Config
 from spanfold.semconv import shapes
 from spanfold.semconv.fingerprints import Fingerprint, message_prints, tool_calls
 
@@ -57,14 +60,31 @@ _INPUTS = ArrayPrefixCache(element=message_prints)
 class Conversation:
     """One stitched run: the context its later calls start in, its index keys, the tool calls it waits on."""
 
-    __slots__ = ("_context", "_first", "keys", "touched", "waiting")
+    __slots__ = ("_context", "_first", "keys", "running", "touched", "waiting")
 
     def __init__(self, first: SpanContext, now: float) -> None:
         self._first = first  # the context, not the span: an ended span still holds its attributes
         self._context: otel_context.Context | None = None
         self.keys: list[Hashable] = []
         self.waiting: list[Call[Conversation]] = []
+        #: Tool runs of the conversation whose spans have not ended: it is not idle while one runs (a tool slower
+        #: than ``idle`` seconds does not split the run).
+        self.running: list[Span] = []
         self.touched = now
+
+    def busy(self, now: float) -> bool:
+        """Whether one of its tool runs is still running; one that ended since the last look counts as activity
+        when it ended (the SDK span's end time; now when it has none), and is forgotten."""
+        still = []
+        for span in self.running:
+            if span.is_recording():
+                still.append(span)
+                continue
+            end = getattr(span, "end_time", None)
+            ago = max(0.0, (time.time_ns() - end) / 1e9) if isinstance(end, int) else 0.0
+            self.touched = max(self.touched, now - ago)
+        self.running = still
+        return bool(still)
 
     @property
     def context(self) -> otel_context.Context:
@@ -185,15 +205,21 @@ class Conversations:
         own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
         return Turn(self, conv, seed, chain, own)
 
-    def tool_context(self, call_id: Any, name: Any, arguments: Any) -> otel_context.Context | None:
-        """The context an un-parented tool run starts in: its conversation's, when one waits for it."""
+    def tool_context(self, call_id: Any, name: Any, arguments: Any) -> tuple[otel_context.Context | None, Any]:
+        """The context an un-parented tool run starts in (its conversation's, when one waits for it), and the
+        conversation to tell :meth:`running` (None: none)."""
         with self._lock:
             self._expire()
             call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
             if call is None:
-                return self.parent
+                return self.parent, None
             self._touch(call.owner)
-            return call.owner.context
+            return call.owner.context, call.owner
+
+    def running(self, conv: Conversation, span: Span) -> None:
+        """A tool run of ``conv`` started ``span``: the conversation stays open until it ends."""
+        with self._lock:
+            conv.running.append(span)
 
     # --- the index ---------------------------------------------------------------------------------------
 
@@ -233,11 +259,17 @@ class Conversations:
             self._touch(conv)
 
     def _expire(self) -> None:
-        before = self._clock() - self.idle
+        now = self._clock()
+        before = now - self.idle
         while self._open:
             conv = next(iter(self._open.values()))
             if conv.touched >= before:
                 return
+            if conv.busy(now):  # a tool still runs: active now
+                conv.touched = now
+            if conv.touched >= before:  # active meanwhile (a tool run ended): looked at again later
+                self._open.move_to_end(id(conv))
+                continue
             self._close(conv)
 
     def _close(self, conv: Conversation) -> None:
@@ -263,15 +295,15 @@ def activate(conversations: Conversations | None) -> None:
     _active[0] = conversations
 
 
-def from_environment(environ: Mapping[str, str] | None = None, *, stitch: bool | None = None) -> Conversations:
-    """Conversations as the environment asks: ``SPANFOLD_STITCH`` (unless ``stitch`` is given),
-    ``SPANFOLD_STITCH_IDLE``, ``TRACEPARENT`` / ``TRACESTATE`` (W3C trace context: the parent of the run, so a harness
-    or a calling service gets it inside its own trace)."""
+def from_environment(environ: Mapping[str, str] | None = None, *, cfg: Config | None = None) -> Conversations:
+    """Conversations as ``cfg`` (``init()``'s options) or else the environment asks: ``SPANFOLD_STITCH``,
+    ``SPANFOLD_STITCH_IDLE``, ``SPANFOLD_MAX_TRACES_IN_FLIGHT``; and ``TRACEPARENT`` / ``TRACESTATE`` (W3C trace
+    context: the parent of the run, so a harness or a calling service gets it inside its own trace)."""
     from spanfold import config
 
     env = os.environ if environ is None else environ
     try:
-        cfg = config.load({"stitch": stitch}, env)
+        cfg = cfg if cfg is not None else config.load({}, env)
         on, idle, limit = cfg.stitch, cfg.stitch_idle, cfg.max_traces_in_flight
     except config.ConfigError:
         on, idle, limit = True, 30.0, 2000

@@ -107,16 +107,21 @@ def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Contex
     """The context a tool run's span starts in: the current one, or for an un-parented run the zero-code conversation
     whose model asked for it (by ``call_id``, else ``name`` and ``arguments``), else the run's external parent
     (:mod:`~spanfold.instrumentation.conversations`). For every ``execute_tool`` span spanfold starts."""
+    return _placed(call_id, name, arguments)[0]
+
+
+def _placed(call_id: Any, name: Any, arguments: Any) -> tuple[otel_context.Context | None, Any]:
+    """:func:`tool_context`, and the zero-code conversation the run joins (None: none)."""
     source = conversations.active()
     if source is None or otel_trace.get_current_span().get_span_context().is_valid:
-        return None
+        return None, None
     if not source.stitch:
-        return source.parent
+        return source.parent, None
     try:
         return source.tool_context(call_id, name, arguments)
     except Exception as exc:
         counters.fault("tool.stitch", exc)
-        return source.parent
+        return source.parent, None
 
 
 def start_tool_span(
@@ -146,8 +151,12 @@ def start_tool_span(
         attrs[semconv.TOOL_CALL_ID] = str(call_id)
     if arguments is not None and rt.capture_content:
         attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
-    context = tool_context(call_id, name, argument_values)
-    return tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
+    context, conv = _placed(call_id, name, argument_values)
+    span = tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
+    source = conversations.active()
+    if conv is not None and source is not None:
+        source.running(conv, span)  # the conversation stays open while the tool runs, however long
+    return span
 
 
 def end_tool_span(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
