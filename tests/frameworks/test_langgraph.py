@@ -19,7 +19,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 import spanfold
-from spanfold import counters
+from spanfold import counters, demo
 from spanfold.testing import MockLLMServer
 
 from ..conftest import Traced, in_threads
@@ -256,6 +256,32 @@ def test_run_name_names_the_run(traced: Traced, server: MockLLMServer) -> None:
     weather_agent(server).invoke(question(), {"run_name": "forecaster"})
     traced.one()
     assert traced.metas()[0]["metadata"]["name"] == "forecaster"
+
+
+def test_checkpointer_thread_is_the_conversation_id(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:
+    """``configurable.thread_id`` is the run's ``gen_ai.conversation.id`` (a backend groups a thread's runs by it);
+    a run without one records none."""
+    import warnings
+
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.prebuilt import create_react_agent
+
+    from .langchain_helpers import WEATHER_TOOLS, chat_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(
+            chat_model(server), WEATHER_TOOLS, prompt=demo.SYSTEM, name=AGENT_NAME, checkpointer=MemorySaver()
+        )
+    thread = {"configurable": {"thread_id": "support-42"}}
+    agent.invoke(question("Run 0: weather in Paris and Tokyo?"), thread)
+    agent.invoke(question("Thanks. And tomorrow?"), thread)
+    weather_agent(server).invoke(question())
+    assert len(traced.traces()) == 3
+    runs = sorted(
+        (s for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent")), key=lambda s: s.start_time
+    )
+    assert [(s.attributes or {}).get("gen_ai.conversation.id") for s in runs] == ["support-42", "support-42", None]
 
 
 def test_inside_spanfold_agent_no_second_root(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:

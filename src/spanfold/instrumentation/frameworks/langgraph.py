@@ -8,7 +8,9 @@ trace) and ends it when the stream is exhausted, fails, is closed, or is garbage
 
 The span opens only when no agent run is open already: a subgraph, a graph run from a tool of another graph, or a
 run inside ``spanfold.agent`` (or any ``invoke_agent`` span that is current) opens no second root. Its name is the
-run's ``run_name`` (config), else the graph's name (``create_react_agent(..., name=...)``).
+run's ``run_name`` (config), else the graph's name (``create_react_agent(..., name=...)``). A run with a checkpointer
+thread (``config={"configurable": {"thread_id": ...}}``) records it as ``gen_ai.conversation.id``: the runs of one
+thread are one conversation in a backend that groups by it.
 """
 
 from __future__ import annotations
@@ -55,9 +57,20 @@ def _nested() -> bool:
     return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) == semconv.OP_INVOKE_AGENT
 
 
-def _name(graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+def _config(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
     config = args[1] if len(args) > 1 else kwargs.get("config")
-    run_name = config.get("run_name") if isinstance(config, Mapping) else None
+    return config if isinstance(config, Mapping) else {}
+
+
+def _thread_id(config: Mapping[str, Any]) -> str | None:
+    """The checkpointer's ``thread_id`` (``config["configurable"]``): the conversation the run belongs to."""
+    configurable = config.get("configurable")
+    thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    return str(thread) if isinstance(thread, (str, int)) and str(thread) else None
+
+
+def _name(graph: Any, config: Mapping[str, Any]) -> str:
+    run_name = config.get("run_name")
     if isinstance(run_name, str) and run_name:
         return run_name
     name = graph.get_name() if hasattr(graph, "get_name") else None
@@ -71,8 +84,13 @@ def _open(
     try:
         if _nested():
             return None
-        name = _name(graph, args, kwargs)
-        attrs = {semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT, semconv.AGENT_NAME: name}
+        config = _config(args, kwargs)
+        name = _name(graph, config)
+        attrs = {
+            semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+            semconv.AGENT_NAME: name,
+            semconv.CONVERSATION_ID: _thread_id(config),  # None (dropped) without a checkpointer thread
+        }
         run = ModelSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, kind=SpanKind.INTERNAL, rt=rt)
         context = otel_context.set_value(_RUN_KEY, True, otel_trace.set_span_in_context(run.span))
         return StreamState(run, _NoChunks(), "langgraph"), context
