@@ -205,16 +205,21 @@ class Conversations:
         own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
         return Turn(self, conv, seed, chain, own)
 
-    def tool_context(self, call_id: Any, name: Any, arguments: Any) -> tuple[otel_context.Context | None, Any]:
-        """The context an un-parented tool run starts in (its conversation's, when one waits for it), and the
-        conversation to tell :meth:`running` (None: none)."""
+    def tool_context(
+        self, call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
+    ) -> tuple[otel_context.Context | None, Any]:
+        """The context an un-parented tool run starts in (its conversation's: the one waiting for its call, else the
+        one its ``gen_ai.conversation.id`` names), and the conversation to tell :meth:`running` (None: none)."""
         with self._lock:
             self._expire()
             call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
-            if call is None:
+            conv = call.owner if call is not None else None
+            if conv is None and conversation_id:
+                conv = self._index.get(("conversation", conversation_id))
+            if conv is None:
                 return self.parent, None
-            self._touch(call.owner)
-            return call.owner.context, call.owner
+            self._touch(conv)
+            return conv.context, conv
 
     def running(self, conv: Conversation, span: Span) -> None:
         """A tool run of ``conv`` started ``span``: the conversation stays open until it ends."""

@@ -110,7 +110,9 @@ def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Contex
     return _placed(call_id, name, arguments)[0]
 
 
-def _placed(call_id: Any, name: Any, arguments: Any) -> tuple[otel_context.Context | None, Any]:
+def _placed(
+    call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
+) -> tuple[otel_context.Context | None, Any]:
     """:func:`tool_context`, and the zero-code conversation the run joins (None: none)."""
     source = conversations.active()
     if source is None or otel_trace.get_current_span().get_span_context().is_valid:
@@ -118,7 +120,7 @@ def _placed(call_id: Any, name: Any, arguments: Any) -> tuple[otel_context.Conte
     if not source.stitch:
         return source.parent, None
     try:
-        return source.tool_context(call_id, name, arguments)
+        return source.tool_context(call_id, name, arguments, conversation_id)
     except Exception as exc:
         counters.fault("tool.stitch", exc)
         return source.parent, None
@@ -151,7 +153,7 @@ def start_tool_span(
         attrs[semconv.TOOL_CALL_ID] = str(call_id)
     if arguments is not None and rt.capture_content:
         attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
-    context, conv = _placed(call_id, name, argument_values)
+    context, conv = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
     span = tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
     source = conversations.active()
     if conv is not None and source is not None:

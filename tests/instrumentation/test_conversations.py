@@ -1,0 +1,86 @@
+"""The calling thread's conversations (stitching at the source), on their own: a tool run that names its
+``gen_ai.conversation.id``, and tool runs that outlast the idle window, with a clock the test moves."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+
+from spanfold import semconv
+from spanfold.instrumentation import conversations, tools
+from spanfold.instrumentation.conversations import Conversations
+from spanfold.runtime import Runtime
+
+TRACER = TracerProvider().get_tracer("test")
+RT = Runtime(capture_content=True)
+INPUTS = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Book me a table"}]}])
+OUTPUTS = json.dumps(
+    [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "book", "arguments": {"n": 2}}]}]
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _trace_of(context: Any) -> int:
+    return int(otel_trace.get_current_span(context).get_span_context().trace_id)
+
+
+def _call(source: Conversations, attrs: dict[str, Any]) -> Any:
+    """One un-parented model call that asked for ``book`` (call_1): its span, and its conversation."""
+    turn = source.turn({semconv.INPUT_MESSAGES: INPUTS, **attrs})
+    span = TRACER.start_span("chat", turn.context)
+    turn.started(span)
+    span.end()
+    turn.done({semconv.OUTPUT_MESSAGES: OUTPUTS})
+    return span, turn.conversation
+
+
+def test_a_tool_run_without_a_call_id_joins_the_conversation_its_id_names() -> None:
+    source = Conversations()
+    first, conv = _call(source, {semconv.CONVERSATION_ID: "conv-7"})
+    context, joined = source.tool_context(None, "search", None, "conv-7")  # no call waits for "search"
+    assert joined is conv and _trace_of(context) == first.get_span_context().trace_id
+    assert source.tool_context(None, "search", None, "conv-8") == (None, None)
+    assert source.tool_context(None, "search", None) == (None, None)
+
+
+def test_start_tool_span_passes_the_producers_conversation_id() -> None:
+    source = Conversations()
+    conversations.activate(source)
+    try:
+        first, _ = _call(source, {semconv.CONVERSATION_ID: "conv-7"})
+        span = tools.start_tool_span(TRACER, "search", RT, attributes={semconv.CONVERSATION_ID: "conv-7"})
+        span.end()
+        assert span.get_span_context().trace_id == first.get_span_context().trace_id
+    finally:
+        conversations.activate(None)
+
+
+def test_a_running_tool_keeps_its_conversation_open_past_the_idle_window() -> None:
+    clock = Clock()
+    source = Conversations(idle=30.0, clock=clock)
+    _, conv = _call(source, {})
+    context, joined = source.tool_context("call_1", "book", {"n": 2})
+    assert joined is conv
+    span = TRACER.start_span("execute_tool book", context)
+    source.running(conv, span)
+    clock.now += 300  # a five-minute tool run
+    assert source.tool_context(None, "other", None) == (None, None)  # looks the index over: conv stays
+    assert len(source) == 1
+    span.end(end_time=time.time_ns() - 5_000_000_000)  # it ended five seconds ago
+    clock.now += 36  # 36 s after the last look, but the tool ended 5 s ago: the window counts from its end
+    source.tool_context(None, "other", None)
+    assert len(source) == 1
+    clock.now += 30  # idle since
+    source.tool_context(None, "other", None)
+    assert len(source) == 0
