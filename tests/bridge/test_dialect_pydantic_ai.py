@@ -6,6 +6,8 @@ span of the same call: one model step, its tokens counted once."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import warnings
 from collections.abc import Iterator
@@ -30,7 +32,9 @@ def harness(_global_provider: Any, _global_exporter: Any) -> Iterator[Harness]:
     yield Harness(_global_provider, _global_exporter)
 
 
-def run_agent(run: Run, provider: Any, *, version: int | None = 5, name: str = "weather-bot") -> str:
+def run_agent(
+    run: Run, provider: Any, *, version: int | None = 5, name: str = "weather-bot", stream: bool = False
+) -> str:
     """The weather agent in pydantic-ai; ``version``: its instrumentation format (None: not instrumented)."""
     from pydantic_ai import Agent
     from pydantic_ai.capabilities.instrumentation import Instrumentation
@@ -48,6 +52,13 @@ def run_agent(run: Run, provider: Any, *, version: int | None = 5, name: str = "
     agent = Agent(model, system_prompt=demo.SYSTEM, name=name, capabilities=capabilities)
     agent.tool_plain(scenarios.get_weather)
     agent.tool_plain(scenarios.convert_temperature)
+    if stream:  # each model call streamed (the mock server answers in SSE chunks), the run as an async stream
+
+        async def streamed() -> str:
+            async with agent.run_stream(demo.QUESTION) as result:
+                return str(await result.get_output())
+
+        return asyncio.run(streamed())
     return str(agent.run_sync(demo.QUESTION).output)
 
 
@@ -75,6 +86,21 @@ def test_framework_only(harness: Harness, version: int) -> None:
     assert trace.meta.usage.input_tokens == 58 + 164 + 228
     tools = [e for e in trace.events if e.role == "tool"]
     assert all(e.metadata.get("agent") == "weather-bot" for e in tools)
+
+
+@pytest.mark.parametrize("both", [False, True], ids=["framework-only", "with-openai-patch"])
+def test_streamed_run(harness: Harness, both: bool) -> None:
+    """``run_stream``: pydantic-ai's spans of a run whose model calls stream fold to the same trajectory, with and
+    without spanfold's openai patch span inside each of its ``chat`` spans."""
+    patch = instrumented(openai_patch(), **patch_kwargs(harness.provider)) if both else contextlib.nullcontext()
+    with patch, harness.run() as run:
+        run.answer = run_agent(run, harness.provider, stream=True)
+    assert run.answer == ANSWER
+    assert [r.stream for r in run.server.requests] == [True, True, True]  # every call streamed
+    trace = run.fold()
+    assert invariant(trace) == expected("call_mock_")
+    assert trace.meta.name == "weather-bot"
+    assert trace.meta.usage.input_tokens == 58 + 164 + 228
 
 
 def test_both_one_model_step_tokens_once(harness: Harness) -> None:
