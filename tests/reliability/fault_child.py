@@ -11,6 +11,7 @@ Phases (each: break the path, run 3 traces, flush, record what waits, repair the
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401  (the OTel SDK's Resource.create() imports it when init() runs)
 import json
 import multiprocessing.util  # noqa: F401  (spanfold.init() imports it: before dropping privileges)
 import os
@@ -20,6 +21,9 @@ import signal
 import sys
 
 import spanfold
+import spanfold.exporter.dialects  # the fold loads with the first trace: imported before dropping privileges, as
+import spanfold.exporter.fold  # ``nobody`` may not read this interpreter's standard library
+import spanfold.exporter.stitch
 import spanfold.setup
 
 PAYLOAD = 20_000

@@ -13,7 +13,8 @@ span nests under this one and is not a tool step; a server's ``tools/call`` span
 ``spanfold serve``) nested under it is folded into this one (:mod:`spanfold.exporter.nested_tools`).
 
 The SDK has no synchronous client: ``call_tool`` is the one path (``mcp.client.Client`` and ``ClientSessionGroup``
-call it).
+call it). mcp 1.x takes the same path; its result names its fields in camelCase (``isError``,
+``structuredContent``), and its session keeps no protocol version.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from spanfold.instrumentation.spans import set_failure
 from spanfold.instrumentation.tools import CALL_ID_KEYWORD, end_tool_span, fail_tool_span, start_tool_span
 from spanfold.runtime import Runtime
 
-SUPPORTED = "mcp >= 2.0, < 3"
+SUPPORTED = "mcp >= 1.0, < 3"
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -46,10 +47,16 @@ def result_text(result: Any) -> str:
     texts = [m.get(block, "text") for block in content if m.get(block, "type") == "text"]
     if content and len(texts) == len(content):
         return "\n".join(str(t) for t in texts)
-    structured = m.get(result, "structured_content")
+    structured = _field(result, "structured_content", "structuredContent")
     if structured is not None:
         return m.dumps(structured)
     return m.dumps([_plain(block) for block in content])
+
+
+def _field(result: Any, name: str, name_1x: str) -> Any:
+    """A result field by its 2.x name, else by its 1.x (camelCase) name."""
+    value = m.get(result, name)
+    return m.get(result, name_1x) if value is None else value
 
 
 def _plain(block: Any) -> Any:
@@ -86,7 +93,7 @@ def _finish(span: Span, result: Any, rt: Runtime) -> None:
     text: str | None = None
     try:
         text = result_text(result)
-        if m.get(result, "is_error") is True:
+        if _field(result, "is_error", "isError") is True:
             set_failure(span, semconv.TOOL_ERROR, text, rt)
     except Exception as exc:
         counters.fault("mcp.result", exc)
