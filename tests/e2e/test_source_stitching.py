@@ -205,15 +205,15 @@ def _slow_tools(seconds: float) -> dict[str, Any]:
 def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
     tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
 ) -> None:
-    """Tools of 0.6 s each and ``stitch_idle=0.25`` (init's option reaches the calling thread's conversations too):
+    """Tools of 0.8 s each and ``stitch_idle=0.5`` (init's option reaches the calling thread's conversations too):
     a conversation is not idle while one of its tool runs has not ended, on the calling thread nor in the fold. One
     trace id, one trace written, the whole trajectory; a plain pause as long, with no tool running, still splits."""
-    monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.6))
-    spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.25)
+    monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.8))
+    spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.5)
     try:
         from spanfold.instrumentation import conversations
 
-        assert conversations.active() is not None and conversations.active().idle == 0.25  # type: ignore[union-attr]
+        assert conversations.active() is not None and conversations.active().idle == 0.5  # type: ignore[union-attr]
         _run("openai", server, 0)
         assert spanfold.flush(timeout=30)
         groups = _by_trace(global_spans)
@@ -224,7 +224,7 @@ def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
         client = demo.PROVIDERS["openai"].client(server)
         messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": "Hello there"}]
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
-        time.sleep(0.6)  # the user thinks: nothing runs
+        time.sleep(1.0)  # the user thinks: nothing runs
         messages += [reply.choices[0].message, {"role": "user", "content": "And again?"}]
         client.chat.completions.create(model="gpt-4o-mini", messages=messages)
         assert len(_by_trace(global_spans)) == 2
