@@ -55,6 +55,27 @@ def records_all(rt: Runtime) -> bool:
 
 #: Parsed input histories, each message through its fingerprints (only the new tail of a re-sent history is parsed).
 _INPUTS = ArrayPrefixCache(element=message_prints)
+#: Fingerprints of the message structures the instrumentation shares (:data:`spanfold.jsonio.SHARED`), by identity:
+#: its history cache gives the same structure for the same message from call to call. Emptied when full.
+_PRINTS: dict[int, tuple[Any, tuple[Fingerprint, ...]]] = {}
+_PRINTS_LIMIT = 8192
+
+
+def _input_prints(inputs: str) -> list[Fingerprint]:
+    """The fingerprints of a history text's messages, in order: from the structures shared with it when there are
+    some (each message's looked up by identity), else parsed (only what is new since a text it extends)."""
+    shared = jsonio.SHARED.peek(inputs)
+    if not isinstance(shared, list):
+        return [fp for prints in _INPUTS.loads(inputs) if isinstance(prints, tuple) for fp in prints]
+    out: list[Fingerprint] = []
+    for message in shared:
+        entry = _PRINTS.get(id(message))
+        if entry is None or entry[0] is not message:
+            if len(_PRINTS) >= _PRINTS_LIMIT:
+                _PRINTS.clear()
+            entry = _PRINTS[id(message)] = (message, message_prints(message))
+        out += entry[1]
+    return out
 
 
 class Conversation:
@@ -148,12 +169,12 @@ class Turn:
         calls: list[tuple[Any, Any, Any]] = []
         last = self._inputs[-1] if self._inputs else self._seed
         if outputs is None:
-            keys.append(("history", last))  # a retry re-sends the same inputs
+            keys.append(last)  # a retry re-sends the same inputs
         else:
             messages, _ = shapes.first_choice(_parsed(outputs.get(semconv.OUTPUT_MESSAGES)))
             prints = [fp for msg in messages for fp in message_prints(msg)]
             if prints:
-                keys.append(("history", _chain(last, prints)[-1]))
+                keys.append(_chain(last, prints)[-1])
             response_id = outputs.get(semconv.RESPONSE_ID)
             if response_id:
                 keys.append(("response", response_id))
@@ -180,6 +201,7 @@ class Conversations:
         self._clock = clock
         self._lock = threading.Lock()
         self._open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
+        #: Keys: a history's chained hash (an int), ("response", id), ("conversation", id).
         self._index: dict[Hashable, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()
 
@@ -193,8 +215,7 @@ class Conversations:
         system = attrs.get(semconv.SYSTEM_INSTRUCTIONS)
         seed = hash(system) if isinstance(system, str) else 0
         inputs = attrs.get(semconv.INPUT_MESSAGES)
-        elements = _INPUTS.loads(inputs) if isinstance(inputs, str) else []
-        chain = _chain(seed, [fp for prints in elements if isinstance(prints, tuple) for fp in prints])
+        chain = _chain(seed, _input_prints(inputs) if isinstance(inputs, str) else [])
         ids: list[Hashable] = [("response", attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)]
         conversation_id = attrs.get(semconv.CONVERSATION_ID)
         if conversation_id:
@@ -234,7 +255,7 @@ class Conversations:
             if conv is not None:
                 return self._touch(conv)
         for h in reversed(chain):  # the longest history it extends
-            conv = self._index.get(("history", h))
+            conv = self._index.get(h)
             if conv is not None:
                 return self._touch(conv)
         return None
