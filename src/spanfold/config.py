@@ -83,6 +83,12 @@ def _names(name: str, raw: str) -> tuple[str, ...] | None:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
+#: A stitched conversation whose latest model call asked for tools waits on them: however long a plain (untraced)
+#: tool function or a person approving it takes, it stays open this many times ``stitch_idle`` (at the source and in
+#: the fold alike).
+ASKING_IDLE_FACTOR = 10
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     env: tuple[str, ...]
@@ -154,7 +160,8 @@ class Config:
         ("SPANFOLD_STITCH_IDLE",),
         _positive_float,
         30.0,
-        "seconds an un-parented conversation stays open for stitching",
+        "seconds an un-parented conversation stays open for stitching without a call (ten times as long when its "
+        "latest call asked for tools: the run waits on them)",
     )
     stitch: bool = _option(
         ("SPANFOLD_STITCH",),

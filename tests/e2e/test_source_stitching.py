@@ -17,7 +17,7 @@ import pytest
 
 import spanfold
 from spanfold import demo
-from spanfold.testing import MockLLMServer
+from spanfold.testing import MockLLMServer, Reply
 
 from .test_provider_matrix import PROVIDERS, WEATHER_SHAPE, question, shape, user_text
 
@@ -186,45 +186,65 @@ def test_agent_traceparent_argument(traced: Any, global_spans: Any, server: Mock
     assert shape(traced.one()) == WEATHER_SHAPE
 
 
-def _slow_tools(seconds: float) -> dict[str, Any]:
-    """The demo's tools as ``@spanfold.tool`` functions that take ``seconds`` each."""
+def _slow_tools(seconds: float, *, traced: bool = True) -> dict[str, Any]:
+    """The demo's tools as functions that take ``seconds`` each: ``@spanfold.tool`` ones, or plain ones (no span)."""
 
     def slow(name: str) -> Any:
         fn = getattr(demo.scenarios, name)
 
-        @spanfold.tool(name=name)
         def run(**arguments: Any) -> Any:
             time.sleep(seconds)
             return fn(**arguments)
 
-        return run
+        if traced:
+            return spanfold.tool(name=name)(run)
+        return lambda tool_call_id=None, **arguments: run(**arguments)
 
     return {name: slow(name) for name in demo.TOOLS}
+
+
+def _one_run_one_trace(tmp_path: Any, global_spans: Any, server: MockLLMServer) -> None:
+    _run("openai", server, 0)
+    assert spanfold.flush(timeout=30)
+    groups = _by_trace(global_spans)
+    assert len(groups) == 1, {t: [s.name for s in v] for t, v in groups.items()}
+    lines = (tmp_path / "traces" / "traces.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and shape(json.loads(lines[0])) == WEATHER_SHAPE
 
 
 def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
     tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
 ) -> None:
-    """Tools of 0.8 s each and ``stitch_idle=0.5`` (init's option reaches the calling thread's conversations too):
-    a conversation is not idle while one of its tool runs has not ended, on the calling thread nor in the fold. One
-    trace id, one trace written, the whole trajectory; a plain pause as long, with no tool running, still splits."""
+    """``@spanfold.tool`` tools of 0.8 s each and ``stitch_idle=0.5`` (init's option reaches the calling thread's
+    conversations too): a conversation is not idle while one of its tool runs has not ended, on the calling thread
+    nor in the fold. One trace id, one trace written, the whole trajectory."""
     monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.8))
     spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.5)
     try:
         from spanfold.instrumentation import conversations
 
         assert conversations.active() is not None and conversations.active().idle == 0.5  # type: ignore[union-attr]
-        _run("openai", server, 0)
-        assert spanfold.flush(timeout=30)
-        groups = _by_trace(global_spans)
-        assert len(groups) == 1, {t: [s.name for s in v] for t, v in groups.items()}
-        lines = (tmp_path / "traces" / "traces.jsonl").read_text().splitlines()
-        assert len(lines) == 1 and shape(json.loads(lines[0])) == WEATHER_SHAPE
+        _one_run_one_trace(tmp_path, global_spans, server)
+    finally:
+        spanfold.shutdown()
+
+
+def test_a_run_waiting_on_plain_tools_stays_open_longer(
+    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
+) -> None:
+    """Plain tool functions (no span) of 0.8 s each and ``stitch_idle=0.2``: a conversation whose latest call asked
+    for tools waits on them ten times the window, at the source and in the fold; one whose latest call gave a final
+    answer closes after the window (a user's follow-up 1 s later is another run)."""
+    monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.8, traced=False))
+    spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.2)
+    try:
+        _one_run_one_trace(tmp_path, global_spans, server)
         global_spans.clear()
+        server.script(Reply.text("Hello!"), Reply.text("Hello again!"))
         client = demo.PROVIDERS["openai"].client(server)
         messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": "Hello there"}]
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
-        time.sleep(1.0)  # the user thinks: nothing runs
+        time.sleep(1.0)  # the user reads the answer: nothing runs
         messages += [reply.choices[0].message, {"role": "user", "content": "And again?"}]
         client.chat.completions.create(model="gpt-4o-mini", messages=messages)
         assert len(_by_trace(global_spans)) == 2

@@ -18,6 +18,7 @@ from spanfold.runtime import Runtime
 TRACER = TracerProvider().get_tracer("test")
 RT = Runtime(capture_content=True)
 INPUTS = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Book me a table"}]}])
+TEXT = {"type": "text", "content": "Hi there"}
 OUTPUTS = json.dumps(
     [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "book", "arguments": {"n": 2}}]}]
 )
@@ -74,13 +75,35 @@ def test_a_running_tool_keeps_its_conversation_open_past_the_idle_window() -> No
     assert joined is conv
     span = TRACER.start_span("execute_tool book", context)
     source.running(conv, span)
-    clock.now += 300  # a five-minute tool run
+    clock.now += 600  # a ten-minute tool run: past even the window of a run waiting on its tools
     assert source.tool_context(None, "other", None) == (None, None)  # looks the index over: conv stays
     assert len(source) == 1
-    span.end(end_time=time.time_ns() - 5_000_000_000)  # it ended five seconds ago
-    clock.now += 36  # 36 s after the last look, but the tool ended 5 s ago: the window counts from its end
+    clock.now += 300  # the tool ends, 295 s ago by its own clock (the SDK's end time)
+    span.end(end_time=time.time_ns() - 295_000_000_000)
+    clock.now += 6  # 306 s after the last look: but the window (300 s: the call asked for a tool) counts from its end
     source.tool_context(None, "other", None)
     assert len(source) == 1
-    clock.now += 30  # idle since
+    clock.now += 14  # 309 s after the tool ended
+    source.tool_context(None, "other", None)
+    assert len(source) == 0
+
+
+def test_the_window_is_longer_while_a_run_waits_on_its_tools() -> None:
+    """A call that asked for tools keeps its conversation open ten times ``idle`` (a plain tool function, or a person
+    approving it, gives no sign of life); one that gave a final answer, ``idle``."""
+    clock = Clock()
+    source = Conversations(idle=30.0, clock=clock)
+    _call(source, {})  # asked for ``book``
+    answered = source.turn({semconv.INPUT_MESSAGES: INPUTS.replace("Book me a table", "Hello")})
+    answered.started(TRACER.start_span("chat"))
+    answered.done({semconv.OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": [TEXT]}])})
+    assert len(source) == 2
+    clock.now += 31
+    source.tool_context(None, "other", None)
+    assert len(source) == 1  # the answered one closed
+    clock.now += 268
+    source.tool_context(None, "other", None)
+    assert len(source) == 1
+    clock.now += 2
     source.tool_context(None, "other", None)
     assert len(source) == 0

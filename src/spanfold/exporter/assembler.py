@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spanfold import counters
-from spanfold.config import Config
+from spanfold.config import ASKING_IDLE_FACTOR, Config
 from spanfold.exporter.meta import status as trace_status
 from spanfold.exporter.meta import trace_hex as trace_hex  # part of the assembler's surface
 from spanfold.exporter.records import SpanRecord
@@ -262,7 +262,8 @@ class Assembler:
                 break
             self._finish(buf, incomplete=True)
         for key, stitcher in list(self._stitchers.items()):
-            for conv in stitcher.idle(now - self.config.stitch_idle, self._running, now):
+            idle = self.config.stitch_idle
+            for conv in stitcher.idle(now - idle, self._running, now, now - idle * ASKING_IDLE_FACTOR):
                 self._write_conversation(conv)
             if self.policy.final_idle is not None:
                 self._write_answered(key, stitcher, now, self.policy.final_idle)
@@ -316,9 +317,10 @@ class Assembler:
         if self._rooted and self.policy.quiet is not None:
             deadlines.append(next(iter(self._rooted.values())).touched + self.policy.quiet)
         for stitcher in self._stitchers.values():
-            touched = stitcher.oldest_touch()
-            if touched is not None:
-                deadlines.append(touched + self.config.stitch_idle)
+            idle = self.config.stitch_idle
+            deadline = stitcher.idle_deadline(idle, idle * ASKING_IDLE_FACTOR)
+            if deadline is not None:
+                deadlines.append(deadline)
             answered = stitcher.oldest_answer()
             if answered is not None and self.policy.final_idle is not None:
                 deadlines.append(answered + self.policy.final_idle)

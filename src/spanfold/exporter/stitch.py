@@ -50,6 +50,9 @@ class Conversation:
     #: When the stitcher last looked at it as answered: its latest call gave a final answer (no tool call, no error),
     #: the run may be over (:meth:`Stitcher.answered_before` orders by it).
     answer_seen: float = 0.0
+    #: Its latest model call asked for tools: the run waits on them (however long a plain function takes), so it
+    #: stays open for the longer window (:meth:`Stitcher.idle`).
+    asking: bool = False
 
     def add(
         self,
@@ -105,6 +108,10 @@ class Stitcher:
         self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
         self.answered: OrderedDict[int, Conversation] = OrderedDict()  # final answer given; least recently seen first
+        #: ``open`` split by the window that closes them, each least recently active first: the conversations whose
+        #: latest call asked for tools, and the others.
+        self.asking: OrderedDict[int, Conversation] = OrderedDict()
+        self.resting: OrderedDict[int, Conversation] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.open)
@@ -113,7 +120,17 @@ class Stitcher:
         self._serial += 1
         conv = Conversation(self._serial)
         self.open[conv.serial] = conv
+        self.resting[conv.serial] = conv
         return conv
+
+    def _touch(self, conv: Conversation, now: float) -> None:
+        """The conversation was active at ``now``: last in the order of its window."""
+        conv.touched = now
+        self.open.move_to_end(conv.serial)
+        queue, other = (self.asking, self.resting) if conv.asking else (self.resting, self.asking)
+        other.pop(conv.serial, None)
+        queue[conv.serial] = conv
+        queue.move_to_end(conv.serial)
 
     def _register(self, conv: Conversation, key: Hashable) -> None:
         self._index[key] = conv
@@ -155,9 +172,11 @@ class Stitcher:
         if step.conversation_id is not None:
             self._register(conv, ("conversation", step.conversation_id))
         final = bool(out_events) and step.error is None
+        conv.asking = False
         for e in out_events:
             for tc in e.tool_calls:
                 final = False
+                conv.asking = True
                 conv.waiting.append(self._calls.expect(conv, tc.id, tc.name, tc.arguments))
         return final
 
@@ -194,8 +213,7 @@ class Stitcher:
         if member is None:
             self._register(conv, ("trace", trace_id))
         conv.add(trace_id, records, steps, status, attribute_bytes)
-        conv.touched = now
-        self.open.move_to_end(conv.serial)
+        self._touch(conv, now)
         self.answered.pop(conv.serial, None)
         if final:
             conv.answer_seen = now
@@ -209,13 +227,12 @@ class Stitcher:
     def join(self, conv: Conversation, record: SpanRecord, step: Step | None, size: int, now: float) -> None:
         """One more span of a trace the conversation holds (a span that arrived after its trace's part was folded)."""
         conv.add(record.trace_id, [record], {record.span_id: step}, "complete", size)
-        conv.touched = now
-        self.open.move_to_end(conv.serial)
         if isinstance(step, ModelStep) and record.is_local_root:  # a call of the run: a final answer ends it
             self.answered.pop(conv.serial, None)
             if self._register_model(conv, step, self._seed(step), _fingerprints(step.inputs)):
                 conv.answer_seen = now
                 self.answered[conv.serial] = conv
+        self._touch(conv, now)
 
     def answered_before(self, before: float) -> list[Conversation]:
         """The answered conversations last seen before ``before`` (still open: the caller closes them or calls
@@ -236,21 +253,31 @@ class Stitcher:
         return next(iter(self.answered.values())).answer_seen if self.answered else None
 
     def idle(
-        self, before: float, busy: Callable[[Conversation], bool] | None = None, now: float = 0.0
+        self,
+        before: float,
+        busy: Callable[[Conversation], bool] | None = None,
+        now: float = 0.0,
+        asking_before: float | None = None,
     ) -> list[Conversation]:
-        """Close and return the conversations last active before ``before``; one that is ``busy`` (a span of its
-        trace started and has not ended: a slow tool run) counts as active at ``now`` instead."""
+        """Close and return the conversations last active before ``before`` (those whose latest call asked for tools:
+        before ``asking_before``, when given); one that is ``busy`` (a span of its trace started and has not ended:
+        a slow tool run) counts as active at ``now`` instead."""
         out = []
-        while self.open:
-            conv = next(iter(self.open.values()))
-            if conv.touched >= before:
-                break
-            if busy is not None and busy(conv):
-                conv.touched = now
-                self.open.move_to_end(conv.serial)
-                continue
-            out.append(self.close(conv))
+        for queue, limit in ((self.resting, before), (self.asking, before if asking_before is None else asking_before)):
+            while queue:
+                conv = next(iter(queue.values()))
+                if conv.touched >= limit:
+                    break
+                if busy is not None and busy(conv):
+                    self._touch(conv, now)
+                    continue
+                out.append(self.close(conv))
         return out
+
+    def idle_deadline(self, idle: float, asking_idle: float) -> float | None:
+        """When :meth:`idle` next has a conversation to close, given the two windows (None: none is open)."""
+        deadlines = [q[next(iter(q))].touched + w for q, w in ((self.resting, idle), (self.asking, asking_idle)) if q]
+        return min(deadlines) if deadlines else None
 
     def oldest_touch(self) -> float | None:
         return next(iter(self.open.values())).touched if self.open else None
@@ -258,6 +285,8 @@ class Stitcher:
     def close(self, conv: Conversation) -> Conversation:
         self.open.pop(conv.serial, None)
         self.answered.pop(conv.serial, None)
+        self.asking.pop(conv.serial, None)
+        self.resting.pop(conv.serial, None)
         for key in conv.keys:
             if self._index.get(key) is conv:
                 del self._index[key]

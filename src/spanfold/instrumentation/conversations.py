@@ -28,19 +28,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
 from spanfold import jsonio, semconv
+from spanfold.config import ASKING_IDLE_FACTOR, Config
 from spanfold.json_prefix import ArrayPrefixCache
 from spanfold.pairing import Call, Pairing
 from spanfold.runtime import Runtime
-
-if TYPE_CHECKING:
-    from spanfold.config import Config
 from spanfold.semconv import shapes
 from spanfold.semconv.fingerprints import Fingerprint, message_prints, tool_calls
 
@@ -81,7 +79,7 @@ def _input_prints(inputs: str) -> list[Fingerprint]:
 class Conversation:
     """One stitched run: the context its later calls start in, its index keys, the tool calls it waits on."""
 
-    __slots__ = ("_context", "_first", "keys", "running", "touched", "waiting")
+    __slots__ = ("_context", "_first", "asking", "keys", "running", "touched", "waiting")
 
     def __init__(self, first: SpanContext, now: float) -> None:
         self._first = first  # the context, not the span: an ended span still holds its attributes
@@ -92,6 +90,8 @@ class Conversation:
         #: than ``idle`` seconds does not split the run).
         self.running: list[Span] = []
         self.touched = now
+        #: Its latest call asked for tools: the run waits on them, for ``ASKING_IDLE_FACTOR`` times the window.
+        self.asking = False
 
     def busy(self, now: float) -> bool:
         """Whether one of its tool runs is still running; one that ended since the last look counts as activity
@@ -179,7 +179,7 @@ class Turn:
             if response_id:
                 keys.append(("response", response_id))
             calls = tool_calls(messages)
-        self._owner.register(conv, keys, calls)
+        self._owner.register(conv, keys, calls, answered=outputs is not None)
 
 
 class Conversations:
@@ -201,6 +201,10 @@ class Conversations:
         self._clock = clock
         self._lock = threading.Lock()
         self._open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
+        #: ``_open`` split by the window that closes them (least recently active first): those whose latest call
+        #: asked for tools (a plain tool function, or a person approving it, may take minutes), and the others.
+        self._asking: OrderedDict[int, Conversation] = OrderedDict()
+        self._resting: OrderedDict[int, Conversation] = OrderedDict()
         #: Keys: a history's chained hash (an int), ("response", id), ("conversation", id).
         self._index: dict[Hashable, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()
@@ -260,20 +264,29 @@ class Conversations:
                 return self._touch(conv)
         return None
 
-    def _touch(self, conv: Conversation) -> Conversation:
-        conv.touched = self._clock()
+    def _touch(self, conv: Conversation, now: float | None = None) -> Conversation:
+        conv.touched = self._clock() if now is None else now
         self._open.move_to_end(id(conv))
+        queue, other = (self._asking, self._resting) if conv.asking else (self._resting, self._asking)
+        other.pop(id(conv), None)
+        queue[id(conv)] = conv
+        queue.move_to_end(id(conv))
         return conv
 
     def open(self, first: Span) -> Conversation:
         conv = Conversation(first.get_span_context(), self._clock())
         with self._lock:
             self._open[id(conv)] = conv
+            self._resting[id(conv)] = conv
             while len(self._open) > self.limit:
                 self._close(next(iter(self._open.values())))
         return conv
 
-    def register(self, conv: Conversation, keys: list[Hashable], calls: list[tuple[Any, Any, Any]]) -> None:
+    def register(
+        self, conv: Conversation, keys: list[Hashable], calls: list[tuple[Any, Any, Any]], *, answered: bool = True
+    ) -> None:
+        """What a call of ``conv`` adds: its keys, the tool calls it asked for (``answered``: it gave a result; a
+        failed call leaves the conversation waiting as it was)."""
         with self._lock:
             if self._open.get(id(conv)) is not conv:
                 return  # closed meanwhile
@@ -282,24 +295,29 @@ class Conversations:
                 conv.keys.append(key)
             for call_id, name, arguments in calls:
                 conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
+            if answered:
+                conv.asking = bool(calls)
             self._touch(conv)
 
     def _expire(self) -> None:
         now = self._clock()
-        before = now - self.idle
-        while self._open:
-            conv = next(iter(self._open.values()))
-            if conv.touched >= before:
-                return
-            if conv.busy(now):  # a tool still runs: active now
-                conv.touched = now
-            if conv.touched >= before:  # active meanwhile (a tool run ended): looked at again later
-                self._open.move_to_end(id(conv))
-                continue
-            self._close(conv)
+        for queue, window in ((self._resting, self.idle), (self._asking, self.idle * ASKING_IDLE_FACTOR)):
+            before = now - window
+            while queue:
+                conv = next(iter(queue.values()))
+                if conv.touched >= before:
+                    break
+                if conv.busy(now):  # a tool still runs: active now
+                    conv.touched = now
+                if conv.touched >= before:  # active meanwhile (a tool run ended): looked at again later
+                    self._touch(conv, conv.touched)
+                    continue
+                self._close(conv)
 
     def _close(self, conv: Conversation) -> None:
         self._open.pop(id(conv), None)
+        self._asking.pop(id(conv), None)
+        self._resting.pop(id(conv), None)
         for key in conv.keys:
             if self._index.get(key) is conv:
                 del self._index[key]
