@@ -5,6 +5,7 @@ Precedence: an argument passed to ``spanfold.init()`` wins, then the environment
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -58,8 +59,8 @@ def _positive(kind: Callable[[str], _Number], expected: str) -> Callable[[str, s
             value = kind(raw)
         except ValueError:
             raise ConfigError(f"{name}={raw!r}: {expected}") from None
-        if value <= 0:
-            raise ConfigError(f"{name}={raw!r}: expected a positive number")
+        if not (0 < value < math.inf):  # NaN compares false both ways: refused too
+            raise ConfigError(f"{name}={raw!r}: expected a positive, finite number")
         return value
 
     return parse
@@ -202,6 +203,9 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         if name in given:
             raw = given[name]
             values[name] = opt.parse(name, raw) if isinstance(raw, str) and opt.parse is not _str else raw
+            positive = opt.parse in (_positive_float, _positive_int)
+            if positive and isinstance(raw, (int, float)) and not isinstance(raw, bool) and not 0 < raw < math.inf:
+                raise ConfigError(f"{name}={raw!r}: expected a positive, finite number")
             continue
         values[name] = opt.default
         for var in opt.env:

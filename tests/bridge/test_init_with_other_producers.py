@@ -82,3 +82,13 @@ def test_unknown_instrumentation_name_is_a_clear_error() -> None:
 )
 def test_instrument_option_from_the_environment(raw: str, parsed: tuple[str, ...] | None) -> None:
     assert config.load({}, {"SPANFOLD_INSTRUMENT": raw}).instrument == parsed
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-1", "0"])
+def test_a_window_that_is_not_a_positive_finite_number_is_a_clear_error(raw: str) -> None:
+    """A NaN window would never close a conversation (every comparison with it is false): refused, from the
+    environment and from init() alike."""
+    with pytest.raises(config.ConfigError, match=f"SPANFOLD_STITCH_IDLE='{raw}': expected a positive, finite number"):
+        config.load({}, {"SPANFOLD_STITCH_IDLE": raw})
+    with pytest.raises(config.ConfigError, match=r"stitch_idle=.*: expected a positive, finite number"):
+        config.load({"stitch_idle": float(raw)}, {})

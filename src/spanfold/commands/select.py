@@ -19,7 +19,7 @@ from spanfold.trace.read import Record
 TRACE_HELP = "Only trace N (from 1; -1 is the last) or the trace whose id is (or starts with) ID."
 
 
-_NUMBER = re.compile(r"-?[0-9]{1,7}")
+_NUMBER = re.compile(r"[+-]?[0-9]{1,7}")
 
 
 def _number(spec: str) -> int | None:

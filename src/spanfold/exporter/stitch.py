@@ -172,7 +172,8 @@ class Stitcher:
         if step.conversation_id is not None:
             self._register(conv, ("conversation", step.conversation_id))
         final = bool(out_events) and step.error is None
-        conv.asking = False
+        if step.error is None:  # a failed call leaves the run waiting as it was (as at the source): it is retried
+            conv.asking = False
         for e in out_events:
             for tc in e.tool_calls:
                 final = False

@@ -56,7 +56,7 @@ _INPUTS = ArrayPrefixCache(element=message_prints)
 #: Fingerprints of the message structures the instrumentation shares (:data:`spanfold.jsonio.SHARED`), by identity:
 #: its history cache gives the same structure for the same message from call to call. Emptied when full.
 _PRINTS: dict[int, tuple[Any, tuple[Fingerprint, ...]]] = {}
-_PRINTS_LIMIT = 8192
+_PRINTS_LIMIT = 2048
 
 
 def _input_prints(inputs: str) -> list[Fingerprint]:
@@ -247,8 +247,10 @@ class Conversations:
             return conv.context, conv
 
     def running(self, conv: Conversation, span: Span) -> None:
-        """A tool run of ``conv`` started ``span``: the conversation stays open until it ends."""
+        """A tool run of ``conv`` started ``span``: the conversation stays open until it ends (ended ones are let go
+        here too, so an active conversation holds only the spans still running)."""
         with self._lock:
+            conv.running = [s for s in conv.running if s.is_recording()]
             conv.running.append(span)
 
     # --- the index ---------------------------------------------------------------------------------------
@@ -310,7 +312,7 @@ class Conversations:
                 if conv.busy(now):  # a tool still runs: active now
                     conv.touched = now
                 if conv.touched >= before:  # active meanwhile (a tool run ended): looked at again later
-                    self._touch(conv, conv.touched)
+                    self._touch(conv, conv.touched)  # its window counts from the tool's end
                     continue
                 self._close(conv)
 

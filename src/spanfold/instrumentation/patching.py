@@ -143,19 +143,24 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _apply(self, generation: int, tracer: Tracer, rt: Runtime, patches: list[Patch], module: ModuleType) -> None:
         """The post-import hook of one module: wrap its patches, unless a later (un)instrument made it stale."""
         cls = type(self)
+        found: list[tuple[Patch, tuple[Any, str]]] = []
+        for patch in patches:  # outside the lock: looking a module up may wait on another thread's import of it
+            try:
+                target = _owner(patch)
+            except Exception as exc:
+                counters.fault(f"patch.{patch.module}", exc)
+                continue
+            if target is not None:  # else not in this version of the SDK
+                found.append((patch, target))
         with _LOCK:
             if generation != cls._generation:
                 return
-            for patch in patches:
+            for patch, (owner, attr) in found:
                 try:
-                    target = _owner(patch)
-                    if target is None:
-                        continue  # not in this version of the SDK
-                    owner, attr = target
                     if any(o is owner and a == attr for o, a in cls._applied):
                         continue  # the same class reached through an old and a new module path
                     wrapt.wrap_function_wrapper(owner, attr, patch.factory(tracer, rt))
-                    cls._applied.append(target)
+                    cls._applied.append((owner, attr))
                 except Exception as exc:
                     counters.fault(f"patch.{patch.module}", exc)
 

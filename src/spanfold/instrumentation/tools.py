@@ -112,18 +112,19 @@ def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Contex
 
 def _placed(
     call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
-) -> tuple[otel_context.Context | None, Any]:
-    """:func:`tool_context`, and the zero-code conversation the run joins (None: none)."""
+) -> tuple[otel_context.Context | None, tuple[conversations.Conversations, Any] | None]:
+    """:func:`tool_context`, and the zero-code conversations and conversation the run joins (None: none)."""
     source = conversations.active()
     if source is None or otel_trace.get_current_span().get_span_context().is_valid:
         return None, None
     if not source.stitch:
         return source.parent, None
     try:
-        return source.tool_context(call_id, name, arguments, conversation_id)
+        context, conv = source.tool_context(call_id, name, arguments, conversation_id)
     except Exception as exc:
         counters.fault("tool.stitch", exc)
         return source.parent, None
+    return context, ((source, conv) if conv is not None else None)
 
 
 def start_tool_span(
@@ -153,11 +154,13 @@ def start_tool_span(
         attrs[semconv.TOOL_CALL_ID] = str(call_id)
     if arguments is not None and rt.capture_content:
         attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
-    context, conv = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
+    context, joined = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
     span = tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
-    source = conversations.active()
-    if conv is not None and source is not None:
-        source.running(conv, span)  # the conversation stays open while the tool runs, however long
+    if joined is not None:
+        try:
+            joined[0].running(joined[1], span)  # the conversation stays open while the tool runs, however long
+        except Exception as exc:
+            counters.fault("tool.stitch", exc)
     return span
 
 
