@@ -18,7 +18,7 @@ Never imports :mod:`spanfold.instrumentation`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from spanfold import semconv
@@ -26,6 +26,26 @@ from spanfold.exporter.dialect_shapes import dumps, loads, tool_call
 from spanfold.exporter.records import SpanRecord
 
 OPERATION_ID: Final = semconv.VERCEL_OPERATION_ID
+
+
+#: The AI SDK's attribute -> the contract's, copied when the contract's is not set already.
+_MODEL_ATTRIBUTES = (
+    (semconv.VERCEL_MODEL_ID, semconv.REQUEST_MODEL),
+    (semconv.VERCEL_RESPONSE_ID, semconv.RESPONSE_ID),
+    (semconv.VERCEL_RESPONSE_MODEL, semconv.RESPONSE_MODEL),
+)
+_TOOL_ATTRIBUTES = (
+    (semconv.VERCEL_TOOL_NAME, semconv.TOOL_NAME),
+    (semconv.VERCEL_TOOL_ID, semconv.TOOL_CALL_ID),
+    (semconv.VERCEL_TOOL_ARGS, semconv.TOOL_CALL_ARGUMENTS),
+)
+
+
+def _renamed(attrs: Mapping[str, Any], out: dict[str, Any], pairs: Iterable[tuple[str, str]]) -> None:
+    """Each ``(old, new)`` pair: ``out[new]`` from ``attrs[old]``, unless ``out`` has ``new`` already."""
+    for old, new in pairs:
+        if old in attrs:
+            out.setdefault(new, attrs[old])
 
 
 def _output(part: Mapping[str, Any]) -> Any:
@@ -94,16 +114,8 @@ def _model(attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         out[semconv.OUTPUT_MESSAGES] = dumps([{"role": "assistant", "parts": parts, **extra}])
     if reason is not None:
         out.setdefault(semconv.RESPONSE_FINISH_REASONS, [str(reason)])
-    for old, new in semconv.VERCEL_USAGE.items():
-        if old in attrs and new not in out:
-            out[new] = attrs[old]
-    for old, new in (
-        (semconv.VERCEL_MODEL_ID, semconv.REQUEST_MODEL),
-        (semconv.VERCEL_RESPONSE_ID, semconv.RESPONSE_ID),
-        (semconv.VERCEL_RESPONSE_MODEL, semconv.RESPONSE_MODEL),
-    ):
-        if old in attrs:
-            out.setdefault(new, attrs[old])
+    _renamed(attrs, out, semconv.VERCEL_USAGE.items())
+    _renamed(attrs, out, _MODEL_ATTRIBUTES)
     provider = attrs.get(semconv.VERCEL_MODEL_PROVIDER)
     if isinstance(provider, str):
         out.setdefault(semconv.PROVIDER_NAME, provider.partition(".")[0])
@@ -115,13 +127,7 @@ def _tool(attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     out = dict(attrs)
     out[semconv.OPERATION_NAME] = semconv.OP_EXECUTE_TOOL
     name = attrs.get(semconv.VERCEL_TOOL_NAME)
-    for old, new in (
-        (semconv.VERCEL_TOOL_NAME, semconv.TOOL_NAME),
-        (semconv.VERCEL_TOOL_ID, semconv.TOOL_CALL_ID),
-        (semconv.VERCEL_TOOL_ARGS, semconv.TOOL_CALL_ARGUMENTS),
-    ):
-        if old in attrs:
-            out.setdefault(new, attrs[old])
+    _renamed(attrs, out, _TOOL_ATTRIBUTES)
     raw = attrs.get(semconv.VERCEL_TOOL_RESULT)
     if raw is not None:
         value = loads(raw)
