@@ -23,7 +23,7 @@ CHILD = r"""
 import sys, json
 sys.path.insert(0, BENCH)
 piece, n = sys.argv[1], int(sys.argv[2])
-if piece == "stream":
+if piece in ("stream", "stream_proxy"):  # the 53 chunks of the workload's stream, through the proxy
     import workload
     from openai.types.chat import ChatCompletionChunk
     from spanfold.instrumentation.streams import SyncStreamProxy, StreamState
@@ -36,28 +36,15 @@ if piece == "stream":
         ended = False
         def finish(self, attrs=None): self.ended = True
         def fail(self, exc, attrs=None): self.ended = True
-    rt = Runtime(capture_content=True)
-    def op():
-        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), ChatStreamAccumulator(rt), "k")):
-            pass
-    items = None
-elif piece == "stream_proxy":
-    import workload
-    from openai.types.chat import ChatCompletionChunk
-    from spanfold.instrumentation.streams import SyncStreamProxy, StreamState
-    body = workload.stream_body().decode()
-    events = [e for e in body.split("\n\n") if e.startswith("data: {")]
-    chunks = [ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in events]
-    class Span:
-        ended = False
-        def finish(self, attrs=None): self.ended = True
-        def fail(self, exc, attrs=None): self.ended = True
-    class Nothing:
+    class Nothing:  # stream_proxy: the proxy's own cost, an accumulator that does nothing
         def add(self, chunk): pass
         def attributes(self): return {}
+    rt = Runtime(capture_content=True)
+    accumulator = (lambda: ChatStreamAccumulator(rt)) if piece == "stream" else Nothing
     def op():
-        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), Nothing(), "k")):
+        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), accumulator(), "k")):
             pass
+    items = None
 else:
     import spans
     from spanfold.exporter.fold import fold
