@@ -32,8 +32,9 @@ if piece in ("stream", "stream_proxy"):  # the 53 chunks of the workload's strea
     body = workload.stream_body().decode()
     events = [e for e in body.split("\n\n") if e.startswith("data: {")]
     chunks = [ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in events]
-    class Span:
+    class Span:  # what StreamState reads of a ModelSpan
         ended = False
+        turn = None
         def finish(self, attrs=None): self.ended = True
         def fail(self, exc, attrs=None): self.ended = True
     class Nothing:  # stream_proxy: the proxy's own cost, an accumulator that does nothing
