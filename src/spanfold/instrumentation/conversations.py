@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -51,28 +51,36 @@ def records_all(rt: Runtime) -> bool:
     Runtimes compare by identity, so this compares what they do)."""
     return rt.capture_content and rt.redaction is None
 
+
 #: Parsed input histories, each message through its fingerprints (only the new tail of a re-sent history is parsed).
 _INPUTS = ArrayPrefixCache(element=message_prints)
-#: Fingerprints of the message structures the instrumentation shares (:data:`spanfold.jsonio.SHARED`), by identity:
-#: its history cache gives the same structure for the same message from call to call. Emptied when full.
-_PRINTS: dict[int, tuple[Any, tuple[Fingerprint, ...]]] = {}
+#: The message structures the instrumentation shares (:data:`spanfold.jsonio.SHARED`), by identity: its history cache
+#: gives the same structure for the same message from call to call. Each entry: the message, the chain value before
+#: it and the chain's values over its fingerprints (a re-sent history with the same beginning hashes nothing again).
+#: Entries are tuples replaced whole (thread-safe without a lock); emptied when full.
+_PRINTS: dict[int, tuple[Any, int, tuple[int, ...]]] = {}
 _PRINTS_LIMIT = 2048
 
 
-def _input_prints(inputs: str) -> list[Fingerprint]:
-    """The fingerprints of a history text's messages, in order: from the structures shared with it when there are
-    some (each message's looked up by identity), else parsed (only what is new since a text it extends)."""
+def _input_chain(seed: int, inputs: str) -> list[int]:
+    """:func:`_chain` of a history text's fingerprints, in order: from the structures shared with it when there are
+    some (each message looked up by identity, its chain values reused when what came before it is the same), else
+    parsed (only what is new since a text it extends)."""
     shared = jsonio.SHARED.peek(inputs)
     if not isinstance(shared, list):
-        return [fp for prints in _INPUTS.loads(inputs) if isinstance(prints, tuple) for fp in prints]
-    out: list[Fingerprint] = []
+        return _chain(seed, [fp for prints in _INPUTS.loads(inputs) if isinstance(prints, tuple) for fp in prints])
+    out: list[int] = []
+    h = seed
     for message in shared:
         entry = _PRINTS.get(id(message))
-        if entry is None or entry[0] is not message:
+        if entry is None or entry[0] is not message or entry[1] != h:
             if len(_PRINTS) >= _PRINTS_LIMIT:
                 _PRINTS.clear()
-            entry = _PRINTS[id(message)] = (message, message_prints(message))
-        out += entry[1]
+            entry = _PRINTS[id(message)] = (message, h, tuple(_chain(h, message_prints(message))))
+        values = entry[2]
+        if values:
+            out += values
+            h = values[-1]
     return out
 
 
@@ -118,12 +126,20 @@ class Conversation:
         return self._context
 
 
-def _chain(seed: int, prints: list[Fingerprint]) -> list[int]:
+def _chain(seed: int, prints: Iterable[Fingerprint]) -> list[int]:
     out, h = [], seed
     for fp in prints:
         h = hash((h, fp))
         out.append(h)
     return out
+
+
+def _chained(seed: int, prints: Iterable[Fingerprint]) -> int:
+    """The last value of :func:`_chain` (``seed`` for no prints)."""
+    h = seed
+    for fp in prints:
+        h = hash((h, fp))
+    return h
 
 
 def _parsed(value: Any) -> list[Any]:
@@ -138,7 +154,7 @@ def _parsed(value: Any) -> list[Any]:
 class Turn:
     """One un-parented model call: the context its span starts in, and what it adds to its conversation when done."""
 
-    __slots__ = ("_inputs", "_owner", "_seed", "context", "conversation", "keys")
+    __slots__ = ("_first", "_inputs", "_owner", "_seed", "context", "conversation", "keys")
 
     def __init__(
         self,
@@ -154,16 +170,18 @@ class Turn:
         self._seed = seed
         self._inputs = inputs
         self.keys = keys  # response / conversation ids of the request
+        self._first: SpanContext | None = None
 
     def started(self, span: Span) -> None:
-        """The call's span started: a call that extends nothing opens a conversation under it."""
+        """The call's span started: a call that extends nothing opens a conversation under it when it ends (with what
+        it adds, under one lock: until then no later call or tool run could find it)."""
         if self.conversation is None:
-            self.conversation = self._owner.open(span)
+            self._first = span.get_span_context()
 
     def done(self, outputs: Mapping[str, Any] | None) -> None:
         """The call ended with ``outputs`` (its result attributes with capture on), or failed (None)."""
-        conv = self.conversation
-        if conv is None:
+        conv, first = self.conversation, self._first
+        if conv is None and first is None:
             return
         keys = list(self.keys)
         calls: list[tuple[Any, Any, Any]] = []
@@ -174,12 +192,12 @@ class Turn:
             messages, _ = shapes.first_choice(_parsed(outputs.get(semconv.OUTPUT_MESSAGES)))
             prints = [fp for msg in messages for fp in message_prints(msg)]
             if prints:
-                keys.append(_chain(last, prints)[-1])
+                keys.append(_chained(last, prints))
             response_id = outputs.get(semconv.RESPONSE_ID)
             if response_id:
                 keys.append(("response", response_id))
             calls = tool_calls(messages)
-        self._owner.register(conv, keys, calls, answered=outputs is not None)
+        self.conversation = self._owner.register(conv, keys, calls, answered=outputs is not None, first=first)
 
 
 class Conversations:
@@ -219,7 +237,7 @@ class Conversations:
         system = attrs.get(semconv.SYSTEM_INSTRUCTIONS)
         seed = hash(system) if isinstance(system, str) else 0
         inputs = attrs.get(semconv.INPUT_MESSAGES)
-        chain = _chain(seed, _input_prints(inputs) if isinstance(inputs, str) else [])
+        chain = _input_chain(seed, inputs) if isinstance(inputs, str) else []
         ids: list[Hashable] = [("response", attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)]
         conversation_id = attrs.get(semconv.CONVERSATION_ID)
         if conversation_id:
@@ -275,23 +293,25 @@ class Conversations:
         queue.move_to_end(id(conv))
         return conv
 
-    def open(self, first: Span) -> Conversation:
-        conv = Conversation(first.get_span_context(), self._clock())
-        with self._lock:
-            self._open[id(conv)] = conv
-            self._resting[id(conv)] = conv
-            while len(self._open) > self.limit:
-                self._close(next(iter(self._open.values())))
-        return conv
-
     def register(
-        self, conv: Conversation, keys: list[Hashable], calls: list[tuple[Any, Any, Any]], *, answered: bool = True
-    ) -> None:
+        self,
+        conv: Conversation | None,
+        keys: list[Hashable],
+        calls: list[tuple[Any, Any, Any]],
+        *,
+        answered: bool = True,
+        first: SpanContext | None = None,
+    ) -> Conversation | None:
         """What a call of ``conv`` adds: its keys, the tool calls it asked for (``answered``: it gave a result; a
-        failed call leaves the conversation waiting as it was)."""
+        failed call leaves the conversation waiting as it was). ``conv`` None: the call opens a conversation under
+        ``first`` (its span's context). The conversation, or None when it closed meanwhile."""
         with self._lock:
-            if self._open.get(id(conv)) is not conv:
-                return  # closed meanwhile
+            if conv is None:
+                if first is None:
+                    return None
+                conv = self._opened(first)
+            elif self._open.get(id(conv)) is not conv:
+                return None  # closed meanwhile
             for key in keys:
                 self._index[key] = conv
                 conv.keys.append(key)
@@ -300,6 +320,16 @@ class Conversations:
             if answered:
                 conv.asking = bool(calls)
             self._touch(conv)
+            return conv
+
+    def _opened(self, first: SpanContext) -> Conversation:
+        """A new conversation, the oldest closed beyond ``limit`` (under the lock)."""
+        conv = Conversation(first, self._clock())
+        self._open[id(conv)] = conv
+        self._resting[id(conv)] = conv
+        while len(self._open) > self.limit:
+            self._close(next(iter(self._open.values())))
+        return conv
 
     def _expire(self) -> None:
         now = self._clock()

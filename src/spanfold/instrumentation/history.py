@@ -44,11 +44,21 @@ class FragmentCache:
         self.limit = limit
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
-        def build(item: Any) -> tuple[str, Any]:
-            return encode(convert(item))
-
-        cached = self.cached
-        return _joined([cached(item, build) for item in items])
+        # :meth:`cached` inlined: this runs for every message of every call's history
+        entries = self._entries
+        pairs: list[tuple[str, Any]] = []
+        for item in items:
+            signature = tuple(item.values()) if isinstance(item, dict) else None
+            entry = entries.get(id(item))
+            if entry is not None and entry[0] is item and entry[1] == signature:
+                pairs.append(entry[2])
+                continue
+            pair = encode(convert(item))
+            if len(entries) >= self.limit:
+                entries.clear()
+            entries[id(item)] = (item, signature, pair)
+            pairs.append(pair)
+        return _joined(pairs)
 
     def cached(self, item: Any, build: Callable[[Any], Any]) -> Any:
         """``build(item)``, remembered by identity like :meth:`json_list` (any value, e.g. several JSON fragments).
@@ -85,7 +95,7 @@ def _joined(pairs: list[tuple[str, Any]]) -> str:
     (:data:`~spanfold.jsonio.SHARED`) when every one of them round-trips."""
     text = "[" + ",".join([fragment for fragment, _ in pairs]) + "]"
     structures = [copy for _, copy in pairs]
-    if structures and not any(copy is jsonio.NOT_PURE for copy in structures) and _messages(structures):
+    if structures and jsonio.NOT_PURE not in structures and _messages(structures):
         jsonio.SHARED.put(text, structures)
     return text
 

@@ -142,7 +142,7 @@ def chat_request_attributes(
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model if isinstance(model, str) else None}
     for key, attr in table.items():
         value = kwargs.get(key)
-        if params.given(value) and isinstance(value, (int, float)):
+        if isinstance(value, (int, float)):  # never the SDKs' "not given" markers
             attrs[attr] = value
     n = kwargs.get("n")
     if params.given(n) and n != 1:
@@ -254,7 +254,9 @@ def _result_attributes(response_id: Any, model: Any, choices: list[Choice], usag
 
 def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     """Attributes of a complete ``ChatCompletion`` (or ``ParsedChatCompletion``)."""
-    choices = sorted(m.as_list(m.get(response, "choices")), key=lambda c: m.get(c, "index") or 0)
+    choices = m.as_list(m.get(response, "choices"))
+    if len(choices) > 1:
+        choices = sorted(choices, key=lambda c: m.get(c, "index") or 0)
     folded = [_choice_from_message(m.get(c, "message"), m.get(c, "finish_reason")) for c in choices]
     return _result_attributes(m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt)
 
