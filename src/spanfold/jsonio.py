@@ -138,17 +138,18 @@ def note_attributes(values: Any) -> None:
     the standard library from now on."""
     if _non_finite:
         return
-    values = tuple(values)
-    kinds = set(map(type, values))
-    if float not in kinds and tuple not in kinds and list not in kinds:  # the usual span: strings and integers
-        return
+    isfinite = math.isfinite
     for value in values:
         kind = type(value)
-        if (kind is float and not math.isfinite(value)) or (
-            (kind is tuple or kind is list) and any(type(v) is float and not math.isfinite(v) for v in value)
-        ):
-            saw_non_finite()
-            return
+        if kind is float:
+            if not isfinite(value):
+                saw_non_finite()
+                return
+        elif kind is tuple or kind is list:
+            for item in value:
+                if type(item) is float and not isfinite(item):
+                    saw_non_finite()
+                    return
 
 
 class _NotPure:

@@ -290,6 +290,10 @@ REWRITERS: list[Rewriter] = [
 ]
 
 
+#: The rewriters that apply to spanfold's own spans too.
+_BY_SPAN_ID: Final[tuple[Rewriter, ...]] = (dialect_genai_events.rewrite,)
+
+
 def register_rewriter(rewriter: Rewriter) -> None:
     """Add a producer's adapter (tried after the ones already registered)."""
     if rewriter not in REWRITERS:
@@ -304,6 +308,15 @@ def operation(name: str, attrs: Mapping[str, Any]) -> str | None:
     return first if first in OPERATIONS else None
 
 
+def _own(scope: str | None) -> bool:
+    """Whether spanfold's own instrumentation made the span (the contract's attributes already: nothing to rewrite)."""
+    return scope is not None and (scope == OWN_SCOPE or scope.startswith(OWN_SCOPE_PREFIX))
+
+
+OWN_SCOPE: Final = "spanfold"
+OWN_SCOPE_PREFIX: Final = "spanfold."
+
+
 def to_step(record: SpanRecord) -> Step | None:
     """The step a span stands for, or None for spans the fold does not read (HTTP, DB, user spans ...)."""
     if type(record.attributes) is not dict:  # the SDK's mapping: each read of a missing key raises inside
@@ -311,7 +324,10 @@ def to_step(record: SpanRecord) -> Step | None:
     jsonio.note_attributes(record.attributes.values())  # a NaN attribute the fold may copy into the trace
     name: str = record.name
     attrs: Mapping[str, Any] = record.attributes
-    for rewrite in REWRITERS:
+    # spanfold's own spans skip the foreign producers' rewriters, all but the one keyed by span id (log events another
+    # instrumentation may have emitted in the span's context)
+    rewriters = REWRITERS if not _own(record.scope_name) else _BY_SPAN_ID
+    for rewrite in rewriters:
         rewritten = rewrite(record)
         if rewritten is not None:
             name, attrs = rewritten
