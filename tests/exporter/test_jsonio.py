@@ -234,6 +234,43 @@ def test_the_worker_takes_the_structures_the_instrumentation_encoded() -> None:
     assert step2.inputs[0] is step.inputs[0]  # type: ignore[union-attr]
 
 
+def test_a_history_that_extends_the_last_one_gives_the_text_and_structures_of_a_fresh_join() -> None:
+    """The next call of an agent re-sends the history plus new messages: only the new fragments are joined, and the
+    result is what a cache that never saw the shorter list gives. A changed message, a shorter list and a list that
+    begins otherwise are joined whole; a non-round-tripping message stops the sharing."""
+
+    def convert(item: Any) -> Any:
+        return {"role": item["role"], "parts": [{"type": "text", "content": item["content"]}]}
+
+    def fresh(items: list[Any]) -> str:
+        return FragmentCache().json_list(items, convert)
+
+    cache = FragmentCache()
+    history = [{"role": "user", "content": "hi"}]
+    first = '[{"role":"user","parts":[{"type":"text","content":"hi"}]}]'
+    assert cache.json_list(history, convert) == fresh(history) == first
+    for turn in range(3):
+        history += [{"role": "assistant", "content": f"answer {turn}"}, {"role": "user", "content": f"more {turn}"}]
+        text = cache.json_list(history, convert)
+        assert text == fresh(history)
+        assert jsonio.SHARED.peek(text) == json.loads(text)
+    same = cache.json_list(history, convert)
+    assert same == text and jsonio.SHARED.peek(same) == json.loads(text)
+    history[1]["content"] = "changed"  # a message of the last list changed: joined whole
+    assert cache.json_list(history, convert) == fresh(history)
+    assert cache.json_list(history[:2], convert) == fresh(history[:2])  # shorter
+    other = [{"role": "system", "content": "be brief"}, *history]
+    assert cache.json_list(other, convert) == fresh(other)  # begins otherwise
+
+    class Obj:
+        def __str__(self) -> str:
+            return "obj"
+
+    with_object = [*other, {"role": "user", "content": Obj()}]
+    text = cache.json_list(with_object, lambda item: {"role": item["role"], "content": item["content"]})
+    assert json.loads(text)[-1]["content"] == "obj" and jsonio.SHARED.peek(text) is None
+
+
 def test_foreign_texts_equal_texts_and_rebuilt_texts_are_parsed() -> None:
     structure = [{"role": "user", "parts": [{"type": "text", "content": "mine"}]}]
     text = attribute_dumps(structure)

@@ -109,8 +109,15 @@ def _server_attributes(url: Any) -> Mapping[str, Any]:
 
 
 def base_url_server(instance: Any) -> Mapping[str, Any]:
-    """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic)."""
-    attrs: Mapping[str, Any] = _SERVERS.cached(instance._client.base_url, _server_attributes)
+    """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic).
+
+    Read from the client's ``_base_url`` where the SDK keeps it (every Stainless-generated SDK; its setter writes it
+    there): openai 3's ``base_url`` property imports a module on every read, a third of this call's cost."""
+    client = instance._client
+    url = getattr(client, "_base_url", None)
+    if url is None:
+        url = client.base_url
+    attrs: Mapping[str, Any] = _SERVERS.cached(url, _server_attributes)
     return attrs
 
 

@@ -309,9 +309,13 @@ class Conversations:
             if conv is None:
                 if first is None:
                     return None
-                conv = self._opened(first)
+                conv = Conversation(first, self._clock())
+                self._open[id(conv)] = conv
+                fresh = True
             elif self._open.get(id(conv)) is not conv:
                 return None  # closed meanwhile
+            else:
+                fresh = False
             for key in keys:
                 self._index[key] = conv
                 conv.keys.append(key)
@@ -319,17 +323,13 @@ class Conversations:
                 conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
             if answered:
                 conv.asking = bool(calls)
-            self._touch(conv)
+            if fresh:  # the most recently active: queued last, touched now
+                (self._asking if conv.asking else self._resting)[id(conv)] = conv
+                while len(self._open) > self.limit:
+                    self._close(next(iter(self._open.values())))
+            else:
+                self._touch(conv)
             return conv
-
-    def _opened(self, first: SpanContext) -> Conversation:
-        """A new conversation, the oldest closed beyond ``limit`` (under the lock)."""
-        conv = Conversation(first, self._clock())
-        self._open[id(conv)] = conv
-        self._resting[id(conv)] = conv
-        while len(self._open) > self.limit:
-            self._close(next(iter(self._open.values())))
-        return conv
 
     def _expire(self) -> None:
         now = self._clock()

@@ -34,13 +34,17 @@ class FragmentCache:
     :meth:`json_list` also keeps each message's converted structure (a private copy, equal to the fragment's parse)
     and shares the list's text with the folding worker of this process (:data:`spanfold.jsonio.SHARED`), which takes
     the structures back instead of parsing the text: the same message object gives the same structure from call to
-    call, as the worker's history cache would have.
+    call, as the worker's history cache would have. The list's text extends the last one's when its messages begin
+    with the last list's (an agent's next call): only the new fragments are joined.
     """
 
-    __slots__ = ("_entries", "limit")
+    __slots__ = ("_entries", "_last", "limit")
 
     def __init__(self, limit: int = 8192) -> None:
         self._entries: dict[int, tuple[Any, Any, Any]] = {}
+        #: The last list joined: its (fragment, structure) pairs, its text, its structures, whether they are shared.
+        #: Replaced whole (thread-safe without a lock).
+        self._last: tuple[list[tuple[str, Any]], str, list[Any], bool] | None = None
         self.limit = limit
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
@@ -58,7 +62,7 @@ class FragmentCache:
                 entries.clear()
             entries[id(item)] = (item, signature, pair)
             pairs.append(pair)
-        return _joined(pairs)
+        return self._joined(pairs)
 
     def cached(self, item: Any, build: Callable[[Any], Any]) -> Any:
         """``build(item)``, remembered by identity like :meth:`json_list` (any value, e.g. several JSON fragments).
@@ -84,20 +88,32 @@ class FragmentCache:
             return [encode(msg) for msg in convert(item)]
 
         cached = self.cached
-        return _joined([pair for item in items for pair in cached(item, build)])
+        return self._joined([pair for item in items for pair in cached(item, build)])
+
+    def _joined(self, pairs: list[tuple[str, Any]]) -> str:
+        """The JSON list of the messages' fragments; their structures shared with the folding worker
+        (:data:`~spanfold.jsonio.SHARED`) when every one of them round-trips."""
+        last = self._last
+        n = len(last[0]) if last is not None else 0
+        if last is not None and n and len(pairs) >= n and pairs[:n] == last[0]:
+            _, text, structures, shared = last
+            if len(pairs) > n:
+                tail = [copy for _, copy in pairs[n:]]
+                text = text[:-1] + "," + ",".join([fragment for fragment, _ in pairs[n:]]) + "]"
+                structures = structures + tail
+                shared = shared and jsonio.NOT_PURE not in tail
+        else:
+            text = "[" + ",".join([fragment for fragment, _ in pairs]) + "]"
+            structures = [copy for _, copy in pairs]
+            shared = bool(structures) and jsonio.NOT_PURE not in structures and _messages(structures)
+        self._last = (pairs, text, structures, shared)
+        if shared:
+            jsonio.SHARED.put(text, structures)
+        return text
 
     def clear(self) -> None:
         self._entries.clear()
-
-
-def _joined(pairs: list[tuple[str, Any]]) -> str:
-    """The JSON list of the messages' fragments; their structures shared with the folding worker
-    (:data:`~spanfold.jsonio.SHARED`) when every one of them round-trips."""
-    text = "[" + ",".join([fragment for fragment, _ in pairs]) + "]"
-    structures = [copy for _, copy in pairs]
-    if structures and jsonio.NOT_PURE not in structures and _messages(structures):
-        jsonio.SHARED.put(text, structures)
-    return text
+        self._last = None
 
 
 #: Runtimes whose caches a HistoryCache keeps (a new init() makes a new Runtime; the previous one may still be in use

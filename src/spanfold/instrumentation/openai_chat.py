@@ -156,15 +156,20 @@ def chat_request_attributes(
         kind = m.get(fmt, "type") if isinstance(fmt, Mapping) else "json_schema"
         attrs[semconv.OUTPUT_TYPE] = "text" if kind == "text" else "json"
     messages = kwargs.get("messages")
-    if isinstance(messages, Iterator):
-        messages = kwargs["messages"] = list(messages)
-    if params.given(messages):
-        attrs[semconv.INPUT_MESSAGES] = history.json_list(m.as_list(messages), rt)
+    if type(messages) is not list:  # a list, nearly always: the checks below cost more than the rest
+        if isinstance(messages, Iterator):
+            messages = kwargs["messages"] = list(messages)
+        messages = m.as_list(messages) if params.given(messages) else None
+    if messages is not None:
+        attrs[semconv.INPUT_MESSAGES] = history.json_list(messages, rt)
     tools = kwargs.get("tools")
-    if rt.capture_content and params.given(tools):
-        if isinstance(tools, Iterator):
-            tools = kwargs["tools"] = list(tools)
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
+    if rt.capture_content and tools is not None:
+        if type(tools) is not list:
+            if isinstance(tools, Iterator):
+                tools = kwargs["tools"] = list(tools)
+            tools = m.as_list(tools) if params.given(tools) else None
+        if tools is not None:
+            attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(tools, rt)
     return (model if isinstance(model, str) else None), attrs
 
 

@@ -75,9 +75,12 @@ def end_span(span: Span) -> None:
         counters.fault("span.end", exc)
 
 
-def clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
-    """Drop None values: OTel attributes cannot hold them."""
-    return {k: v for k, v in attributes.items() if v is not None}
+def clean(attributes: Mapping[str, Any]) -> Mapping[str, AttributeValue]:
+    """Drop None values: OTel attributes cannot hold them (the mapping itself when it holds none: the SDK copies it)."""
+    for value in attributes.values():
+        if value is None:
+            return {k: v for k, v in attributes.items() if v is not None}
+    return attributes
 
 
 class ModelSpan:
