@@ -15,7 +15,7 @@ They are hashable tuples of what the messages hold, computed in the process (nev
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from spanfold.pairing import args_key
@@ -23,7 +23,7 @@ from spanfold.pairing import args_key
 Fingerprint = Hashable
 
 
-def _part(role: Any, part: Mapping[str, Any]) -> Fingerprint | None:
+def _part(role: Any, part: dict[str, Any]) -> Fingerprint | None:
     kind = part.get("type")
     if kind == "text":
         content = part.get("content")
@@ -42,8 +42,9 @@ def _part(role: Any, part: Mapping[str, Any]) -> Fingerprint | None:
 
 
 def message_prints(message: Any) -> tuple[Fingerprint, ...]:
-    """The fingerprints of one semconv message (a parsed ``gen_ai.input.messages`` / ``output.messages`` element)."""
-    if not isinstance(message, Mapping):
+    """The fingerprints of one semconv message (a parsed ``gen_ai.input.messages`` / ``output.messages`` element:
+    JSON, so its objects are dicts)."""
+    if not isinstance(message, dict):
         return ()
     role = message.get("role")
     parts = message.get("parts")
@@ -51,7 +52,7 @@ def message_prints(message: Any) -> tuple[Fingerprint, ...]:
         return ()
     out = []
     for part in parts:
-        if isinstance(part, Mapping):
+        if isinstance(part, dict):
             fp = _part(role, part)
             if fp is not None:
                 out.append(fp)
@@ -62,8 +63,8 @@ def tool_calls(messages: Iterable[Any]) -> list[tuple[Any, Any, Any]]:
     """``(id, name, arguments)`` of the tool calls in ``messages`` (parsed semconv messages), in order."""
     out = []
     for message in messages:
-        parts = message.get("parts") if isinstance(message, Mapping) else None
+        parts = message.get("parts") if isinstance(message, dict) else None
         for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, Mapping) and part.get("type") == "tool_call":
+            if isinstance(part, dict) and part.get("type") == "tool_call":
                 out.append((part.get("id"), part.get("name"), part.get("arguments")))
     return out
