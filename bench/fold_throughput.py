@@ -77,8 +77,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for row in rows:
         print(
-            f"| {row['label']} | {row['spans']:.0f} | {row['bytes'] / 1e3:,.1f} kB | {row['ms_per_trace']:.2f} / "
-            f"{row['ms_per_trace_best']:.2f} | {row['mb_s']:,.0f} | {row['spans_s']:,.0f} |"
+            f"| {row['label']} | {row['spans']:.0f} | {row['bytes'] / 1e3:,.1f} kB | {row['ms_per_trace']:.3f} / "
+            f"{row['ms_per_trace_best']:.3f} | {row['mb_s']:,.0f} | {row['spans_s']:,.0f} |"
         )
     long = rows[1]
     mb_s = min(row["mb_s"] for row in rows)
