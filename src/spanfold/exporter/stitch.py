@@ -28,6 +28,7 @@ from spanfold.exporter.events import INPUTS, Fingerprint, fingerprint, message_e
 from spanfold.exporter.meta import worst
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.idle_windows import IdleWindows
 from spanfold.pairing import Call, Pairing
 from spanfold.semconv.shapes import first_choice
 from spanfold.trace.model import TraceStatus
@@ -103,34 +104,38 @@ class Stitcher:
     """Open conversations and the hash index that finds the one a new trace belongs to."""
 
     def __init__(self) -> None:
-        self.open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
+        self._windows: IdleWindows[Conversation] = IdleWindows()
         self._index: dict[Hashable, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
         self.answered: OrderedDict[int, Conversation] = OrderedDict()  # final answer given; least recently seen first
-        #: ``open`` split by the window that closes them, each least recently active first: the conversations whose
-        #: latest call asked for tools, and the others.
-        self.asking: OrderedDict[int, Conversation] = OrderedDict()
-        self.resting: OrderedDict[int, Conversation] = OrderedDict()
+
+    @property
+    def open(self) -> OrderedDict[int, Conversation]:
+        """The open conversations, least recently active first."""
+        return self._windows.open
+
+    @property
+    def asking(self) -> OrderedDict[int, Conversation]:
+        """The open conversations whose latest call asked for tools (the longer window), least recently active first."""
+        return self._windows.asking
+
+    @property
+    def resting(self) -> OrderedDict[int, Conversation]:
+        """The other open conversations, least recently active first."""
+        return self._windows.resting
 
     def __len__(self) -> int:
-        return len(self.open)
+        return len(self._windows)
 
     def _new(self) -> Conversation:
         self._serial += 1
         conv = Conversation(self._serial)
-        self.open[conv.serial] = conv
-        self.resting[conv.serial] = conv
+        self._windows.add(conv)
         return conv
 
     def _touch(self, conv: Conversation, now: float) -> None:
-        """The conversation was active at ``now``: last in the order of its window."""
-        conv.touched = now
-        self.open.move_to_end(conv.serial)
-        queue, other = (self.asking, self.resting) if conv.asking else (self.resting, self.asking)
-        other.pop(conv.serial, None)
-        queue[conv.serial] = conv
-        queue.move_to_end(conv.serial)
+        self._windows.touch(conv, now)
 
     def _register(self, conv: Conversation, key: Hashable) -> None:
         self._index[key] = conv
@@ -138,7 +143,7 @@ class Stitcher:
 
     def _lookup(self, key: Hashable) -> Conversation | None:
         conv = self._index.get(key)
-        return conv if conv is not None and conv.serial in self.open else None
+        return conv if conv is not None and conv in self._windows else None
 
     # --- model calls -------------------------------------------------------------------------------------
 
@@ -264,30 +269,24 @@ class Stitcher:
         before ``asking_before``, when given); one that is ``busy`` (a span of its trace started and has not ended:
         a slow tool run) counts as active at ``now`` instead."""
         out = []
-        for queue, limit in ((self.resting, before), (self.asking, before if asking_before is None else asking_before)):
-            while queue:
-                conv = next(iter(queue.values()))
-                if conv.touched >= limit:
-                    break
-                if busy is not None and busy(conv):
-                    self._touch(conv, now)
-                    continue
-                out.append(self.close(conv))
+        while (conv := self._windows.due(before, before if asking_before is None else asking_before)) is not None:
+            if busy is not None and busy(conv):
+                self._touch(conv, now)
+                continue
+            out.append(self.close(conv))
         return out
 
     def idle_deadline(self, idle: float, asking_idle: float) -> float | None:
         """When :meth:`idle` next has a conversation to close, given the two windows (None: none is open)."""
-        deadlines = [q[next(iter(q))].touched + w for q, w in ((self.resting, idle), (self.asking, asking_idle)) if q]
-        return min(deadlines) if deadlines else None
+        return self._windows.deadline(idle, asking_idle)
 
     def oldest_touch(self) -> float | None:
-        return next(iter(self.open.values())).touched if self.open else None
+        oldest = self._windows.oldest()
+        return oldest.touched if oldest is not None else None
 
     def close(self, conv: Conversation) -> Conversation:
-        self.open.pop(conv.serial, None)
+        self._windows.remove(conv)
         self.answered.pop(conv.serial, None)
-        self.asking.pop(conv.serial, None)
-        self.resting.pop(conv.serial, None)
         for key in conv.keys:
             if self._index.get(key) is conv:
                 del self._index[key]

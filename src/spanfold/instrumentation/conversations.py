@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
@@ -36,6 +35,7 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
 from spanfold import jsonio, semconv
 from spanfold.config import ASKING_IDLE_FACTOR, Config
+from spanfold.idle_windows import IdleWindows
 from spanfold.json_prefix import ArrayPrefixCache
 from spanfold.pairing import Call, Pairing
 from spanfold.runtime import Runtime
@@ -218,17 +218,13 @@ class Conversations:
         self.limit = limit
         self._clock = clock
         self._lock = threading.Lock()
-        self._open: OrderedDict[int, Conversation] = OrderedDict()  # least recently active first
-        #: ``_open`` split by the window that closes them (least recently active first): those whose latest call
-        #: asked for tools (a plain tool function, or a person approving it, may take minutes), and the others.
-        self._asking: OrderedDict[int, Conversation] = OrderedDict()
-        self._resting: OrderedDict[int, Conversation] = OrderedDict()
+        self._windows: IdleWindows[Conversation] = IdleWindows()  # the open ones, by the window that closes them
         #: Keys: a history's chained hash (an int), ("response", id), ("conversation", id).
         self._index: dict[Hashable, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()
 
     def __len__(self) -> int:
-        return len(self._open)
+        return len(self._windows)
 
     # --- the calling thread ------------------------------------------------------------------------------
 
@@ -285,12 +281,7 @@ class Conversations:
         return None
 
     def _touch(self, conv: Conversation, now: float | None = None) -> Conversation:
-        conv.touched = self._clock() if now is None else now
-        self._open.move_to_end(id(conv))
-        queue, other = (self._asking, self._resting) if conv.asking else (self._resting, self._asking)
-        other.pop(id(conv), None)
-        queue[id(conv)] = conv
-        queue.move_to_end(id(conv))
+        self._windows.touch(conv, self._clock() if now is None else now)
         return conv
 
     def register(
@@ -310,9 +301,8 @@ class Conversations:
                 if first is None:
                     return None
                 conv = Conversation(first, self._clock())
-                self._open[id(conv)] = conv
                 fresh = True
-            elif self._open.get(id(conv)) is not conv:
+            elif conv not in self._windows:
                 return None  # closed meanwhile
             else:
                 fresh = False
@@ -324,32 +314,26 @@ class Conversations:
             if answered:
                 conv.asking = bool(calls)
             if fresh:  # the most recently active: queued last, touched now
-                (self._asking if conv.asking else self._resting)[id(conv)] = conv
-                while len(self._open) > self.limit:
-                    self._close(next(iter(self._open.values())))
+                self._windows.add(conv)
+                while len(self._windows) > self.limit and (oldest := self._windows.oldest()) is not None:
+                    self._close(oldest)
             else:
                 self._touch(conv)
             return conv
 
     def _expire(self) -> None:
         now = self._clock()
-        for queue, window in ((self._resting, self.idle), (self._asking, self.idle * ASKING_IDLE_FACTOR)):
-            before = now - window
-            while queue:
-                conv = next(iter(queue.values()))
-                if conv.touched >= before:
-                    break
-                if conv.busy(now):  # a tool still runs: active now
-                    conv.touched = now
-                if conv.touched >= before:  # active meanwhile (a tool run ended): looked at again later
-                    self._touch(conv, conv.touched)  # its window counts from the tool's end
-                    continue
-                self._close(conv)
+        before, asking_before = now - self.idle, now - self.idle * ASKING_IDLE_FACTOR
+        while (conv := self._windows.due(before, asking_before)) is not None:
+            if conv.busy(now):  # a tool still runs: active now
+                conv.touched = now
+            if not self._windows.past(conv, before, asking_before):  # active meanwhile (a tool run ended): later
+                self._touch(conv, conv.touched)  # its window counts from the tool's end
+                continue
+            self._close(conv)
 
     def _close(self, conv: Conversation) -> None:
-        self._open.pop(id(conv), None)
-        self._asking.pop(id(conv), None)
-        self._resting.pop(id(conv), None)
+        self._windows.remove(conv)
         for key in conv.keys:
             if self._index.get(key) is conv:
                 del self._index[key]
