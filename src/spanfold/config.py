@@ -51,6 +51,12 @@ def _format(name: str, raw: str) -> str:
 _Number = TypeVar("_Number", int, float)
 
 
+def _check_positive(name: str, given: object, value: float) -> None:
+    """Refuse a number that is not positive and finite (``given``: as the user wrote it)."""
+    if not (0 < value < math.inf):  # NaN compares false both ways: refused too
+        raise ConfigError(f"{name}={given!r}: expected a positive, finite number")
+
+
 def _positive(kind: Callable[[str], _Number], expected: str) -> Callable[[str, str], _Number]:
     """A parser of positive numbers of ``kind``; ``expected`` says what text that is not one should have been."""
 
@@ -59,8 +65,7 @@ def _positive(kind: Callable[[str], _Number], expected: str) -> Callable[[str, s
             value = kind(raw)
         except ValueError:
             raise ConfigError(f"{name}={raw!r}: {expected}") from None
-        if not (0 < value < math.inf):  # NaN compares false both ways: refused too
-            raise ConfigError(f"{name}={raw!r}: expected a positive, finite number")
+        _check_positive(name, raw, value)
         return value
 
     return parse
@@ -203,9 +208,9 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         if name in given:
             raw = given[name]
             values[name] = opt.parse(name, raw) if isinstance(raw, str) and opt.parse is not _str else raw
-            positive = opt.parse in (_positive_float, _positive_int)
-            if positive and isinstance(raw, (int, float)) and not isinstance(raw, bool) and not 0 < raw < math.inf:
-                raise ConfigError(f"{name}={raw!r}: expected a positive, finite number")
+            number = isinstance(raw, (int, float)) and type(raw) is not bool
+            if number and opt.parse in (_positive_float, _positive_int):
+                _check_positive(name, raw, raw)
             continue
         values[name] = opt.default
         for var in opt.env:
