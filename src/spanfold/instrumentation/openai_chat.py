@@ -8,7 +8,7 @@ not declare are read through ``__dict__`` (never an attribute lookup that raises
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,21 +155,12 @@ def chat_request_attributes(
     if params.given(fmt):
         kind = m.get(fmt, "type") if isinstance(fmt, Mapping) else "json_schema"
         attrs[semconv.OUTPUT_TYPE] = "text" if kind == "text" else "json"
-    messages = kwargs.get("messages")
-    if type(messages) is not list:  # a list, nearly always: the checks below cost more than the rest
-        if isinstance(messages, Iterator):
-            messages = kwargs["messages"] = list(messages)
-        messages = m.as_list(messages) if params.given(messages) else None
+    messages = params.listed(kwargs, "messages")
     if messages is not None:
         attrs[semconv.INPUT_MESSAGES] = history.json_list(messages, rt)
-    tools = kwargs.get("tools")
-    if rt.capture_content and tools is not None:
-        if type(tools) is not list:
-            if isinstance(tools, Iterator):
-                tools = kwargs["tools"] = list(tools)
-            tools = m.as_list(tools) if params.given(tools) else None
-        if tools is not None:
-            attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(tools, rt)
+    tools = params.listed(kwargs, "tools") if rt.capture_content else None
+    if tools is not None:
+        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(tools, rt)
     return (model if isinstance(model, str) else None), attrs
 
 

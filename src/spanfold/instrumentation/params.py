@@ -7,16 +7,28 @@ them from the call's keyword arguments or from a config object the call was give
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from spanfold.instrumentation.messages import get
+from spanfold.instrumentation.messages import as_list, get
 
 
 def given(value: Any) -> bool:
     """True for a value the caller passed (the SDKs mark absent ones with ``omit`` / ``NOT_GIVEN``; speakeasy-generated
     ones, mistralai, with ``UNSET``)."""
     return value is not None and type(value).__name__ not in ("Omit", "NotGiven", "Unset")
+
+
+def listed(kwargs: dict[str, Any], key: str) -> list[Any] | None:
+    """The request's ``key`` (messages, tools) as a list; None when not given. A one-shot iterator is made a list in
+    ``kwargs`` first, so the SDK sends the very items spanfold read (:func:`~spanfold.instrumentation.messages.
+    materialize`); a list, nearly always, comes back as it is, with no other check."""
+    value = kwargs.get(key)
+    if type(value) is list:
+        return value
+    if isinstance(value, Iterator):
+        value = kwargs[key] = list(value)
+    return as_list(value) if given(value) else None
 
 
 def numbers(source: Any, table: Mapping[str, str]) -> dict[str, Any]:
