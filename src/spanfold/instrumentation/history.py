@@ -48,21 +48,10 @@ class FragmentCache:
         self.limit = limit
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
-        # :meth:`cached` inlined: this runs for every message of every call's history
-        entries = self._entries
-        pairs: list[tuple[str, Any]] = []
-        for item in items:
-            signature = tuple(item.values()) if isinstance(item, dict) else None
-            entry = entries.get(id(item))
-            if entry is not None and entry[0] is item and entry[1] == signature:
-                pairs.append(entry[2])
-                continue
-            pair = encode(convert(item))
-            if len(entries) >= self.limit:
-                entries.clear()
-            entries[id(item)] = (item, signature, pair)
-            pairs.append(pair)
-        return self._joined(pairs)
+        def build(item: Any) -> tuple[str, Any]:
+            return encode(convert(item))
+
+        return self._joined(self.each(items, build))
 
     def cached(self, item: Any, build: Callable[[Any], Any]) -> Any:
         """``build(item)``, remembered by identity like :meth:`json_list` (any value, e.g. several JSON fragments).
@@ -70,16 +59,24 @@ class FragmentCache:
         For providers whose history items do not map one-to-one onto messages (an Anthropic user message holding
         tool results, Responses API items that merge into one assistant message). Share one cache per ``build``.
         """
+        return self.each([item], build)[0]
+
+    def each(self, items: Iterable[Any], build: Callable[[Any], Any]) -> list[Any]:
+        """:meth:`cached` of each item, in one loop (this runs for every message of every call's history)."""
         entries = self._entries
-        signature = tuple(item.values()) if isinstance(item, dict) else None
-        entry = entries.get(id(item))
-        if entry is not None and entry[0] is item and entry[1] == signature:
-            return entry[2]
-        value = build(item)
-        if len(entries) >= self.limit:
-            entries.clear()
-        entries[id(item)] = (item, signature, value)
-        return value
+        out: list[Any] = []
+        for item in items:
+            signature = tuple(item.values()) if isinstance(item, dict) else None
+            entry = entries.get(id(item))
+            if entry is not None and entry[0] is item and entry[1] == signature:
+                out.append(entry[2])
+                continue
+            value = build(item)
+            if len(entries) >= self.limit:
+                entries.clear()
+            entries[id(item)] = (item, signature, value)
+            out.append(value)
+        return out
 
     def json_flat_list(self, items: list[Any], convert: Callable[[Any], list[Any]]) -> str:
         """Like :meth:`json_list` where ``convert`` maps one item onto any number of messages (zero included)."""
@@ -87,8 +84,7 @@ class FragmentCache:
         def build(item: Any) -> list[tuple[str, Any]]:
             return [encode(msg) for msg in convert(item)]
 
-        cached = self.cached
-        return self._joined([pair for item in items for pair in cached(item, build)])
+        return self._joined([pair for pairs in self.each(items, build) for pair in pairs])
 
     def _joined(self, pairs: list[tuple[str, Any]]) -> str:
         """The JSON list of the messages' fragments; their structures shared with the folding worker
@@ -153,7 +149,7 @@ class HistoryCache:
         cache, convert = self._for(rt)
         return cache.json_flat_list(items, convert)
 
-    def each(self, items: Iterable[Any], rt: Runtime) -> Iterable[Any]:
+    def each(self, items: Iterable[Any], rt: Runtime) -> list[Any]:
         """``convert(item, rt)`` of each item, remembered."""
         cache, convert = self._for(rt)
-        return (cache.cached(item, convert) for item in items)
+        return cache.each(items, convert)
