@@ -134,14 +134,6 @@ def _chain(seed: int, prints: Iterable[Fingerprint]) -> list[int]:
     return out
 
 
-def _chained(seed: int, prints: Iterable[Fingerprint]) -> int:
-    """The last value of :func:`_chain` (``seed`` for no prints)."""
-    h = seed
-    for fp in prints:
-        h = hash((h, fp))
-    return h
-
-
 def _parsed(value: Any) -> list[Any]:
     if not isinstance(value, str):
         return []
@@ -192,7 +184,7 @@ class Turn:
             messages, _ = shapes.first_choice(_parsed(outputs.get(semconv.OUTPUT_MESSAGES)))
             prints = [fp for msg in messages for fp in message_prints(msg)]
             if prints:
-                keys.append(_chained(last, prints))
+                keys.append(_chain(last, prints)[-1])
             response_id = outputs.get(semconv.RESPONSE_ID)
             if response_id:
                 keys.append(("response", response_id))
