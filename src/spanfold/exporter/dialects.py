@@ -308,13 +308,14 @@ def operation(name: str, attrs: Mapping[str, Any]) -> str | None:
     return first if first in OPERATIONS else None
 
 
+#: The instrumentation scopes of spanfold's own spans: ``spanfold`` (tool and agent spans) and ``spanfold.*``.
+OWN_SCOPE: Final = "spanfold"
+OWN_SCOPE_PREFIX: Final = "spanfold."
+
+
 def _own(scope: str | None) -> bool:
     """Whether spanfold's own instrumentation made the span (the contract's attributes already: nothing to rewrite)."""
     return scope is not None and (scope == OWN_SCOPE or scope.startswith(OWN_SCOPE_PREFIX))
-
-
-OWN_SCOPE: Final = "spanfold"
-OWN_SCOPE_PREFIX: Final = "spanfold."
 
 
 def to_step(record: SpanRecord) -> Step | None:
