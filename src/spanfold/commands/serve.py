@@ -3,6 +3,8 @@
 Point any OpenTelemetry SDK or Collector at it (``OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318``); traces
 land in ``--output``. SIGTERM or Ctrl-C writes everything still buffered, then exits. ``--ui`` also serves the
 ``spanfold ui`` page over ``--output`` from the same process. On a terminal, one line per trace written goes to stdout.
+Both answer only to their own names (loopback, ``--host``, ``--allow-host``): another ``Host`` gets 421, and the
+receiver refuses a browser's cross-origin request with 403 (DNS rebinding, pages posting spans).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from spanfold.commands.ui import allow_host_option
 from spanfold.config import OPTIONS, ConfigError
 from spanfold.exporter.writers import EVENTS_FILES
 from spanfold.text import clip, visible
@@ -60,7 +63,9 @@ class TracePrinter:
         self.flush()
 
 
-def _ui_companion(output: str, host: str, port: int, token: str | None) -> Callable[[Receiver], Awaitable[Any]]:
+def _ui_companion(
+    output: str, host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]
+) -> Callable[[Receiver], Awaitable[Any]]:
     """Start the ``spanfold ui`` page over ``output`` on the receiver's event loop; what stops it."""
 
     async def start_ui(receiver: Receiver) -> Callable[[], Awaitable[None]]:
@@ -68,7 +73,7 @@ def _ui_companion(output: str, host: str, port: int, token: str | None) -> Calla
         from spanfold.ui.server import UiOptions, start
 
         try:
-            runner, url = await start(Index([Path(output)]), UiOptions(host, port, token))
+            runner, url = await start(Index([Path(output)]), UiOptions(host, port, token, allowed_hosts=allowed_hosts))
         except OSError as exc:
             click.echo(f"spanfold serve: cannot listen on {host}:{port} for --ui: {exc.strerror or exc}", err=True)
             raise SystemExit(2) from None
@@ -155,6 +160,7 @@ def _ui_companion(output: str, host: str, port: int, token: str | None) -> Calla
     type=click.FloatRange(0, min_open=True),
     help="Seconds a client has for a request's headers, then for its body (slower: closed, or 408).",
 )
+@allow_host_option
 def command(
     host: str,
     port: int,
@@ -170,6 +176,7 @@ def command(
     max_spans: int,
     max_buffered_bytes: int,
     read_timeout: float,
+    allowed_hosts: tuple[str, ...],
 ) -> None:
     """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and write them as flat traces.
 
@@ -193,9 +200,20 @@ def command(
         click.echo(f"spanfold serve needs its extra: pip install 'spanfold[serve]' ({exc})", err=True)
         sys.exit(2)
     options = ServeOptions(
-        host, port, output, fmt, wait, token, max_body, max_spans, max_buffered_bytes, read_timeout, final_wait
+        host,
+        port,
+        output,
+        fmt,
+        wait,
+        token,
+        max_body,
+        max_spans,
+        max_buffered_bytes,
+        read_timeout,
+        final_wait,
+        allowed_hosts,
     )
-    companion = _ui_companion(output, host, ui_port, ui_token) if with_ui else None
+    companion = _ui_companion(output, host, ui_port, ui_token, allowed_hosts) if with_ui else None
     if with_ui and host not in ("127.0.0.1", "localhost", "::1") and not ui_token:
         warning = f"spanfold serve: warning: --ui on {host} without --ui-token: anyone who reaches it reads the traces"
         click.echo(warning, err=True)

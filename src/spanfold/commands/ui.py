@@ -1,7 +1,8 @@
 """``spanfold ui [DIR ...]``: browse traces in a local web page (the run list, a run, two runs compared).
 
 Loopback only unless ``--host`` says otherwise; ``--token`` (or ``SPANFOLD_UI_TOKEN``) makes every request need
-it (open the page once as ``/?token=TOKEN``). The page loads nothing from outside this server.
+it (open the page once as ``/?token=TOKEN``). The page loads nothing from outside this server. It answers only to
+its own names (loopback, ``--host``, ``--allow-host``): a request with another ``Host`` gets 421 (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -10,9 +11,38 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
+
+from spanfold import host_check
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def _allowed_hosts(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        return host_check.parse_names(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def allow_host_option(command: _F) -> _F:
+    """``--allow-host NAME`` (repeatable; or ``SPANFOLD_ALLOWED_HOSTS``, comma-separated), of ``ui`` and ``serve``."""
+    option = click.option(
+        "--allow-host",
+        "allowed_hosts",
+        multiple=True,
+        metavar="NAME",
+        envvar=host_check.ENV,
+        show_envvar=True,
+        callback=_allowed_hosts,
+        help="Also answer to this Host name (loopback names and --host always; any other Host gets 421). "
+        "Repeatable; the environment variable takes a comma-separated list.",
+    )
+    return option(command)
 
 
 @click.command("ui")
@@ -20,7 +50,8 @@ import click
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
 @click.option("--port", default=8777, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
 @click.option("--token", envvar="SPANFOLD_UI_TOKEN", default=None, help="Require this token (or env).")
-def command(paths: tuple[Path, ...], host: str, port: int, token: str | None) -> None:
+@allow_host_option
+def command(paths: tuple[Path, ...], host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Browse the traces in DIR (or files; default: ./traces) in a local web page, updated as traces are added.
     Every format spanfold reads opens, OTLP JSON span files too (folded on read)."""
     try:
@@ -41,7 +72,7 @@ def command(paths: tuple[Path, ...], host: str, port: int, token: str | None) ->
             err=True,
         )
     index = Index(chosen)
-    options = UiOptions(host, port, token or None)
+    options = UiOptions(host, port, token or None, allowed_hosts=allowed_hosts)
 
     async def main() -> None:
         try:

@@ -10,6 +10,11 @@ Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.St
 
 * 200 with an ``ExportTraceServiceResponse``; spans that could not be read are left out and counted in its
   ``partial_success`` (``rejected_spans``, ``error_message``);
+* 421 a ``Host`` that is not one of this receiver's names (loopback, ``host``, ``allowed_hosts``), 403 a request a
+  browser sent from a page of another origin (an ``Origin`` but its own, or ``Sec-Fetch-Site`` cross-site or
+  same-site; a CORS preflight too): :mod:`spanfold.host_check`, checked before anything else on every path, so a page
+  that rebinds its name to this address (DNS rebinding), or posts to it, writes nothing. OTLP exporters, the
+  Collector and curl send no ``Origin``;
 * 400 a body that does not decode; 401 a missing or wrong bearer token (when one is set); 413 a body over
   ``max_body_bytes`` (as sent or once decompressed), or one that decodes to more spans than ``max_spans`` or more
   attribute bytes than ``max_buffered_bytes``; 415 another content type or encoding;
@@ -56,7 +61,7 @@ from aiohttp import web
 from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 
 from spanfold import config as config_module
-from spanfold import counters
+from spanfold import counters, host_check
 from spanfold.exporter import otlp_json, otlp_proto
 from spanfold.exporter.assembler import Policy, attribute_bytes, process_key, trace_root
 from spanfold.exporter.otlp_common import Decoded, OtlpError
@@ -67,7 +72,7 @@ TRACES_PATH: Final = "/v1/traces"
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 #: gRPC status codes for the ``google.rpc.Status`` error bodies.
-_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _UNAUTHENTICATED = 3, 8, 14, 16
+_INVALID_ARGUMENT, _PERMISSION_DENIED, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _UNAUTHENTICATED = 3, 7, 8, 14, 16
 _GZIP: Final = 16 + zlib.MAX_WBITS
 _CHUNK: Final = 64 * 1024
 #: Gzip members read in one body: empty members cost time, not bytes.
@@ -102,6 +107,8 @@ class ServeOptions:
     #: Seconds after a final answer, or after the sending process's connection closed, before a stitched run is
     #: written (0: only after ``stitch_idle`` or at shutdown).
     final_wait: float = 2.0
+    #: Names the receiver answers to beside loopback and ``host`` (``--allow-host``).
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def retry_after(self) -> int:
@@ -247,15 +254,32 @@ class Receiver:
         self._senders = _Senders(options.final_wait, self.fold.process_ended) if final_idle is not None else None
         self._file_writers = writers is None  # made once listening: a failed start leaves no output directory
         self._token = options.token.encode() if options.token else None
+        self._hosts = host_check.AllowedHosts.of(options.host, options.allowed_hosts)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
     def application(self) -> web.Application:
-        app = web.Application(client_max_size=self.options.max_body_bytes)
+        app = web.Application(client_max_size=self.options.max_body_bytes, middlewares=[self._own_requests_only])
         app.router.add_post(TRACES_PATH, self.handle)
         return app
+
+    @web.middleware
+    async def _own_requests_only(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """421 for a ``Host`` not of this receiver, 403 for a request a browser sent from another origin (a CORS
+        preflight carries ``Origin`` too: refused, no ``Access-Control-Allow-*``); before routing, on every path."""
+        hosts = request.headers.getall("Host", [])
+        kind = request.content_type
+        if not self._hosts.allows(hosts):
+            message = "not a name of this receiver (add it with --allow-host or SPANFOLD_ALLOWED_HOSTS)"
+            return self._error(kind, 421, _PERMISSION_DENIED, message)
+        origin, fetch_site = request.headers.get("Origin"), request.headers.get("Sec-Fetch-Site")
+        if host_check.cross_origin(origin, fetch_site, hosts[0] if hosts else None):
+            return self._error(kind, 403, _PERMISSION_DENIED, "a browser's cross-origin request: refused")
+        return await handler(request)
 
     async def start(self) -> None:
         """Listen (``port=0``: any free port; :attr:`port` says which)."""

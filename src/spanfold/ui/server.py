@@ -3,7 +3,10 @@
 Every response carries a Content-Security-Policy that allows only this server's own script, style and images
 (``data:`` images too, which traces carry inline), no inline script, no framing; trace content reaches the page
 only as JSON and is put on it as text. With a token, each request needs it: ``Authorization: Bearer TOKEN``, or
-the cookie the page gets when it is opened once as ``/?token=TOKEN``.
+the cookie the page gets when it is opened once as ``/?token=TOKEN``. Before anything else, a request whose ``Host``
+is not one of this server's names (loopback, ``host``, ``allowed_hosts``: :mod:`spanfold.host_check`) gets 421
+Misdirected Request and a line of text: a page that rebinds its own name to this address (DNS rebinding) reads
+nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from aiohttp import web
 
 from spanfold.checks.trajectory import ExpectedCall
 from spanfold.checks.view import Call, view_of
+from spanfold.host_check import AllowedHosts
 from spanfold.trace.compact import compact_messages
 from spanfold.trace.model import Trace
 from spanfold.ui.index import Index, Row, lookup
@@ -45,6 +49,8 @@ class UiOptions:
     port: int = 8777
     token: str | None = None
     refresh: float = REFRESH_SECONDS
+    #: Names the page answers to beside loopback and ``host`` (``--allow-host``).
+    allowed_hosts: tuple[str, ...] = ()
 
 
 def _asset(name: str) -> bytes:
@@ -64,10 +70,16 @@ def _authorized(request: web.Request, token: str) -> bool:
 
 
 def _middleware(options: UiOptions) -> Any:
+    hosts = AllowedHosts.of(options.host, options.allowed_hosts)
+
     @web.middleware
     async def secure(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if options.token is not None and not _authorized(request, options.token):
-            response: web.StreamResponse = web.Response(status=401, text="spanfold ui: a token is required\n")
+        response: web.StreamResponse
+        if not hosts.allows(request.headers.getall("Host", [])):
+            text = "spanfold ui: not a name of this server (add it with --allow-host or SPANFOLD_ALLOWED_HOSTS)\n"
+            response = web.Response(status=421, text=text)
+        elif options.token is not None and not _authorized(request, options.token):
+            response = web.Response(status=401, text="spanfold ui: a token is required\n")
         else:
             try:
                 response = await handler(request)
