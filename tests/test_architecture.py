@@ -10,7 +10,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "spanfold"
 GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.runtime", "spanfold.redaction",
           "spanfold.counters", "spanfold.version", "spanfold.json_prefix", "spanfold.pairing",
-          "spanfold.jsonio", "spanfold.idle_windows", "spanfold.host_check")  # fmt: skip
+          "spanfold.jsonio", "spanfold.stitching", "spanfold.host_check")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold.demo", "spanfold.commands",
          "spanfold.cli", "spanfold.checks", "spanfold.ui")  # fmt: skip

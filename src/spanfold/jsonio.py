@@ -18,8 +18,6 @@
   attributes, which hold none; the calling thread's arbitrary request objects go through :func:`pure` first.
 * :func:`pure`: a private copy of a value made only of what JSON round-trips exactly (dicts with string keys, lists,
   tuples as lists, strings, integers, finite floats, booleans, None), or :data:`NOT_PURE`.
-* :class:`Shared`: structures the instrumentation serialised, by the identity of the JSON text it put on a span, so
-  the folding worker in the same process takes the structure instead of parsing the text back (:data:`SHARED`).
 
 Nothing else in spanfold imports orjson or msgspec.
 """
@@ -28,10 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -194,76 +189,3 @@ def pure(value: Any) -> Any:
     if kind is float:
         return value if math.isfinite(value) else NOT_PURE
     return NOT_PURE
-
-
-class Shared:
-    """JSON texts the instrumentation put on spans, with the structures they encode, by the text's identity.
-
-    The calling thread :meth:`put` s a text with its structure (equal to ``loads(text)``, never mutated afterwards by
-    anyone); the folding worker :meth:`take` s it back for a text it is about to parse: the very same ``str`` object
-    gives the structure (and the entry goes), any other text (another producer's span, a text rebuilt or decoded from
-    the wire) gives None and is parsed. An entry holds its text, so an id is never reused while it is kept. Bounded:
-    the oldest entries go beyond ``max_chars`` characters of text or ``max_items`` entries (spans never folded).
-    """
-
-    __slots__ = ("_chars", "_entries", "_lock", "enabled", "hits", "max_chars", "max_items", "puts")
-
-    def __init__(self, max_items: int = 1024, max_chars: int = 8_000_000) -> None:
-        #: Off until a folding worker starts in this process (nothing would take the entries back).
-        self.enabled = False
-        self._entries: OrderedDict[int, tuple[str, Any]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._chars = 0
-        self.max_items = max_items
-        self.max_chars = max_chars
-        #: Texts put, and texts taken back (approximate: counted without a lock).
-        self.puts = 0
-        self.hits = 0
-
-    def put(self, text: str, structure: Any) -> None:
-        if not self.enabled:
-            return
-        with self._lock:
-            entries = self._entries
-            old = entries.pop(id(text), None)
-            if old is not None:
-                self._chars -= len(old[0])
-            entries[id(text)] = (text, structure)
-            self._chars += len(text)
-            while len(entries) > self.max_items or self._chars > self.max_chars:
-                self._chars -= len(entries.popitem(last=False)[1][0])
-        self.puts += 1
-
-    def peek(self, text: str) -> Any:
-        """The structure put with this very ``text`` object, left for the worker to take; None when there is none."""
-        entry = self._entries.get(id(text))
-        return entry[1] if entry is not None and entry[0] is text else None
-
-    def take(self, text: str) -> Any:
-        """The structure put with this very ``text`` object, or None."""
-        entry = self._entries.get(id(text))
-        if entry is None or entry[0] is not text:
-            return None
-        with self._lock:
-            if self._entries.pop(id(text), None) is not None:
-                self._chars -= len(text)
-        self.hits += 1
-        return entry[1]
-
-    def _at_fork_reinit(self) -> None:
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._chars = 0
-
-
-#: The process's shared structures (the instrumentation puts, the folding worker takes).
-SHARED: Final = Shared()
-
-if hasattr(os, "register_at_fork"):  # a parent thread may hold the lock at the fork
-    os.register_at_fork(after_in_child=SHARED._at_fork_reinit)

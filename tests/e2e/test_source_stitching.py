@@ -250,3 +250,16 @@ def test_a_run_waiting_on_plain_tools_stays_open_longer(
         assert len(_by_trace(global_spans)) == 2
     finally:
         spanfold.shutdown()
+
+
+def test_the_source_marks_the_calls_whose_run_it_decided(traced: Any, global_spans: Any, server: MockLLMServer) -> None:
+    """Un-parented calls and tool runs carry ``spanfold.stitched`` (the fold follows their trace id and decides nothing
+    more); a call inside an agent span was placed by the application and carries nothing."""
+    _run("openai", server, 0)
+    unparented = list(global_spans.get_finished_spans())
+    assert unparented and all((s.attributes or {}).get("spanfold.stitched") is True for s in unparented)
+    global_spans.clear()
+    with spanfold.agent("weather-bot"):
+        _run("openai", server, 1)
+    inside = [s for s in global_spans.get_finished_spans() if not s.name.startswith("invoke_agent")]
+    assert inside and all("spanfold.stitched" not in (s.attributes or {}) for s in inside)

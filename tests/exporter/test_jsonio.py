@@ -21,7 +21,6 @@ from spanfold.exporter import dialects
 from spanfold.exporter.fold import fold
 from spanfold.exporter.records import SpanRecord
 from spanfold.instrumentation.history import FragmentCache
-from spanfold.instrumentation.messages import dumps as attribute_dumps
 from spanfold.trace import formats
 
 
@@ -31,12 +30,9 @@ def stdlib(value: Any, default: Any = None) -> str:
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts as a process that has seen no non-finite float, with sharing on and empty."""
+    """Each test starts as a process that has seen no non-finite float."""
     monkeypatch.setattr(jsonio, "_non_finite", False)
-    monkeypatch.setattr(jsonio.SHARED, "enabled", True)
-    jsonio.SHARED.clear()
     yield
-    jsonio.SHARED.clear()
 
 
 class Colour(enum.Enum):
@@ -214,30 +210,10 @@ def test_demo_traces_and_span_attributes_are_the_standard_librarys_bytes(
 # --- the structures shared with the worker ----------------------------------------------------------------------
 
 
-def test_the_worker_takes_the_structures_the_instrumentation_encoded() -> None:
-    history = [{"role": "user", "content": "hi"}]
-
-    def convert(item: dict[str, Any]) -> dict[str, Any]:
-        return {"role": item["role"], "parts": [{"type": "text", "content": item["content"]}]}
-
-    cache = FragmentCache()
-    inputs = cache.json_list(history, convert)
-    outputs = attribute_dumps([{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}])
-    assert len(jsonio.SHARED) == 2
-    hits = jsonio.SHARED.hits
-    step = dialects.to_step(record(chat_attributes(inputs, outputs)))
-    assert jsonio.SHARED.hits == hits + 2 and len(jsonio.SHARED) == 0
-    assert step.inputs == json.loads(inputs) and step.outputs == json.loads(outputs)  # type: ignore[union-attr]
-    # the next call re-sends the same message object: the same structure object, as the history parse shares them
-    again = cache.json_list(history, convert)
-    step2 = dialects.to_step(record(chat_attributes(again, outputs), span_id=2))
-    assert step2.inputs[0] is step.inputs[0]  # type: ignore[union-attr]
-
-
 def test_a_history_that_extends_the_last_one_gives_the_text_and_structures_of_a_fresh_join() -> None:
     """The next call of an agent re-sends the history plus new messages: only the new fragments are joined, and the
     result is what a cache that never saw the shorter list gives. A changed message, a shorter list and a list that
-    begins otherwise are joined whole; a non-round-tripping message stops the sharing."""
+    begins otherwise are joined whole."""
 
     def convert(item: Any) -> Any:
         return {"role": item["role"], "parts": [{"type": "text", "content": item["content"]}]}
@@ -253,9 +229,8 @@ def test_a_history_that_extends_the_last_one_gives_the_text_and_structures_of_a_
         history += [{"role": "assistant", "content": f"answer {turn}"}, {"role": "user", "content": f"more {turn}"}]
         text = cache.json_list(history, convert)
         assert text == fresh(history)
-        assert jsonio.SHARED.peek(text) == json.loads(text)
     same = cache.json_list(history, convert)
-    assert same == text and jsonio.SHARED.peek(same) == json.loads(text)
+    assert same == text
     history[1]["content"] = "changed"  # a message of the last list changed: joined whole
     assert cache.json_list(history, convert) == fresh(history)
     assert cache.json_list(history[:2], convert) == fresh(history[:2])  # shorter
@@ -268,26 +243,12 @@ def test_a_history_that_extends_the_last_one_gives_the_text_and_structures_of_a_
 
     with_object = [*other, {"role": "user", "content": Obj()}]
     text = cache.json_list(with_object, lambda item: {"role": item["role"], "content": item["content"]})
-    assert json.loads(text)[-1]["content"] == "obj" and jsonio.SHARED.peek(text) is None
-
-
-def test_foreign_texts_equal_texts_and_rebuilt_texts_are_parsed() -> None:
-    structure = [{"role": "user", "parts": [{"type": "text", "content": "mine"}]}]
-    text = attribute_dumps(structure)
-    rebuilt = "".join(list(text))  # equal, another object (decoded from the wire, copied by a processor)
-    assert rebuilt == text and rebuilt is not text
-    foreign = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "theirs"}]}])
-    hits = jsonio.SHARED.hits
-    step = dialects.to_step(record(chat_attributes(rebuilt, foreign)))
-    assert jsonio.SHARED.hits == hits
-    assert step.inputs == structure  # type: ignore[union-attr]
-    assert step.outputs[0]["parts"][0]["content"] == "theirs"  # type: ignore[union-attr]
-    assert len(jsonio.SHARED) == 1  # the original text's entry waits for its own span (bounded)
+    assert json.loads(text)[-1]["content"] == "obj"
 
 
 def test_a_message_mutated_after_the_call_does_not_reach_the_worker() -> None:
-    """The shared structure is a private copy: the user's own lists and dicts, changed in place after the call, are
-    not what the worker reads (it reads what the span's text says)."""
+    """The user's own lists and dicts, changed in place after the call, are not what the worker reads (it reads what
+    the span's text says)."""
     content = ["before"]
     message = {"role": "user", "content": content}
 
@@ -300,31 +261,3 @@ def test_a_message_mutated_after_the_call_does_not_reach_the_worker() -> None:
     step = dialects.to_step(record(chat_attributes(text, "[]")))
     assert step.inputs == json.loads(text)  # type: ignore[union-attr]
     assert step.inputs[0]["parts"][0]["v"] == ["before"]  # type: ignore[union-attr]
-
-
-def test_values_json_does_not_round_trip_are_not_shared() -> None:
-    class Obj:
-        def __str__(self) -> str:
-            return "obj"
-
-    text = attribute_dumps([{"role": "user", "parts": [{"type": "text", "content": Obj()}]}])
-    assert len(jsonio.SHARED) == 0
-    assert json.loads(text)[0]["parts"][0]["content"] == "obj"
-    text = attribute_dumps([{"role": "user", "parts": [{"type": "text", "content": math.nan}]}])
-    assert len(jsonio.SHARED) == 0 and "NaN" in text
-
-
-def test_shared_is_bounded_and_off_without_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    shared = jsonio.Shared(max_items=3, max_chars=100)
-    shared.enabled = True
-    texts = [f'[{{"role":"u{n}"}}]' for n in range(10)]
-    for text in texts:
-        shared.put(text, json.loads(text))
-    assert len(shared) == 3
-    assert shared.take(texts[0]) is None and shared.take(texts[-1]) == [{"role": "u9"}]
-    big = "[" + " " * 200 + "]"
-    shared.put(big, [])
-    assert len(shared) <= 2 or shared.take(big) is None
-    monkeypatch.setattr(jsonio.SHARED, "enabled", False)
-    attribute_dumps([{"role": "user"}])
-    assert len(jsonio.SHARED) == 0

@@ -38,7 +38,8 @@ def spans() -> Iterator[Spans]:
 
 
 def tool_attrs(span: Any) -> dict[str, Any]:
-    return dict(span.attributes or {})
+    """The span's attributes but the stitching marker (tests/e2e/test_source_stitching.py checks it)."""
+    return {k: v for k, v in (span.attributes or {}).items() if k != "spanfold.stitched"}
 
 
 # --- every path, one span -------------------------------------------------------------------------------------------

@@ -44,7 +44,6 @@ class Spans:
         self.settings = settings
         self.provider = provider
 
-
     def use(self, rt: Runtime) -> None:
         """Re-instrument with another runtime (a runtime is fixed per instrumentation)."""
         self.instrumentor.uninstrument()
@@ -60,8 +59,10 @@ class Spans:
         return spans[0]
 
     def attrs(self, span: ReadableSpan | None = None) -> dict[str, Any]:
-        """Attributes with the JSON ones parsed."""
+        """Attributes with the JSON ones parsed, without the stitching marker (whether a zero-code conversation is
+        active depends on the tests before; tests/e2e/test_source_stitching.py checks the marker)."""
         raw = dict((span or self.one()).attributes or {})
+        raw.pop("spanfold.stitched", None)
         for key in (
             "gen_ai.input.messages",
             "gen_ai.output.messages",

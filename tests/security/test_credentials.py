@@ -38,7 +38,7 @@ def test_no_credential_in_any_span_or_file(session: Callable[..., Session], serv
     assert all(h.get("x-custom-auth") == CUSTOM_TOKEN for h in headers)
     # ... and the runs were recorded in full, with their content: 5 agent runs, and the 2 failed un-parented calls
     # (the same prompt, so stitched as one conversation: a retry).
-    assert len(recorded.files["traces.jsonl"].splitlines()) == 6
+    assert len(recorded.files["traces.jsonl"].splitlines()) == 7  # five runs and two failed calls
     assert recorded.missing([Texts().prompt, Texts().answer, Texts().result]) == []
     assert recorded.leaks(CREDENTIALS) == []
 

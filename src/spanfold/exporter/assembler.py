@@ -369,7 +369,7 @@ class Assembler:
         try:
             from spanfold.exporter.dialects import safe_step
             from spanfold.exporter.fold import fold
-            from spanfold.exporter.stitch import stitch_root
+            from spanfold.exporter.stitch import placed_at_source, stitch_root
 
             steps: dict[int, Step | None] = {r.span_id: safe_step(r) for r in buf.records}
             if not any(s is not None for s in steps.values()):
@@ -379,7 +379,7 @@ class Assembler:
                 counters.incr("traces_incomplete")
             root = stitch_root(buf.records, steps) if self.policy.stitch else None
             if root is not None:
-                self._stitch(root, buf, steps, status)
+                self._stitch(root[1], buf, steps, status, placed=placed_at_source(root[0]))
                 return
             trace = fold(buf.records, trace_id=trace_hex(buf.trace_id), steps=steps)
             trace.meta.status = status
@@ -388,7 +388,9 @@ class Assembler:
             return
         self._write(trace, buf.records)
 
-    def _stitch(self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus) -> None:
+    def _stitch(
+        self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus, *, placed: bool
+    ) -> None:
         key = process_key(buf.records[0].resource)
         stitcher = self._stitchers.get(key)
         if stitcher is None:
@@ -396,7 +398,14 @@ class Assembler:
 
             stitcher = self._stitchers[key] = Stitcher()
         conv = stitcher.add(
-            root, buf.trace_id, buf.records, steps, status, buf.touched, attribute_bytes=buf.attribute_bytes
+            root,
+            buf.trace_id,
+            buf.records,
+            steps,
+            status,
+            buf.touched,
+            attribute_bytes=buf.attribute_bytes,
+            placed=placed,
         )
         self.held.bytes += buf.attribute_bytes  # now the conversation's
         if self._bound(stitcher, conv):

@@ -52,19 +52,16 @@ def _bad(kind: str, key: str) -> None:
 
 
 def parse_json(attrs: Mapping[str, Any], key: str, expect: type, loads: Callable[[str], Any] = jsonio.loads) -> Any:
-    """The attribute as JSON of type ``expect`` (parsed once; structured values taken as they are), else None. A text
-    this process's instrumentation made gives the structure it encoded (:data:`spanfold.jsonio.SHARED`), unparsed."""
+    """The attribute as JSON of type ``expect`` (parsed once; structured values taken as they are), else None."""
     raw = attrs.get(key)
     if raw is None:
         return None
     if isinstance(raw, str):
-        value = jsonio.SHARED.take(raw)
-        if value is None:
-            try:
-                value = loads(raw)
-            except ValueError:
-                _bad("json", key)
-                return None
+        try:
+            value = loads(raw)
+        except ValueError:
+            _bad("json", key)
+            return None
     else:
         value = list(raw) if isinstance(raw, tuple) else raw
     if not isinstance(value, expect):
@@ -136,41 +133,13 @@ HISTORIES = ArrayPrefixCache(_history_message)
 
 
 def input_messages(attrs: Mapping[str, Any]) -> list[SemconvMessage]:
-    """:func:`messages` of ``gen_ai.input.messages``, its JSON text parsed through :data:`HISTORIES` (or, for a text
-    this process's instrumentation made, its messages as they were encoded: the same message objects from call to
-    call, as the history cache would share them)."""
+    """:func:`messages` of ``gen_ai.input.messages``, its JSON text parsed through :data:`HISTORIES`."""
     raw = attrs.get(semconv.INPUT_MESSAGES)
     if not isinstance(raw, str):
         return messages(attrs, semconv.INPUT_MESSAGES)
-    shared = jsonio.SHARED.take(raw)
-    if type(shared) is list:
-        return _checked_history(shared)
     return parse_json(attrs, semconv.INPUT_MESSAGES, list, HISTORIES.loads) or []
 
 
-#: History messages taken back from the calling thread that :func:`_message` passed as they are, by identity (the
-#: calling thread shares them from call to call, as the history parse does): each is checked once, not once per step.
-_CHECKED: dict[int, SemconvMessage] = {}
-_CHECKED_LIMIT = 8192  # the calling thread's history cache holds as many (the same objects)
-
-
-def _checked_history(messages: list[Any]) -> list[SemconvMessage]:
-    out: list[SemconvMessage] = []
-    checked = _CHECKED
-    for msg in messages:
-        known = checked.get(id(msg))
-        if known is not None and known is msg:
-            out.append(known)
-            continue
-        ok = _history_message(msg)
-        if ok is None:
-            continue
-        out.append(ok)
-        if ok is msg:
-            if len(checked) >= _CHECKED_LIMIT:
-                checked.clear()
-            checked[id(msg)] = msg
-    return out
 
 
 def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:

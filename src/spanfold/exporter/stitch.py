@@ -1,13 +1,16 @@
-"""Zero-code stitching (DESIGN folding rule 5): un-parented model calls of one run joined into one conversation.
+"""Zero-code stitching in the fold (DESIGN folding rule 5): un-parented model calls of one run joined into one
+conversation, by the rule of :mod:`spanfold.stitching.evidence`, the one the source applies.
 
-An agent that never opens an ``invoke_agent`` span makes one OTel trace per model call (and per ``@tool`` call). A
-new call joins an open conversation when its input history extends that conversation's history (the inputs and
-first-choice outputs of one of its calls), when it continues one of its responses (``previous_response_id``), or
-shares its ``gen_ai.conversation.id``; a tool span joins the conversation waiting on its call id, or, without an id,
-the conversation that has waited longest on a call with its name and arguments (else its name): each waiting call
-takes one tool run, so concurrent runs making the same call get one each (:mod:`~spanfold.pairing`, the
-unit the fold pairs tool results with). Lookups are hashes: a rolling hash over the message fingerprints, so finding
-the conversation a call extends costs O(its inputs), never a comparison with every open conversation.
+An agent that never opens an ``invoke_agent`` span makes one OTel trace per model call (and per ``@tool`` call).
+Calls and tool runs whose run the source decided (:mod:`spanfold.instrumentation.conversations`; the span says so:
+``spanfold.stitched``) carry their run's trace id, and a call the source kept apart has a trace of its own: the fold
+follows those trace ids and decides nothing for them. Other producers' un-parented calls are decided here: a call
+joins the one live conversation its evidence names (a ``previous_response_id`` of one of its responses, its
+``gen_ai.conversation.id``, or a history past one of its model outputs that no other live conversation holds); a tool
+span joins the conversation waiting on its call id, or, without an id, the conversation that has waited longest on a
+call with its name and arguments (else its name): each waiting call takes one tool run, so concurrent runs making
+the same call get one each (:mod:`~spanfold.pairing`, the unit the fold pairs tool results with). Lookups are
+hashes, never a comparison with every open conversation.
 
 A conversation whose latest call gave a final answer (outputs, none of them a tool call, no error) is *answered*: the
 stitcher keeps those apart (:meth:`Stitcher.answered_before`) so that a receiver can write a run as soon as it is
@@ -24,13 +27,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
-from spanfold.exporter.events import INPUTS, Fingerprint, fingerprint, message_events, system_event
+from spanfold import semconv
 from spanfold.exporter.meta import worst
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
-from spanfold.idle_windows import IdleWindows
 from spanfold.pairing import Call, Pairing
 from spanfold.semconv.shapes import first_choice
+from spanfold.stitching import evidence
+from spanfold.stitching.fingerprints import tool_calls
+from spanfold.stitching.idle_windows import IdleWindows
 from spanfold.trace.model import TraceStatus
 
 
@@ -71,11 +76,19 @@ class Conversation:
         self.attribute_bytes += attribute_bytes
 
 
-def stitch_root(records: Iterable[SpanRecord], steps: dict[int, Step | None]) -> ModelStep | ToolStep | None:
-    """The root step of a trace that may be stitched: its first local root (un-parented, or the part of a trace whose
-    parent is elsewhere: the later calls of a run stitched at the source, a run under an external ``traceparent``,
-    several of which may arrive together) when that is a model call or a tool run, and no agent span anywhere (such a
-    trace is its own conversation)."""
+def placed_at_source(record: SpanRecord) -> bool:
+    """Whether the source decided the span's zero-code run (``spanfold.stitched``): its trace id tells, and the fold
+    decides nothing more for it."""
+    return record.attributes.get(semconv.SPANFOLD_STITCHED) is True
+
+
+def stitch_root(
+    records: Iterable[SpanRecord], steps: dict[int, Step | None]
+) -> tuple[SpanRecord, ModelStep | ToolStep] | None:
+    """The root of a trace that may be stitched, and its step: its first local root (un-parented, or the part of a
+    trace whose parent is elsewhere: the later calls of a run stitched at the source, a run under an external
+    ``traceparent``, several of which may arrive together) when that is a model call or a tool run, and no agent span
+    anywhere (such a trace is its own conversation)."""
     root: SpanRecord | None = None
     for r in records:
         if r.is_local_root and (root is None or (r.start_ns, r.span_id) < (root.start_ns, root.span_id)):
@@ -83,29 +96,16 @@ def stitch_root(records: Iterable[SpanRecord], steps: dict[int, Step | None]) ->
     if root is None or any(isinstance(s, AgentSpan) for s in steps.values()):
         return None
     step = steps.get(root.span_id)
-    return step if isinstance(step, (ModelStep, ToolStep)) else None
-
-
-def _chain(seed: int, fps: Iterable[Fingerprint]) -> list[int]:
-    """Rolling hashes of every prefix of ``fps``."""
-    out = []
-    h = seed
-    for fp in fps:
-        h = hash((h, fp))
-        out.append(h)
-    return out
-
-
-def _fingerprints(messages: Iterable[dict[str, object]]) -> list[Fingerprint]:
-    return [fp for m in messages for fp in INPUTS.prints(m)]
+    return (root, step) if isinstance(step, (ModelStep, ToolStep)) else None
 
 
 class Stitcher:
-    """Open conversations and the hash index that finds the one a new trace belongs to."""
+    """Open conversations, the evidence each holds, and the traces each is made of."""
 
     def __init__(self) -> None:
         self._windows: IdleWindows[Conversation] = IdleWindows()
-        self._index: dict[Hashable, Conversation] = {}
+        self._index: evidence.Index[Conversation] = evidence.Index()
+        self._members: dict[int, Conversation] = {}  # trace id -> the open conversation holding part of it
         self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
         self.answered: OrderedDict[int, Conversation] = OrderedDict()  # final answer given; least recently seen first
@@ -137,54 +137,48 @@ class Stitcher:
     def _touch(self, conv: Conversation, now: float) -> None:
         self._windows.touch(conv, now)
 
-    def _register(self, conv: Conversation, key: Hashable) -> None:
-        self._index[key] = conv
-        conv.keys.append(key)
-
-    def _lookup(self, key: Hashable) -> Conversation | None:
-        conv = self._index.get(key)
-        return conv if conv is not None and conv in self._windows else None
+    def _hold(self, conv: Conversation, key: Hashable, origin: int | None = None) -> None:
+        if self._index.hold(conv, key, origin):
+            conv.keys.append(key)
 
     # --- model calls -------------------------------------------------------------------------------------
 
-    def _seed(self, step: ModelStep) -> int:
-        return hash(fingerprint(system_event(step.system_instructions)) if step.system_instructions else None)
+    @staticmethod
+    def _history(step: ModelStep) -> list[int]:
+        return evidence.chain(evidence.seed(step.system_instructions), evidence.history_prints(step.inputs))
 
-    def _find_model(self, step: ModelStep, prefixes: list[int]) -> Conversation | None:
+    @staticmethod
+    def _names(step: ModelStep) -> list[Hashable]:
+        names: list[Hashable] = []
         if step.previous_response_id is not None:
-            conv = self._lookup(("response", step.previous_response_id))
-            if conv is not None:
-                return conv
+            names.append(("response", step.previous_response_id))
         if step.conversation_id is not None:
-            conv = self._lookup(("conversation", step.conversation_id))
-            if conv is not None:
-                return conv
-        for h in reversed(prefixes):  # the longest history it extends
-            conv = self._lookup(("history", h))
-            if conv is not None:
-                return conv
-        return None
+            names.append(("conversation", step.conversation_id))
+        return names
 
-    def _register_model(self, conv: Conversation, step: ModelStep, seed: int, inputs: list[Fingerprint]) -> bool:
-        """Index the call's history, response and conversation ids and its tool calls; True for a final answer."""
+    def _find_model(self, step: ModelStep, history: list[int]) -> Conversation | None:
+        return self._index.find(self._names(step), history).conversation
+
+    def _register_model(self, conv: Conversation, step: ModelStep, history: list[int] | None) -> bool:
+        """What the call shows of its run: True for a final answer. ``history``: its input history, when the call is
+        evidence other calls may be found by (its history past its output, its response and conversation ids, the
+        tool calls it asked for); None for a call placed at the source."""
         outs, _ = first_choice(step.outputs)
-        out_events = [e for m in outs for e in message_events(m, {})]
-        history = _chain(seed, [*inputs, *(fingerprint(e) for e in out_events)])
-        if out_events or step.error is not None:  # a retry of a failed call re-sends the same inputs
-            self._register(conv, ("history", history[-1] if history else seed))
-        if step.response_id is not None:
-            self._register(conv, ("response", step.response_id))
-        if step.conversation_id is not None:
-            self._register(conv, ("conversation", step.conversation_id))
-        final = bool(out_events) and step.error is None
+        calls = tool_calls(outs)
+        if history is not None:
+            origin = history[-1] if history else evidence.seed(step.system_instructions)
+            prints = evidence.history_prints(outs)
+            if prints and step.error is None:  # a failed call adds no history: equal text is no retry
+                self._hold(conv, evidence.chain(origin, prints)[-1], None if evidence.distinctive(prints) else origin)
+            if step.response_id is not None:
+                self._hold(conv, ("response", step.response_id))
+            if step.conversation_id is not None:
+                self._hold(conv, ("conversation", step.conversation_id))
+            for call_id, name, arguments in calls:
+                conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
         if step.error is None:  # a failed call leaves the run waiting as it was (as at the source): it is retried
-            conv.asking = False
-        for e in out_events:
-            for tc in e.tool_calls:
-                final = False
-                conv.asking = True
-                conv.waiting.append(self._calls.expect(conv, tc.id, tc.name, tc.arguments))
-        return final
+            conv.asking = bool(calls)
+        return bool(outs) and step.error is None and not calls
 
     # --- tool runs ---------------------------------------------------------------------------------------
 
@@ -204,20 +198,22 @@ class Stitcher:
         now: float,
         *,
         attribute_bytes: int = 0,
+        placed: bool = False,
     ) -> Conversation:
         """Join the trace to the conversation it continues, or open a new one; returns it. ``attribute_bytes``: of the
-        trace's spans (the conversation counts them)."""
+        trace's spans (the conversation counts them); ``placed``: spanfold's own root, whose conversation the source
+        decided (only its trace id joins it)."""
         member = self.member(trace_id)  # the parts of one trace (a run stitched at the source) go together
         final = False
         if isinstance(root, ModelStep):
-            seed = self._seed(root)
-            inputs = _fingerprints(root.inputs)
-            conv = member or self._find_model(root, _chain(seed, inputs)) or self._new()
-            final = self._register_model(conv, root, seed, inputs)
+            history = None if placed else self._history(root)
+            conv = member or (self._find_model(root, history) if history is not None else None) or self._new()
+            final = self._register_model(conv, root, history)
         else:
-            conv = member or self._find_tool(root) or self._new()
+            conv = member or (None if placed else self._find_tool(root)) or self._new()
         if member is None:
-            self._register(conv, ("trace", trace_id))
+            self._members[trace_id] = conv
+            conv.keys.append(("trace", trace_id))
         conv.add(trace_id, records, steps, status, attribute_bytes)
         self._touch(conv, now)
         self.answered.pop(conv.serial, None)
@@ -228,14 +224,16 @@ class Stitcher:
 
     def member(self, trace_id: int) -> Conversation | None:
         """The open conversation holding part of the trace ``trace_id``."""
-        return self._lookup(("trace", trace_id))
+        conv = self._members.get(trace_id)
+        return conv if conv is not None and conv in self._windows else None
 
     def join(self, conv: Conversation, record: SpanRecord, step: Step | None, size: int, now: float) -> None:
         """One more span of a trace the conversation holds (a span that arrived after its trace's part was folded)."""
         conv.add(record.trace_id, [record], {record.span_id: step}, "complete", size)
         if isinstance(step, ModelStep) and record.is_local_root:  # a call of the run: a final answer ends it
             self.answered.pop(conv.serial, None)
-            if self._register_model(conv, step, self._seed(step), _fingerprints(step.inputs)):
+            history = None if placed_at_source(record) else self._history(step)
+            if self._register_model(conv, step, history):
                 conv.answer_seen = now
                 self.answered[conv.serial] = conv
         self._touch(conv, now)
@@ -288,8 +286,11 @@ class Stitcher:
         self._windows.remove(conv)
         self.answered.pop(conv.serial, None)
         for key in conv.keys:
-            if self._index.get(key) is conv:
-                del self._index[key]
+            if isinstance(key, tuple) and key[0] == "trace":
+                if self._members.get(key[1]) is conv:
+                    del self._members[key[1]]
+            else:
+                self._index.release(conv, key)
         conv.keys.clear()
         for call in conv.waiting:  # calls never answered: out of the queues
             self._calls.drop(call)

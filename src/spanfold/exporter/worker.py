@@ -32,7 +32,7 @@ from typing import Any, Final, Literal, TypeAlias
 from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import config as config_module
-from spanfold import counters, jsonio
+from spanfold import counters
 from spanfold.config import Config
 from spanfold.exporter.assembler import Assembler, Policy
 from spanfold.exporter.forks import reinit_in_child
@@ -95,7 +95,6 @@ class FoldWorker:
         self._reset_state(tuple(writers))
         self._start()
         reinit_in_child(self._at_fork_reinit)
-        jsonio.SHARED.enabled = True  # a worker folds in this process: the instrumentation's texts can be taken back
 
     # --- state -------------------------------------------------------------------------------------------
 

@@ -193,10 +193,11 @@ def _place(
         return None, source.parent
     try:
         full = attrs if conversations.records_all(rt) else api.request(request, conversations.FULL)[1]
-        turn = source.turn(full)
+        turn = source.turn(full, conversations.request_list(request))
     except Exception as exc:
         counters.fault(f"{api.kind}.stitch", exc)
         return None, source.parent
+    attrs[semconv.SPANFOLD_STITCHED] = True
     return turn, turn.context
 
 

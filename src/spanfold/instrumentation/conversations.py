@@ -1,18 +1,19 @@
 """Stitching at the source: the model calls and tool runs of one zero-code agent run share one trace id.
 
 An agent that opens no ``invoke_agent`` span makes one OTel trace per model call: N unrelated traces in Jaeger,
-Langfuse or MLflow. Here, on the calling thread, an un-parented call whose input history extends a live
-conversation's history (the inputs and first-choice outputs of one of its calls), that continues one of its responses
-(``previous_response_id``), or that names its ``gen_ai.conversation.id``, starts its span as a child of the
-conversation's first span; an un-parented tool run joins the conversation whose model asked for it (by tool-call id,
-else by name and arguments, else by name: :mod:`spanfold.pairing`). A call that extends nothing starts a
-conversation of its own, under the run's external parent when there is one (a W3C ``TRACEPARENT``).
+Langfuse or MLflow. Here, on the calling thread, an un-parented call that continues a live conversation by the rule
+of :mod:`spanfold.stitching.evidence` (one of its responses continued, its ``gen_ai.conversation.id``, its failed
+call's very request list re-sent by the same thread or task, or a history past one of its model outputs that names
+no other live conversation) starts its span as a child of the conversation's first span; an un-parented tool run
+joins the conversation whose model asked for it (by tool-call id, else by name and arguments, else by name:
+:mod:`spanfold.pairing`). Any other call starts a conversation of its own, under the run's external parent when
+there is one (a W3C ``TRACEPARENT``); when the evidence pointed at more than one conversation the split is counted.
 
-The fingerprints (:mod:`spanfold.semconv.fingerprints`) are computed from the messages as recorded with capture on
+The fingerprints (:mod:`spanfold.stitching.fingerprints`) are computed from the messages as recorded with capture on
 and no redaction, whatever the user's settings: with capture off they are computed all the same (hashes kept in
-memory, never written), so two runs that differ only in their text still stay apart. Two runs that share only a
-system prompt stay two traces (a key holds a call's outputs too, which differ by their tool-call ids or text), and
-concurrent runs never cross.
+memory, never written), so two runs that differ only in their text still stay apart. The request's own list object
+is kept by its conversation until the next call or the conversation's end (identity evidence: a loop that re-sends
+its list is one run even when another user's history reads the same).
 
 The parent is a *remote* copy of the first span's context: that span has ended and left the process by the time a
 later call starts, so every later call is the local root of its part of the trace, as the exporter expects.
@@ -23,10 +24,11 @@ Bounded like the exporter's stitcher: conversations idle for ``idle`` seconds ar
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -35,12 +37,13 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
 from spanfold import jsonio, semconv
 from spanfold.config import ASKING_IDLE_FACTOR, Config
-from spanfold.idle_windows import IdleWindows
 from spanfold.json_prefix import ArrayPrefixCache
 from spanfold.pairing import Call, Pairing
 from spanfold.runtime import Runtime
 from spanfold.semconv import shapes
-from spanfold.semconv.fingerprints import Fingerprint, message_prints, tool_calls
+from spanfold.stitching import evidence
+from spanfold.stitching.fingerprints import message_prints, tool_calls
+from spanfold.stitching.idle_windows import IdleWindows
 
 #: The runtime fingerprints are computed under: the messages as they are, whatever the user records.
 FULL = Runtime(capture_content=True, redaction=None)
@@ -54,40 +57,45 @@ def records_all(rt: Runtime) -> bool:
 
 #: Parsed input histories, each message through its fingerprints (only the new tail of a re-sent history is parsed).
 _INPUTS = ArrayPrefixCache(element=message_prints)
-#: The message structures the instrumentation shares (:data:`spanfold.jsonio.SHARED`), by identity: its history cache
-#: gives the same structure for the same message from call to call. Each entry: the message, the chain value before
-#: it and the chain's values over its fingerprints (a re-sent history with the same beginning hashes nothing again).
-#: Entries are tuples replaced whole (thread-safe without a lock); emptied when full.
-_PRINTS: dict[int, tuple[Any, int, tuple[int, ...]]] = {}
-_PRINTS_LIMIT = 2048
+#: System instructions (their JSON text) -> the chain's seed; a process has a few prompts.
+_SEEDS: dict[str, int] = {}
+_SEEDS_LIMIT = 256
+
+
+def _seed(system: Any) -> int:
+    if not isinstance(system, str):
+        return 0
+    found = _SEEDS.get(system)
+    if found is None:
+        if len(_SEEDS) >= _SEEDS_LIMIT:
+            _SEEDS.clear()
+        try:
+            found = evidence.seed(jsonio.loads(system))
+        except ValueError:
+            found = hash(system)
+        _SEEDS[system] = found
+    return found
 
 
 def _input_chain(seed: int, inputs: str) -> list[int]:
-    """:func:`_chain` of a history text's fingerprints, in order: from the structures shared with it when there are
-    some (each message looked up by identity, its chain values reused when what came before it is the same), else
-    parsed (only what is new since a text it extends)."""
-    shared = jsonio.SHARED.peek(inputs)
-    if not isinstance(shared, list):
-        return _chain(seed, [fp for prints in _INPUTS.loads(inputs) if isinstance(prints, tuple) for fp in prints])
-    out: list[int] = []
-    h = seed
-    for message in shared:
-        entry = _PRINTS.get(id(message))
-        if entry is None or entry[0] is not message or entry[1] != h:
-            if len(_PRINTS) >= _PRINTS_LIMIT:
-                _PRINTS.clear()
-            entry = _PRINTS[id(message)] = (message, h, tuple(_chain(h, message_prints(message))))
-        values = entry[2]
-        if values:
-            out += values
-            h = values[-1]
-    return out
+    """:func:`evidence.chain` of a history text's fingerprints (only what is new since a text it extends is parsed)."""
+    return evidence.chain(seed, [fp for prints in _INPUTS.loads(inputs) if isinstance(prints, tuple) for fp in prints])
+
+
+def _caller() -> Hashable:
+    """Who makes the call: the running asyncio task, else the thread (a retry comes from the one that failed)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        task = None
+    return task if task is not None else threading.get_ident()
 
 
 class Conversation:
-    """One stitched run: the context its later calls start in, its index keys, the tool calls it waits on."""
+    """One stitched run: the context its later calls start in, its keys, the tool calls it waits on, and the request
+    list its latest call sent."""
 
-    __slots__ = ("_context", "_first", "asking", "keys", "running", "touched", "waiting")
+    __slots__ = ("_context", "_first", "asking", "keys", "retry", "running", "sent", "touched", "waiting")
 
     def __init__(self, first: SpanContext, now: float) -> None:
         self._first = first  # the context, not the span: an ended span still holds its attributes
@@ -100,6 +108,10 @@ class Conversation:
         self.touched = now
         #: Its latest call asked for tools: the run waits on them, for ``ASKING_IDLE_FACTOR`` times the window.
         self.asking = False
+        #: The request list its latest call sent (kept: its id is the identity evidence), and the retry key of its
+        #: latest call when that failed.
+        self.sent: list[Any] | None = None
+        self.retry: Hashable | None = None
 
     def busy(self, now: float) -> bool:
         """Whether one of its tool runs is still running; one that ended since the last look counts as activity
@@ -126,42 +138,30 @@ class Conversation:
         return self._context
 
 
-def _chain(seed: int, prints: Iterable[Fingerprint]) -> list[int]:
-    out, h = [], seed
-    for fp in prints:
-        h = hash((h, fp))
-        out.append(h)
-    return out
-
-
-def _parsed(value: Any) -> list[Any]:
-    if not isinstance(value, str):
-        return []
-    parsed = jsonio.SHARED.peek(value)  # the structure the instrumentation just encoded, when it shares it
-    if parsed is None:
-        parsed = jsonio.loads(value)
-    return parsed if isinstance(parsed, list) else []
+def _retry_key(sent: list[Any], caller: Hashable, origin: int) -> Hashable:
+    """The name a failed call leaves for its retry: the very list, from the same caller, with the same history."""
+    return ("retry", id(sent), caller, origin)
 
 
 class Turn:
     """One un-parented model call: the context its span starts in, and what it adds to its conversation when done."""
 
-    __slots__ = ("_first", "_inputs", "_owner", "_seed", "context", "conversation", "keys")
+    __slots__ = ("_first", "_owner", "context", "conversation", "names", "origin", "sent")
 
     def __init__(
         self,
         owner: Conversations,
         conversation: Conversation | None,
-        seed: int,
-        inputs: list[int],
-        keys: list[Hashable],
+        origin: int,
+        names: list[Hashable],
+        sent: list[Any] | None,
     ) -> None:
         self._owner = owner
         self.conversation = conversation
         self.context = conversation.context if conversation is not None else owner.parent
-        self._seed = seed
-        self._inputs = inputs
-        self.keys = keys  # response / conversation ids of the request
+        self.origin = origin  # the chained hash of its inputs: what its outputs extend
+        self.names = names  # the conversation id of the request
+        self.sent = sent
         self._first: SpanContext | None = None
 
     def started(self, span: Span) -> None:
@@ -172,28 +172,49 @@ class Turn:
 
     def done(self, outputs: Mapping[str, Any] | None) -> None:
         """The call ended with ``outputs`` (its result attributes with capture on), or failed (None)."""
-        conv, first = self.conversation, self._first
-        if conv is None and first is None:
-            return
-        keys = list(self.keys)
+        names = list(self.names)
+        history: int | None = None
+        distinctive = False
         calls: list[tuple[Any, Any, Any]] = []
-        last = self._inputs[-1] if self._inputs else self._seed
         if outputs is None:
-            keys.append(last)  # a retry re-sends the same inputs
+            if self.sent is not None:
+                names.append(_retry_key(self.sent, _caller(), self.origin))
         else:
             messages, _ = shapes.first_choice(_parsed(outputs.get(semconv.OUTPUT_MESSAGES)))
             prints = [fp for msg in messages for fp in message_prints(msg)]
             if prints:
-                keys.append(_chain(last, prints)[-1])
+                history = evidence.chain(self.origin, prints)[-1]
+                distinctive = evidence.distinctive(prints)
             response_id = outputs.get(semconv.RESPONSE_ID)
             if response_id:
-                keys.append(("response", response_id))
+                names.append(("response", response_id))
             calls = tool_calls(messages)
-        self.conversation = self._owner.register(conv, keys, calls, answered=outputs is not None, first=first)
+        self.conversation = self._owner.register(
+            self, names, history, calls, answered=outputs is not None, distinctive=distinctive
+        )
+
+
+def _parsed(value: Any) -> list[Any]:
+    if not isinstance(value, str):
+        return []
+    try:
+        parsed = jsonio.loads(value)
+    except ValueError:
+        return []
+    return parsed if isinstance(parsed, list) else []
+
+
+def request_list(request: Mapping[str, Any]) -> list[Any] | None:
+    """The list object holding a request's history (``messages``, ``input``, ``contents``), when it is one."""
+    for key in ("messages", "input", "contents"):
+        value = request.get(key)
+        if type(value) is list:
+            return value
+    return None
 
 
 class Conversations:
-    """The live conversations of the process, found by the hash of a history they may be extended by."""
+    """The live conversations of the process, found by the evidence a call brings (:mod:`spanfold.stitching`)."""
 
     def __init__(
         self,
@@ -211,8 +232,9 @@ class Conversations:
         self._clock = clock
         self._lock = threading.Lock()
         self._windows: IdleWindows[Conversation] = IdleWindows()  # the open ones, by the window that closes them
-        #: Keys: a history's chained hash (an int), ("response", id), ("conversation", id).
-        self._index: dict[Hashable, Conversation] = {}
+        self._index: evidence.Index[Conversation] = evidence.Index()
+        #: id(request list) -> the open conversation whose latest call sent it.
+        self._sent: dict[int, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()
 
     def __len__(self) -> int:
@@ -220,21 +242,32 @@ class Conversations:
 
     # --- the calling thread ------------------------------------------------------------------------------
 
-    def turn(self, attrs: Mapping[str, Any]) -> Turn:
-        """Where an un-parented model call with these request attributes (capture on, no redaction) belongs."""
-        system = attrs.get(semconv.SYSTEM_INSTRUCTIONS)
-        seed = hash(system) if isinstance(system, str) else 0
+    def turn(self, attrs: Mapping[str, Any], sent: list[Any] | None = None) -> Turn:
+        """Where an un-parented model call with these request attributes (capture on, no redaction) belongs;
+        ``sent``: the list object the request's history is in (:func:`request_list`)."""
+        seed = _seed(attrs.get(semconv.SYSTEM_INSTRUCTIONS))
         inputs = attrs.get(semconv.INPUT_MESSAGES)
-        chain = _input_chain(seed, inputs) if isinstance(inputs, str) else []
-        ids: list[Hashable] = [("response", attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)]
+        history = _input_chain(seed, inputs) if isinstance(inputs, str) else []
+        origin = history[-1] if history else seed
+        names: list[Hashable] = [("response", attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)]
         conversation_id = attrs.get(semconv.CONVERSATION_ID)
-        if conversation_id:
-            ids.append(("conversation", conversation_id))
+        own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
         with self._lock:
             self._expire()
-            conv = self._find(ids, chain)
-        own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
-        return Turn(self, conv, seed, chain, own)
+            owner = self._owner_of(sent)
+            if owner is not None and owner.retry is not None:
+                names.append(_retry_key(sent, _caller(), origin))  # type: ignore[arg-type]
+            conv = self._index.find([*names, *own], history, owner).conversation
+            if conv is not None:
+                self._touch(conv)
+            self._index.begin(origin, conv)
+        return Turn(self, conv, origin, own, sent)
+
+    def _owner_of(self, sent: list[Any] | None) -> Conversation | None:
+        if sent is None:
+            return None
+        conv = self._sent.get(id(sent))
+        return conv if conv is not None and conv.sent is sent else None
 
     def tool_context(
         self, call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
@@ -246,7 +279,8 @@ class Conversations:
             call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
             conv = call.owner if call is not None else None
             if conv is None and conversation_id:
-                conv = self._index.get(("conversation", conversation_id))
+                holders = self._index.holders(("conversation", conversation_id))
+                conv = holders[0] if len(holders) == 1 else None
             if conv is None:
                 return self.parent, None
             self._touch(conv)
@@ -261,46 +295,47 @@ class Conversations:
 
     # --- the index ---------------------------------------------------------------------------------------
 
-    def _find(self, ids: list[Hashable], chain: list[int]) -> Conversation | None:
-        for key in ids:
-            conv = self._index.get(key)
-            if conv is not None:
-                return self._touch(conv)
-        for h in reversed(chain):  # the longest history it extends
-            conv = self._index.get(h)
-            if conv is not None:
-                return self._touch(conv)
-        return None
-
     def _touch(self, conv: Conversation, now: float | None = None) -> Conversation:
         self._windows.touch(conv, self._clock() if now is None else now)
         return conv
 
     def register(
         self,
-        conv: Conversation | None,
-        keys: list[Hashable],
+        turn: Turn,
+        names: list[Hashable],
+        history: int | None,
         calls: list[tuple[Any, Any, Any]],
         *,
         answered: bool = True,
-        first: SpanContext | None = None,
+        distinctive: bool = False,
     ) -> Conversation | None:
-        """What a call of ``conv`` adds: its keys, the tool calls it asked for (``answered``: it gave a result; a
-        failed call leaves the conversation waiting as it was). ``conv`` None: the call opens a conversation under
-        ``first`` (its span's context). The conversation, or None when it closed meanwhile."""
+        """What ``turn``'s call adds to its conversation: its names, the history past its output (``distinctive``:
+        an output no other call gives, :func:`~spanfold.stitching.evidence.distinctive`), the tool calls it
+        asked for (``answered``: it gave a result; a failed call leaves the conversation waiting as it was). A call
+        that joined none opens a conversation under its span's context. The conversation, or None when it closed
+        meanwhile."""
+        conv = turn.conversation
         with self._lock:
+            self._index.end(turn.origin, conv)
             if conv is None:
-                if first is None:
+                if turn._first is None:
                     return None
-                conv = Conversation(first, self._clock())
+                conv = Conversation(turn._first, self._clock())
                 fresh = True
             elif conv not in self._windows:
                 return None  # closed meanwhile
             else:
                 fresh = False
-            for key in keys:
-                self._index[key] = conv
-                conv.keys.append(key)
+            if conv.retry is not None:  # a later call ended: the failed one is no longer retried
+                self._index.release(conv, conv.retry)
+                conv.retry = None
+            for key in names:
+                self._hold(conv, key)
+                if isinstance(key, tuple) and key[0] == "retry":
+                    conv.retry = key
+            if history is not None:
+                self._hold(conv, history, None if distinctive else turn.origin)
+            self._remember_sent(conv, turn.sent)
             for call_id, name, arguments in calls:
                 conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
             if answered:
@@ -312,6 +347,17 @@ class Conversations:
             else:
                 self._touch(conv)
             return conv
+
+    def _hold(self, conv: Conversation, key: Hashable, origin: int | None = None) -> None:
+        if self._index.hold(conv, key, origin):
+            conv.keys.append(key)
+
+    def _remember_sent(self, conv: Conversation, sent: list[Any] | None) -> None:
+        if conv.sent is not None and conv.sent is not sent and self._sent.get(id(conv.sent)) is conv:
+            del self._sent[id(conv.sent)]
+        conv.sent = sent
+        if sent is not None:
+            self._sent[id(sent)] = conv
 
     def _expire(self) -> None:
         now = self._clock()
@@ -327,12 +373,13 @@ class Conversations:
     def _close(self, conv: Conversation) -> None:
         self._windows.remove(conv)
         for key in conv.keys:
-            if self._index.get(key) is conv:
-                del self._index[key]
+            self._index.release(conv, key)
         for call in conv.waiting:
             self._calls.drop(call)
+        self._remember_sent(conv, None)
         conv.keys.clear()
         conv.waiting.clear()
+        conv.retry = None
 
 
 _active: list[Conversations | None] = [None]

@@ -12,15 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from spanfold import jsonio
 from spanfold.instrumentation.messages import encode
 from spanfold.runtime import Runtime
-
-
-def _messages(structures: list[Any]) -> bool:
-    """Whether a list is messages (the worker parses those; tool definitions it does not read)."""
-    first = structures[0]
-    return type(first) is dict and "role" in first
 
 
 class FragmentCache:
@@ -31,20 +24,17 @@ class FragmentCache:
     (by identity or equality). In-place mutation of a nested value of a dict already sent is not detected.
     Bounded: cleared when ``limit`` entries are held (entries hold the message alive, so ids stay unique).
 
-    :meth:`json_list` also keeps each message's converted structure (a private copy, equal to the fragment's parse)
-    and shares the list's text with the folding worker of this process (:data:`spanfold.jsonio.SHARED`), which takes
-    the structures back instead of parsing the text: the same message object gives the same structure from call to
-    call, as the worker's history cache would have. The list's text extends the last one's when its messages begin
-    with the last list's (an agent's next call): only the new fragments are joined.
+    The list's text extends the last one's when its messages begin with the last list's (an agent's next call):
+    only the new fragments are joined.
     """
 
     __slots__ = ("_entries", "_last", "limit")
 
     def __init__(self, limit: int = 8192) -> None:
         self._entries: dict[int, tuple[Any, Any, Any]] = {}
-        #: The last list joined: its (fragment, structure) pairs, its text, its structures, whether they are shared.
-        #: Replaced whole (thread-safe without a lock).
-        self._last: tuple[list[tuple[str, Any]], str, list[Any], bool] | None = None
+        #: The last list joined: its (fragment, structure) pairs and its text. Replaced whole (thread-safe without a
+        #: lock).
+        self._last: tuple[list[tuple[str, Any]], str] | None = None
         self.limit = limit
 
     def json_list(self, items: list[Any], convert: Callable[[Any], Any]) -> str:
@@ -87,24 +77,17 @@ class FragmentCache:
         return self._joined([pair for pairs in self.each(items, build) for pair in pairs])
 
     def _joined(self, pairs: list[tuple[str, Any]]) -> str:
-        """The JSON list of the messages' fragments; their structures shared with the folding worker
-        (:data:`~spanfold.jsonio.SHARED`) when every one of them round-trips."""
+        """The JSON list of the messages' fragments (a list that begins with the last one's joins only its new
+        fragments onto the last text)."""
         last = self._last
         n = len(last[0]) if last is not None else 0
         if last is not None and n and len(pairs) >= n and pairs[:n] == last[0]:
-            _, text, structures, shared = last
+            text = last[1]
             if len(pairs) > n:
-                tail = [copy for _, copy in pairs[n:]]
                 text = text[:-1] + "," + ",".join([fragment for fragment, _ in pairs[n:]]) + "]"
-                structures = structures + tail
-                shared = shared and jsonio.NOT_PURE not in tail
         else:
             text = "[" + ",".join([fragment for fragment, _ in pairs]) + "]"
-            structures = [copy for _, copy in pairs]
-            shared = bool(structures) and jsonio.NOT_PURE not in structures and _messages(structures)
-        self._last = (pairs, text, structures, shared)
-        if shared:
-            jsonio.SHARED.put(text, structures)
+        self._last = (pairs, text)
         return text
 
     def clear(self) -> None:

@@ -63,13 +63,8 @@ def encode(value: Any) -> tuple[str, Any]:
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON for span attributes; objects JSON cannot encode become their ``str``. A list of messages is
-    shared with the folding worker of this process (:data:`spanfold.jsonio.SHARED`): it takes the structure back
-    instead of parsing the text."""
-    text, copy = jsonio.encode(value, _default)
-    if type(copy) is list and copy and type(copy[0]) is dict and "role" in copy[0]:
-        jsonio.SHARED.put(text, copy)
-    return text
+    """Compact JSON for span attributes; objects JSON cannot encode become their ``str``."""
+    return jsonio.encode(value, _default)[0]
 
 
 def result_attributes(

@@ -91,6 +91,9 @@ ANTHROPIC_PREVIOUS_MESSAGE_ID: Final = "anthropic.request.previous_message_id"
 ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
 #: The attributes that name the previous turn of a chain whose history lives on the server (the fold joins by them).
 PREVIOUS_RESPONSE_ATTRIBUTES: Final = (OPENAI_PREVIOUS_RESPONSE_ID, ANTHROPIC_PREVIOUS_MESSAGE_ID)
+#: True on an un-parented model call or tool run whose zero-code run the source decided (stitching on): its trace id
+#: says which run it belongs to, and the fold decides nothing more for it (:mod:`spanfold.stitching`).
+SPANFOLD_STITCHED: Final = "spanfold.stitched"
 
 # --- Google Gemini (google-genai): provider names and usage ----------------------------------------------
 #: gen_ai.provider.name of the Gemini Developer API (AI Studio keys) and of Vertex AI, as the conventions name them.

@@ -1,0 +1,126 @@
+"""The stitching rule (spanfold.stitching.evidence) on its own: a call joins a live conversation only when the evidence
+names exactly one; every split the evidence pointed past is counted by reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from spanfold import counters
+from spanfold.stitching import evidence
+from spanfold.stitching.evidence import Index
+
+
+class Conv:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def text(role: str, content: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+
+SYSTEM = [{"type": "text", "content": "Be brief."}]
+HI = [text("user", "Hi")]
+HELLO = [text("assistant", "Hello!")]
+
+
+def history(*messages: dict[str, Any]) -> list[int]:
+    return evidence.chain(evidence.seed(SYSTEM), evidence.history_prints(messages))
+
+
+def answered(index: Index[Conv], conv: Conv, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> None:
+    """``conv`` made a call with ``inputs`` that answered ``outputs``: it holds the history past its output."""
+    origin = (history(*inputs) or [evidence.seed(SYSTEM)])[-1]
+    index.hold(conv, evidence.chain(origin, evidence.history_prints(outputs))[-1], origin)
+
+
+@pytest.fixture(autouse=True)
+def _counters() -> None:
+    counters.reset()
+
+
+def test_a_history_held_by_one_conversation_joins_it() -> None:
+    index: Index[Conv] = Index()
+    a = Conv("a")
+    answered(index, a, HI, HELLO)
+    decision = index.find([], history(*HI, *HELLO, text("user", "private A")))
+    assert decision.conversation is a and decision.split is None
+
+
+def test_a_history_two_conversations_hold_is_a_counted_split() -> None:
+    index: Index[Conv] = Index()
+    a, b = Conv("a"), Conv("b")
+    answered(index, a, HI, HELLO)
+    answered(index, b, HI, HELLO)
+    decision = index.find([], history(*HI, *HELLO, text("user", "private")))
+    assert decision.conversation is None and decision.split == evidence.AMBIGUOUS
+    assert counters.snapshot()["stitch_splits"] == 1
+    assert counters.snapshot()["stitch_splits.ambiguous"] == 1
+    # the request's own list names one of them: that one (a run's loop re-sends its list)
+    assert index.find([], history(*HI, *HELLO, text("user", "x")), owner=b).conversation is b
+    # once the other closes, the history names one again
+    index.release(b, history(*HI, *HELLO)[-1])
+    assert index.find([], history(*HI, *HELLO, text("user", "x"))).conversation is a
+
+
+def test_the_longest_history_decides_and_an_ambiguous_one_never_falls_back_to_a_shorter() -> None:
+    index: Index[Conv] = Index()
+    a, b, c = Conv("a"), Conv("b"), Conv("c")
+    answered(index, c, [], HI)  # c holds only a shorter history (the system prompt and "Hi")
+    answered(index, a, HI, HELLO)
+    answered(index, b, HI, HELLO)
+    assert index.find([], history(*HI, *HELLO, text("user", "x"))).split == evidence.AMBIGUOUS
+
+
+def test_a_twin_call_in_flight_makes_the_history_ambiguous() -> None:
+    """B sent the same opening and has not answered yet: once it does, it would hold the same history as A."""
+    index: Index[Conv] = Index()
+    a = Conv("a")
+    answered(index, a, HI, HELLO)
+    origin = history(*HI)[-1]
+    index.begin(origin, None)  # B's first call, in flight
+    assert index.find([], history(*HI, *HELLO, text("user", "x"))).split == evidence.IN_FLIGHT
+    index.begin(origin, a)  # a call of A's own with the same history is no twin of another run
+    index.end(origin, None)
+    assert index.find([], history(*HI, *HELLO, text("user", "x"))).conversation is a
+    index.end(origin, a)
+    assert index.find([], history(*HI, *HELLO, text("user", "x"))).conversation is a
+
+
+def test_a_list_of_another_conversation_conflicts_with_the_history() -> None:
+    index: Index[Conv] = Index()
+    a, b = Conv("a"), Conv("b")
+    answered(index, a, HI, HELLO)
+    assert index.find([], history(*HI, *HELLO), owner=b).split == evidence.CONFLICT
+
+
+def test_names_join_the_one_conversation_holding_them() -> None:
+    index: Index[Conv] = Index()
+    a, b = Conv("a"), Conv("b")
+    index.hold(a, ("response", "resp_1"))
+    index.hold(b, ("conversation", "c-7"))
+    assert index.find([("response", "resp_1")], []).conversation is a
+    assert index.find([("conversation", "c-7")], history(*HI)).conversation is b
+    assert index.find([("response", "unknown")], []).conversation is None
+    assert counters.snapshot().get("stitch_splits", 0) == 0  # nothing pointed anywhere: no split
+
+
+def test_a_failed_calls_text_is_no_evidence() -> None:
+    """Nothing is held for a call that failed: another user's identical request finds nothing (only the source's
+    ``retry`` name, the very list re-sent by the same caller, joins a failed call)."""
+    index: Index[Conv] = Index()
+    a = Conv("a")
+    index.hold(a, ("retry", 1, "thread-1", history(*HI)[-1]))
+    assert index.find([], history(*HI)).conversation is None
+    assert index.find([("retry", 1, "thread-2", history(*HI)[-1])], history(*HI)).conversation is None
+    assert index.find([("retry", 1, "thread-1", history(*HI)[-1])], history(*HI)).conversation is a
+
+
+def test_the_seed_is_the_system_instructions() -> None:
+    assert evidence.seed(None) == evidence.seed([]) == 0
+    assert evidence.seed(SYSTEM) != evidence.seed([{"type": "text", "content": "Be long."}])
