@@ -189,7 +189,7 @@ def worker(kind: str) -> list[tuple[str, float]]:
         for i, r in enumerate(records):
             root = stitch_root([r], steps[i])
             if root is not None:
-                stitcher.add(root, r.trace_id, [r], steps[i], "complete", 0.0)
+                stitcher.add(root[1], r.trace_id, [r], steps[i], "complete", 0.0)
 
     directory = tempfile.mkdtemp(prefix="spanfold-bench-")
     writer = JsonlWriter(directory, "invariant")

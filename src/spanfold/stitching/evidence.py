@@ -84,17 +84,19 @@ class Decision(Generic[C]):
 
 
 class Index(Generic[C]):
-    """The keys live conversations hold, and the calls in flight by the history they were sent."""
+    """The keys live conversations hold, and the calls in flight by the history they were sent. Every operation is a
+    few hash lookups, however many conversations hold one key (a server's users who all opened alike)."""
 
     __slots__ = ("_holders", "_origins", "_pending", "pending_limit")
 
     def __init__(self, pending_limit: int = 65536) -> None:
-        self._holders: dict[Hashable, list[C]] = {}
+        #: Key -> its holders by identity (insertion-ordered).
+        self._holders: dict[Hashable, dict[int, C]] = {}
         #: History key -> the chained hash of the inputs it extends (the call's history before its outputs).
         self._origins: dict[Hashable, int] = {}
-        #: Chained hash of a call's inputs -> the conversations of the calls in flight with it (None: a call that
-        #: will open a conversation of its own).
-        self._pending: dict[int, list[C | None]] = {}
+        #: Chained hash of a call's inputs -> how many calls are in flight with it, by the identity of their
+        #: conversation (0: a call that will open a conversation of its own).
+        self._pending: dict[int, dict[int, int]] = {}
         #: Histories in flight past which the record is dropped (calls whose span never ended), counted.
         self.pending_limit = pending_limit
 
@@ -106,47 +108,48 @@ class Index(Generic[C]):
         of the inputs it extends; None for a :func:`distinctive` one). False when it already did."""
         holders = self._holders.get(key)
         if holders is None:
-            self._holders[key] = [conversation]
+            self._holders[key] = {id(conversation): conversation}
             if origin is not None:
                 self._origins[key] = origin
             return True
-        if any(h is conversation for h in holders):
+        if id(conversation) in holders:
             return False
         if isinstance(key, tuple):  # a name is an id: it names the conversation that produced it last
-            holders[:] = [conversation]
-        else:
-            holders.append(conversation)
+            holders.clear()
+        holders[id(conversation)] = conversation
         return True
 
     def release(self, conversation: C, key: Hashable) -> None:
         holders = self._holders.get(key)
-        if holders is None:
+        if holders is None or holders.pop(id(conversation), None) is None:
             return
-        holders[:] = [h for h in holders if h is not conversation]
         if not holders:
             del self._holders[key]
             self._origins.pop(key, None)
 
     def holders(self, key: Hashable) -> list[C]:
-        return self._holders.get(key, [])
+        return list(self._holders.get(key, {}).values())
 
     def begin(self, origin: int, conversation: C | None) -> None:
         """A call sent the history ``origin`` and has not answered yet (:meth:`end` when it has)."""
         if len(self._pending) >= self.pending_limit:
             counters.incr("stitch_pending_dropped", len(self._pending))
             self._pending.clear()
-        self._pending.setdefault(origin, []).append(conversation)
+        counts = self._pending.setdefault(origin, {})
+        who = 0 if conversation is None else id(conversation)
+        counts[who] = counts.get(who, 0) + 1
 
     def end(self, origin: int, conversation: C | None) -> None:
-        pending = self._pending.get(origin)
-        if pending is None:
+        counts = self._pending.get(origin)
+        who = 0 if conversation is None else id(conversation)
+        if counts is None or who not in counts:
             return
-        for i, c in enumerate(pending):
-            if c is conversation:
-                del pending[i]
-                break
-        if not pending:
-            del self._pending[origin]
+        if counts[who] > 1:
+            counts[who] -= 1
+        else:
+            del counts[who]
+            if not counts:
+                del self._pending[origin]
 
     def find(self, names: Sequence[Hashable], history: Sequence[int], owner: C | None = None) -> Decision[C]:
         """Where a call with these ``names`` and input ``history`` (:func:`chain`) goes; ``owner``: the live
@@ -160,21 +163,19 @@ class Index(Generic[C]):
             if not holders:
                 continue
             if owner is not None:  # the same list re-sent: a run's own loop, whoever else has that history
-                if any(c is owner for c in holders):
-                    return Decision(owner)
-                return self._split(CONFLICT)
+                return Decision(owner) if id(owner) in holders else self._split(CONFLICT)
             decision = self._one(holders, None, AMBIGUOUS)
             origin = self._origins.get(h)
             pending = self._pending.get(origin) if origin is not None else None
-            if decision.conversation is not None and pending and any(c is not decision.conversation for c in pending):
+            if decision.conversation is not None and pending and any(w != id(decision.conversation) for w in pending):
                 return self._split(IN_FLIGHT)
             return decision
         return Decision()
 
-    def _one(self, holders: list[C], owner: C | None, reason: str) -> Decision[C]:
+    def _one(self, holders: dict[int, C], owner: C | None, reason: str) -> Decision[C]:
         if len(holders) == 1:
-            return Decision(holders[0])
-        if owner is not None and any(c is owner for c in holders):
+            return Decision(next(iter(holders.values())))
+        if owner is not None and id(owner) in holders:
             return Decision(owner)
         return self._split(reason)
 
