@@ -12,7 +12,6 @@ import pytest
 import wrapt
 from opentelemetry.trace import SpanKind, StatusCode
 
-from spanfold.instrumentation import streams
 from spanfold.runtime import Runtime
 
 SF_CALLS = {
@@ -134,9 +133,7 @@ def _parallel_calls(replay: Any, index: int = 0) -> list[dict[str, Any]]:
     return [calls[i] for i in sorted(calls)]
 
 
-@pytest.mark.parametrize("batch", [1, 3, 32])  # chunks reach the accumulator in batches, and at the end
-def test_streamed_parallel_tool_calls(spans: Any, replay_client: Any, monkeypatch: Any, batch: int) -> None:
-    monkeypatch.setattr(streams, "CHUNK_BATCH", batch)
+def test_streamed_parallel_tool_calls(spans: Any, replay_client: Any) -> None:
     client, replay = replay_client("test_open_ai_function_calls_tools_streaming_parallel.json")
     body = replay.interactions[0]["request"]["body"]
     stream = client.chat.completions.create(

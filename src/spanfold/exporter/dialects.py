@@ -140,8 +140,6 @@ def input_messages(attrs: Mapping[str, Any]) -> list[SemconvMessage]:
     return parse_json(attrs, semconv.INPUT_MESSAGES, list, HISTORIES.loads) or []
 
 
-
-
 def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
     """``{"type", "message"}`` of a failed span (status ERROR), from ``error.type`` and the exception event."""
     if record.status_code != "ERROR":

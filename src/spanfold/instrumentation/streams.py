@@ -29,47 +29,39 @@ class Accumulator(Protocol):
     def attributes(self) -> Mapping[str, Any]: ...
 
 
-#: Chunks reach the accumulator in batches of this many, and at the end of the stream. Fed one at a time, between
-#: the SDK's own work on each chunk, the same code runs several times slower (cold caches); a batch also bounds what
-#: is held. The SDK does not reuse its chunk objects, and its stream helpers copy what they accumulate.
-CHUNK_BATCH = 32
-
-
 class StreamState:
-    """The span of one stream, its accumulator, the chunks not yet fed to it, and the exactly-once finish."""
+    """The span of one stream, its accumulator, and the exactly-once finish.
 
-    __slots__ = ("accumulator", "failed", "kind", "pending", "span")
+    Each chunk is fed to the accumulator as it is handed to the user, before the user's code runs: an accumulator
+    takes what the span needs (references to the chunk's strings and numbers, never the chunk to read later), so an
+    application that changes a chunk in place afterwards (LlamaIndex appends to the first tool-call delta) does not
+    change the span."""
+
+    __slots__ = ("accumulator", "add", "failed", "kind", "span")
 
     def __init__(self, span: ModelSpan, accumulator: Accumulator, kind: str) -> None:
         self.span = span
         self.accumulator = accumulator
+        self.add = accumulator.add
         self.kind = kind
-        self.pending: list[Any] = []
         self.failed = False  # the accumulator raised on a chunk: it is fed nothing more
 
     def push(self, chunk: Any) -> None:
-        """A chunk the user got: held, and fed with the others when the batch is full."""
-        pending = self.pending
-        pending.append(chunk)
-        if len(pending) >= CHUNK_BATCH:
-            self.feed()
+        """A chunk the user is about to get (one fault per stream, not per chunk)."""
+        if self.failed:
+            return
+        try:
+            self.add(chunk)
+        except Exception as exc:
+            self.fault(exc)
 
-    def feed(self) -> None:
-        """Feed the held chunks to the accumulator (one fault per stream, not per chunk)."""
-        if not self.failed:
-            add = self.accumulator.add
-            try:
-                for chunk in self.pending:
-                    add(chunk)
-            except Exception as exc:
-                self.failed = True
-                counters.fault(f"{self.kind}.stream_chunk", exc)
-        self.pending.clear()
+    def fault(self, exc: Exception) -> None:
+        self.failed = True
+        counters.fault(f"{self.kind}.stream_chunk", exc)
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.span.ended:
             return
-        self.feed()
         if self.span.turn is not None:
             self.span.full = self._full_attributes
         try:
@@ -140,7 +132,7 @@ class SyncStreamProxy(Transparent):
         proxy: ``for chunk in client.create(..., stream=True)`` keeps no other reference to it, and a collected proxy
         ends its span."""
         state = self._self_state
-        pending = state.pending
+        add = state.add
         next_chunk = source.__next__
         while True:
             try:
@@ -151,9 +143,11 @@ class SyncStreamProxy(Transparent):
             except BaseException as exc:
                 state.finish(exc)
                 raise
-            pending.append(chunk)
-            if len(pending) >= CHUNK_BATCH:
-                state.feed()
+            if not state.failed:
+                try:
+                    add(chunk)
+                except Exception as exc:
+                    state.fault(exc)
             yield chunk
 
     def __next__(self) -> Any:
