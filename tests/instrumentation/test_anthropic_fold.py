@@ -9,12 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytest.importorskip("spanfold.exporter.processor", reason="the folding exporter is not in this checkout yet")
-
 import anthropic
 import openai
+import pytest
 
 import spanfold
 from spanfold import demo

@@ -8,11 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytest.importorskip("spanfold.exporter.processor", reason="the folding exporter is not in this checkout yet")
-
 import openai
+import pytest
 
 import spanfold
 from spanfold import demo
