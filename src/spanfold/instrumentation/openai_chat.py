@@ -206,11 +206,21 @@ def add_content(choice: Choice, content: Any) -> None:
             choice.reasoning.append(_thinking_text(chunk))
 
 
+def add_audio(choice: Choice, audio: Any) -> None:
+    """An audio answer's ``transcript`` (whole in a message, in pieces in stream deltas) is the answer's text; the
+    audio itself is not recorded (the flat formats have no audio part)."""
+    if audio:
+        transcript = m.get(audio, "transcript")
+        if isinstance(transcript, str) and transcript:
+            choice.text.append(transcript)
+
+
 def _choice_from_message(message: Any, finish_reason: Any) -> Choice:
     choice = Choice(finish_reason=finish_reason)
     content = m.get(message, "content")
     if content:
         add_content(choice, content)
+    add_audio(choice, m.get(message, "audio"))
     for key, target in (("refusal", choice.refusal), ("reasoning_content", choice.reasoning)):
         value = m.get(message, key) or (m.get(message, "reasoning") if key == "reasoning_content" else None)
         if isinstance(value, str) and value:
@@ -304,6 +314,9 @@ class ChatStreamAccumulator:
                 reasoning = fields.get("reasoning_content") or fields.get("reasoning")
                 if isinstance(reasoning, str) and reasoning:
                     choice.reasoning.append(reasoning)
+                audio = fields.get("audio")  # an audio answer: its transcript in pieces (among the extras)
+                if audio:
+                    add_audio(choice, audio)
                 tool_calls = fields.get("tool_calls")
                 if tool_calls:
                     for call in tool_calls:
