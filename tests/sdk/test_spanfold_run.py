@@ -101,3 +101,63 @@ def test_readme_opentelemetry_instrument_line_as_typed(tmp_path: Path) -> None:
     for name in names:
         assert by_question[agents.question(name)] == agents.expected(name), name
     assert all(len(m.get("otel_trace_ids", [m["trace_id"]])) == 1 for m in metas), metas
+
+
+#: What the child Pythons run: one line of their own on each stream.
+CHILD = "import sys; sys.stdout.write('child out\\n'); sys.stderr.write('child err\\n')"
+#: The traced parent: runs each interpreter named on its command line and prints what each child wrote.
+PARENT = """
+import json, subprocess, sys
+out = {}
+for python in sys.argv[1:]:
+    done = subprocess.run([python, "-c", CHILD], capture_output=True, text=True, timeout=60)
+    out[python] = [done.returncode, done.stdout, done.stderr]
+print(json.dumps(out))
+"""
+
+
+def other_pythons(tmp_path: Path) -> list[str]:
+    """Pythons that cannot import spanfold: a fresh ``python -m venv`` venv (with a ``sitecustomize`` of its own,
+    which must still run), the system Python, and any other version installed beside (pyenv's, Python 2 too)."""
+    venv = tmp_path / "plain-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (site,) = venv.glob("lib/python*/site-packages")
+    (site / "sitecustomize.py").write_text("import sys; sys.stdout.write('venv sitecustomize\\n')\n")
+    found = [
+        str(venv / "bin" / "python"),
+        "/usr/bin/python3",
+        *sorted(map(str, Path.home().glob(".pyenv/versions/*/bin/python"))),
+    ]
+    plain = clean_env()
+    return [
+        python
+        for python in found
+        if os.access(python, os.X_OK)
+        and subprocess.run([python, "-c", "import spanfold"], env=plain, capture_output=True, timeout=60).returncode
+    ]
+
+
+def test_spanfold_run_leaves_other_pythons_stderr_alone(tmp_path: Path) -> None:
+    """Under ``spanfold run``, a child that runs a Python without spanfold inherits the bootstrap on its
+    ``PYTHONPATH``: that Python starts silently (nothing on stderr, whatever its version), and a ``sitecustomize``
+    of its own still runs."""
+    assert SPANFOLD is not None
+    pythons = other_pythons(tmp_path)
+    assert str(tmp_path / "plain-venv" / "bin" / "python") in pythons
+    parent = tmp_path / "parent.py"
+    parent.write_text(f"CHILD = {CHILD!r}\n{PARENT}")
+    done = run([SPANFOLD, "run", "-o", str(tmp_path / "out"), "--", "python", str(parent), *pythons], clean_env())
+    assert done.returncode == 0, done.stderr
+    assert "spanfold.init() failed" not in done.stderr and "sitecustomize" not in done.stderr, done.stderr
+    children = json.loads(done.stdout)
+    for python, (status, out, err) in children.items():
+        assert (status, err) == (0, "child err\n"), python
+        expected = "venv sitecustomize\nchild out\n" if "plain-venv" in python else "child out\n"
+        assert out == expected, python
+    # In the Python spanfold runs in, a failing init() is still said, in one line:
+    env = clean_env(SPANFOLD_FORMAT="bogus")
+    done = run([SPANFOLD, "run", "-o", str(tmp_path / "out"), "--", "python", "-c", CHILD], env)
+    assert done.returncode == 0 and done.stdout == "child out\n"
+    said = [line for line in done.stderr.splitlines() if line.startswith("spanfold run: tracing is off")]
+    assert len(said) == 1 and "SPANFOLD_FORMAT" in said[0], done.stderr
+    assert done.stderr.endswith("child err\n")

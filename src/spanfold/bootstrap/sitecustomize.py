@@ -1,24 +1,32 @@
 """Run by Python at start-up in the programs ``spanfold run`` starts (this directory leads their ``PYTHONPATH``):
 ``spanfold.init()`` from the environment, then the ``sitecustomize`` this one hides, if any (a venv's own, or
-``opentelemetry-instrument``'s when the command is that)."""
+``opentelemetry-instrument``'s when the command is that).
 
-from __future__ import annotations
+Every Python a traced program starts inherits the ``PYTHONPATH`` (a ``python -m venv`` venv, the system Python,
+another version, Python 2), and most of them cannot import spanfold: there this file does nothing and says nothing,
+so a child's stderr stays its own. That is why it is written in the syntax every Python reads (no annotations, no
+f-strings: type comments for mypy).
+"""
 
 import importlib
 import os
 import sys
 
 
-def _init() -> None:
+def _init():  # type: () -> None
     try:
         import spanfold
-
+    except ImportError:  # a Python without spanfold (another venv, the system's, another version): stay silent
+        return
+    try:
         spanfold.init()
     except Exception as exc:  # the program runs untraced rather than not at all
-        sys.stderr.write(f"spanfold run: tracing is off: spanfold.init() failed: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(
+            "spanfold run: tracing is off: spanfold.init() failed: " + type(exc).__name__ + ": " + str(exc) + "\n"
+        )
 
 
-def _chain() -> None:
+def _chain():  # type: () -> None
     """Import the next ``sitecustomize`` on the path (the one this directory hides)."""
     here = os.path.dirname(os.path.abspath(__file__))
     saved = sys.path[:]
