@@ -195,3 +195,27 @@ def test_a_deleted_output_directory_recreated_by_another_user_is_refused(tmp_pat
     assert writer.pending == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o700 and out.stat().st_uid == os.geteuid()
     assert PROMPT + " 2" in (out / "traces.jsonl").read_text()
+
+
+@pytest.mark.parametrize("name", ["traces.jsonl", "traces.meta.jsonl"])
+def test_a_hard_link_planted_for_a_trace_file_is_refused(
+    tmp_path: Path, refusals: pytest.LogCaptureFixture, name: str
+) -> None:
+    """A second name of a file elsewhere (one of the user's own, 0600, so every other check passes) is never
+    appended to, nor its torn-looking last line cut: the writer refuses a file with more than one name."""
+    victim = _victim(tmp_path)
+    out = _private_dir(tmp_path / "traces")
+    os.link(victim, out / name)
+    writer = JsonlWriter(out)
+    writer.write(_trace(1))
+    writer.flush()
+    assert writer.pending == 1  # kept in the retry buffer, not written
+    assert victim.read_bytes() == VICTIM
+    _nothing_recorded(out)
+    assert counters.snapshot()["writer.unsafe_path"] >= 1
+    (line,) = _lines(refusals)
+    assert str(out / name) in line and "2 hard links" in line
+    os.unlink(out / name)  # the link removed: the trace is written on the next flush, into a file of its own
+    writer.flush()
+    assert writer.pending == 0 and victim.read_bytes() == VICTIM
+    assert PROMPT + " 1" in (out / "traces.jsonl").read_text()
