@@ -41,14 +41,33 @@ def init(
 ) -> Handle:
     """Patch the installed LLM client libraries and write every agent run as a flat trace.
 
-    ``output``: directory for the ``*.jsonl`` trace files (default ``./traces``, env ``SPANFOLD_OUTPUT``).
-    ``format``: ``"invariant"`` (default, env ``SPANFOLD_FORMAT``), ``"agentv"`` or ``"otlp-json"`` (each trace's
-    spans as one OTLP/JSON line in ``traces.otlp.jsonl``, the Collector file exporter's layout).
-    ``capture_content``: record prompts, completions and tool arguments/results (default on; env
-    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``). Other options: see ``spanfold.config.OPTIONS``.
+    Options (an argument wins over its environment variable, which wins over the default):
+
+    * ``output`` (``SPANFOLD_OUTPUT``, default ``traces``): the directory the trace files are written to.
+    * ``format`` (``SPANFOLD_FORMAT``, default ``invariant``): ``invariant`` (``traces.jsonl`` + ``traces.meta.jsonl``),
+      ``agentv`` (``traces.agentv.jsonl``) or ``otlp-json`` (each trace's spans as one OTLP/JSON line in
+      ``traces.otlp.jsonl``, the Collector file exporter's layout).
+    * ``capture_content`` (``SPANFOLD_CAPTURE_CONTENT``, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``;
+      default on): record prompts, completions and tool arguments and results. Off, a trace still folds: roles, tool
+      names, ids, timings and errors.
+    * ``redact`` (``SPANFOLD_REDACT``, default off): ``True`` for the built-in patterns (emails, API keys, tokens,
+      card numbers), or a callable (text -> text, run after them), or a ``spanfold.redaction.Redaction``.
+    * ``stitch`` (``SPANFOLD_STITCH``, default on): give the calls and tool runs of one run that opens no agent span
+      one trace, when the evidence names one run only (never two users' runs); ``stitch_idle``
+      (``SPANFOLD_STITCH_IDLE``, 30 s): how long such a run stays open without a call (ten times as long while it
+      waits on tools).
+    * ``instrument`` (``SPANFOLD_INSTRUMENT``): the client libraries to patch: all installed (default), ``none``, or
+      a list such as ``"openai,anthropic"``.
+    * ``otlp`` (``SPANFOLD_OTLP``): also export the raw spans over OTLP/HTTP to this endpoint (by default when
+      spanfold installs the provider and ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set).
+    * ``file_per_trace`` (``SPANFOLD_FILE_PER_TRACE``): also write each trace to its own ``<trace_id>.json``.
+    * ``disabled`` (``SPANFOLD_DISABLED``): make ``init()`` a no-op.
+    * Bounds: ``max_queue_size``, ``max_traces_in_flight``, ``max_spans_per_trace``,
+      ``max_attribute_bytes_per_trace``, ``max_buffered_bytes``, ``trace_timeout`` (each ``SPANFOLD_`` + its
+      name in capitals). ``spanfold.config.OPTIONS`` is the table all of these come from.
 
     Idempotent: a second call returns the first call's handle. Reuses an SDK ``TracerProvider`` already set,
-    else installs one. ``SPANFOLD_DISABLED=1`` makes it a no-op.
+    else installs one. A bad value raises ``spanfold.config.ConfigError`` naming the option.
     """
     from spanfold import setup
 
@@ -73,7 +92,18 @@ def shutdown() -> None:
 
 
 def stats() -> dict[str, Any]:
-    """Counters: spans received, traces written, drops, and internal faults by kind."""
+    """What spanfold did and what went wrong inside it, as counters (only those that happened are present).
+
+    * ``spans_received``, ``traces_written``, ``traces_skipped`` (no GenAI span), ``traces_incomplete`` (cut before
+      their root ended), ``traces_truncated`` (past a bound), ``traces_shed``, ``dropped_spans``, ``duplicate_spans``;
+    * ``queue_depth``, ``traces_in_flight``, ``conversations_open``: now, approximately;
+    * ``stitch_splits`` and ``stitch_splits.<reason>``: calls whose evidence pointed at more than one live run and
+      that started a trace of their own (``ambiguous``, ``in_flight``, ``conflict``);
+    * ``writer.dropped_traces``, ``writer.io_errors``, ``writer.unsafe_path``, ``writer.torn_lines_cut``,
+      ``writer.meta_lines_restored``;
+    * ``faults`` and ``fault.<kind>``: spanfold's own faults (each logged once per kind; your program is never
+      affected); ``instrument.unsupported_version``: a library left unpatched.
+    """
     from spanfold import setup
 
     out = _counters.snapshot()
