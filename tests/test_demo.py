@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from spanfold import demo
 from spanfold.cli import main
 
 SYSTEM = "You are a weather assistant. Use the tools, then answer in one sentence."
@@ -81,13 +82,26 @@ def test_demo_command_in_a_fresh_process(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("spanfold")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "spanfold"]
     done = subprocess.run(
-        [*command, "demo", "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120, check=False
+        [*command, "demo", "-o", str(tmp_path / "new")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    (line,) = (tmp_path / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+    (line,) = (tmp_path / "new" / "traces.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(line) == expected_events("call_mock_")
-    assert oct((tmp_path / "traces.jsonl").stat().st_mode & 0o777) == oct(0o600)
+    assert oct((tmp_path / "new" / "traces.jsonl").stat().st_mode & 0o777) == oct(0o600)
+    assert oct((tmp_path / "new").stat().st_mode & 0o777) == oct(0o700)  # traces hold prompts: the user's only
+
+
+def test_demo_help_names_every_provider() -> None:
+    result = CliRunner().invoke(main, ["demo", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert [p for p in demo.PROVIDERS if p not in text] == []
 
 
 def test_demo_into_a_directory_that_cannot_be_made(_global_provider: Any) -> None:
@@ -102,4 +116,4 @@ def test_demo_whose_traces_cannot_be_written(tmp_path: Path, _global_provider: A
     result = CliRunner().invoke(main, ["demo", "-o", str(tmp_path)])
     assert result.exit_code == 2, result.output
     last = result.stderr.splitlines()[-1]
-    assert last == f"{tmp_path}: cannot write traces (the writer failed: see the warning above)"
+    assert last == f"{tmp_path}: the trace was not written (see the warning above)"

@@ -532,14 +532,14 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     directory = Path(output or DEFAULT_OUTPUT)
     first_time = not (directory / "traces.jsonl").exists()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # traces hold prompts: the user's only
     except OSError as exc:
         raise DemoError(f"{directory}: cannot write traces ({exc.strerror or exc})") from None
     handle = spanfold.init(output=str(directory), format="invariant")  # the demo shows the Invariant file
     with MockLLMServer(scenarios.weather_agent) as server, spanfold.agent("weather-bot"):
         answer = chosen.agent(chosen.client(server), stream=stream)
-    if not spanfold.flush():
-        raise DemoError(f"{directory}: cannot write traces (the writer failed: see the warning above)")
+    if not spanfold.flush() or not spanfold.stats().get("traces_written"):
+        raise DemoError(f"{directory}: the trace was not written (see the warning above)")
     path = Path(handle.output) / "traces.jsonl"
     if echo:
         color, width = color_choice(), terminal_width()
@@ -567,7 +567,8 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     type=click.Choice(list(PROVIDERS)),
     default="openai",
     show_default=True,
-    help="API the agent uses: Chat Completions, Anthropic Messages, the Responses API, Gemini or Bedrock Converse.",
+    help="API the agent uses: openai (Chat Completions), anthropic (Messages), openai-responses, gemini, bedrock"
+    " (Converse), groq, mistral, ollama, cohere or litellm.",
 )
 @click.option("--stream", is_flag=True, help="Stream the model's replies.")
 def command(output: str | None, provider: str, stream: bool) -> None:
