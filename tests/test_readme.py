@@ -54,13 +54,26 @@ def test_every_shell_line_works_after_the_demo(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, f"{line}\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
         assert "Traceback" not in done.stderr, line
-    assert (tmp_path / "traces" / "golden.yaml").is_file() and (tmp_path / "traces" / "report.xml").is_file()
+    assert (tmp_path / "out" / "golden.yaml").is_file() and (tmp_path / "out" / "report.xml").is_file()
     leftovers = sorted(p.name for p in tmp_path.iterdir())
-    assert leftovers == ["traces"], leftovers  # everything the README writes lands under traces/
+    assert leftovers == ["out", "traces"], leftovers  # traces under traces/, what the README derives under out/
+    assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == ["traces.jsonl", "traces.meta.jsonl"]
 
 
 def test_the_agent_test_snippet_passes(tmp_path: Path) -> None:
     (snippet,) = [body for body in _blocks("python") if body.startswith("# test_my_agent.py")]
+    extras = re.search(r"pip install 'spanfold\[([\w,-]+)\]'", snippet.splitlines()[0])
+    assert extras is not None, "the snippet says what to install"
+    from importlib.metadata import metadata, requires
+
+    from packaging.requirements import Requirement
+
+    wanted = extras.group(1).split(",")
+    assert set(wanted) <= set(metadata("spanfold").get_all("Provides-Extra") or []), wanted
+    brought = {  # what those extras install: pytest, and the SDK the snippet imports
+        Requirement(r).name for r in requires("spanfold") or [] for e in wanted if f'extra == "{e}"' in r
+    }
+    assert {"pytest", "openai"} <= brought, brought
     (tmp_path / "test_my_agent.py").write_text(snippet, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_agent.py"],
