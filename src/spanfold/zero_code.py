@@ -5,6 +5,9 @@ both (entry points ``opentelemetry_distro`` / ``opentelemetry_configurator``, na
 with spanfold the command works as typed:
 
 * traces go to spanfold's exporter unless ``OTEL_TRACES_EXPORTER`` says otherwise (``spanfold,otlp`` for both);
+* ``otlp`` means the OTLP exporter that is installed: HTTP/protobuf (the ``otlp`` extra) when the gRPC one is not
+  and no protocol is set; neither installed, spanfold says in one line what to install and writes its files
+  meanwhile (the SDK alone would fail and leave the app untraced);
 * metrics and logs exporters are off unless ``OTEL_METRICS_EXPORTER`` / ``OTEL_LOGS_EXPORTER`` are set (the OTel
   distro's default, ``otlp``, fails in a venv without the gRPC exporter and has nowhere to send to);
 * other instrumentations of the client libraries spanfold traces (the OTel ``openai-v2``, OpenLLMetry,
@@ -89,12 +92,44 @@ def say_turned_off(names: list[str]) -> None:
         logger.warning("%s", turned_off_line(names))
 
 
+_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+
+
+def _exporter_installed(name: str) -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.name == name for ep in entry_points(group="opentelemetry_traces_exporter"))
+
+
+def otlp_exporter(environ: MutableMapping[str, str], installed: Any = _exporter_installed) -> str | None:
+    """Make ``OTEL_TRACES_EXPORTER=otlp`` mean an OTLP exporter that is installed: with no protocol set and no gRPC
+    exporter, the HTTP/protobuf one; with neither, ``otlp`` is replaced by spanfold's own exporter. Returns the line
+    to tell the user (None: nothing to say)."""
+    names = [n.strip() for n in environ.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()]
+    if "otlp" not in names:
+        return None
+    if environ.get(_TRACES_PROTOCOL) or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or installed("otlp_proto_grpc"):
+        return None
+    if installed("otlp_proto_http"):
+        environ[_TRACES_PROTOCOL] = "http/protobuf"
+        return None
+    kept = [n for n in names if n != "otlp"]
+    environ["OTEL_TRACES_EXPORTER"] = ",".join(kept or ["spanfold"])
+    return (
+        "spanfold: OTEL_TRACES_EXPORTER=otlp, but no OTLP exporter is installed: pip install 'spanfold[otlp]' "
+        "(OTLP/HTTP); meanwhile the traces are written to spanfold's files only"
+    )
+
+
 class SpanfoldDistro(BaseDistro):  # type: ignore[misc]
     """``opentelemetry-instrument``'s distro when spanfold is installed (``OTEL_PYTHON_DISTRO=spanfold`` picks it when
     another distro is installed too)."""
 
     def _configure(self, **kwargs: Any) -> None:
         say_turned_off(defaults(os.environ))
+        line = otlp_exporter(os.environ)
+        if line:
+            logger.warning("%s", line)
 
 
 class SpanfoldConfigurator(_OTelSDKConfigurator):

@@ -88,3 +88,53 @@ def test_opentelemetry_instrument_imports_no_sdk_the_program_does_not(tmp_path: 
     done = subprocess.run([INSTRUMENT, sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["[]", "BoundFunctionWrapper"], done.stdout
+
+
+@pytest.mark.skipif(INSTRUMENT is None, reason="opentelemetry-instrument is not installed")
+def test_the_obvious_way_to_feed_spanfold_serve(tmp_path: Path) -> None:
+    """``OTEL_TRACES_EXPORTER=otlp opentelemetry-instrument python app.py`` with only the OTLP/HTTP exporter
+    installed (the ``otlp`` extra): the distro picks it (the SDK alone asks for gRPC, fails and leaves the app
+    untraced), and ``spanfold serve`` folds the runs."""
+    from .test_multi_tenant_serve import Serve
+
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    serve = Serve(tmp_path / "served")
+    try:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANFOLD_"))},
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": serve.endpoint.removesuffix("/v1/traces"),
+            "OTEL_SERVICE_NAME": "zero-code-app",
+            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai,anthropic,openai_v2",
+        }
+        assert INSTRUMENT is not None
+        done = subprocess.run(
+            [INSTRUMENT, sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
+        assert done.stdout.strip() == "done"
+        traces = serve.stop()
+    finally:
+        serve.stop()
+    assert [[e["role"] for e in t] for t in traces] == [WEATHER_ROLES, WEATHER_ROLES]
+
+
+def test_otlp_means_the_exporter_that_is_installed() -> None:
+    from spanfold.zero_code import otlp_exporter
+
+    def only(*names: str) -> object:
+        return lambda name: name in names
+
+    env = {"OTEL_TRACES_EXPORTER": "otlp"}
+    assert otlp_exporter(env, only("otlp_proto_http")) is None
+    assert env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] == "http/protobuf"
+    env = {"OTEL_TRACES_EXPORTER": "otlp"}
+    assert otlp_exporter(env, only("otlp_proto_grpc", "otlp_proto_http")) is None and len(env) == 1  # gRPC as asked
+    env = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    assert otlp_exporter(env, only()) is None and env["OTEL_TRACES_EXPORTER"] == "otlp"  # the user's choice stands
+    env = {"OTEL_TRACES_EXPORTER": "spanfold,otlp"}
+    line = otlp_exporter(env, only())
+    assert line is not None and "pip install 'spanfold[otlp]'" in line
+    assert env["OTEL_TRACES_EXPORTER"] == "spanfold"
