@@ -20,6 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import spanfold
+
 from . import agents
 
 BIN = Path(sys.executable).parent
@@ -137,16 +141,19 @@ def other_pythons(tmp_path: Path) -> list[str]:
     ]
 
 
-def test_spanfold_run_leaves_other_pythons_stderr_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source_on_path", [False, True], ids=["plain", "spanfold-source-on-PYTHONPATH"])
+def test_spanfold_run_leaves_other_pythons_stderr_alone(tmp_path: Path, source_on_path: bool) -> None:
     """Under ``spanfold run``, a child that runs a Python without spanfold inherits the bootstrap on its
     ``PYTHONPATH``: that Python starts silently (nothing on stderr, whatever its version), and a ``sitecustomize``
-    of its own still runs."""
+    of its own still runs. Also when spanfold's own source is on ``PYTHONPATH`` too (a checkout): an older Python
+    finds the package and cannot read it, a Python without spanfold's dependencies cannot import it."""
     assert SPANFOLD is not None
     pythons = other_pythons(tmp_path)
     assert str(tmp_path / "plain-venv" / "bin" / "python") in pythons
     parent = tmp_path / "parent.py"
     parent.write_text(f"CHILD = {CHILD!r}\n{PARENT}")
-    done = run([SPANFOLD, "run", "-o", str(tmp_path / "out"), "--", "python", str(parent), *pythons], clean_env())
+    env = clean_env(PYTHONPATH=str(Path(spanfold.__file__).parents[1])) if source_on_path else clean_env()
+    done = run([SPANFOLD, "run", "-o", str(tmp_path / "out"), "--", "python", str(parent), *pythons], env)
     assert done.returncode == 0, done.stderr
     assert "spanfold.init() failed" not in done.stderr and "sitecustomize" not in done.stderr, done.stderr
     children = json.loads(done.stdout)

@@ -12,11 +12,16 @@ import importlib
 import os
 import sys
 
+#: The oldest Python spanfold runs on (pyproject's ``requires-python``): older ones never import it.
+_OLDEST = (3, 10)
+
 
 def _init():  # type: () -> None
+    if sys.version_info < _OLDEST:  # it may find spanfold on the path, and fail to read it
+        return
     try:
         import spanfold
-    except ImportError:  # a Python without spanfold (another venv, the system's, another version): stay silent
+    except ImportError:  # a Python without spanfold (another venv, the system's): stay silent
         return
     try:
         spanfold.init()
