@@ -9,7 +9,10 @@ Mapping (latest experimental GenAI conventions, Anthropic refinements):
   tools (``web_search_tool_result``, ``mcp_tool_result``, ...) in assistant content split the assistant message the
   same way, so a built-in tool call folds as a call followed by its result;
 * ``thinking`` / ``redacted_thinking`` -> ``reasoning`` parts; images -> ``blob`` (base64), ``uri`` (url) or ``file``
-  (file id) parts; documents likewise, a plain-text document as a ``text`` part;
+  (file id) parts; documents likewise, a plain-text document as a ``text`` part; ``search_result`` blocks (results
+  the model reads) and ``compaction`` blocks (the summary that stands for the turns before it) -> ``text``;
+  ``container_upload`` -> ``file``; blocks without content the model reads (``fallback``, tool listings and tool
+  set changes) keep their type only;
 * ``gen_ai.usage.input_tokens`` = input + cache read + cache creation tokens, with the two cache counts beside it;
 * ``stop_reason`` -> the output message's ``finish_reason`` (semconv enum), raw in ``gen_ai.response.finish_reasons``.
 """
@@ -38,6 +41,10 @@ REQUEST_PARAMS: Final = {
 }
 
 _TOOL_CALL_BLOCKS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+#: Tool results whose content is a string or content blocks (the other server tools' results are their own JSON).
+_TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "mcp_tool_result"})
+#: Blocks whose ``content`` is text the model reads: a string, or text blocks.
+_TEXT_CONTENT_BLOCKS: Final = frozenset({"search_result", "compaction"})
 #: Modality of a content block's source, by block type.
 _MODALITY: Final = {"image": "image", "document": "document"}
 
@@ -59,9 +66,13 @@ def _source_part(block: Any, rt: Runtime) -> p.Part:
     if source_type == "text":
         return p.text(m.get(source, "data"), rt)
     if source_type == "content":  # a document made of content blocks: its text
-        texts = [m.get(b, "text") for b in m.as_list(m.field(source, "content")) if m.get(b, "type") == "text"]
-        return p.text("".join(str(t) for t in texts), rt)
+        return p.text(_texts(m.field(source, "content")), rt)
     return p.other(kind)
+
+
+def _texts(blocks: Any) -> str:
+    """The text of the ``text`` blocks among ``blocks``, joined."""
+    return "".join(str(m.get(b, "text") or "") for b in m.as_list(blocks) if m.get(b, "type") == "text")
 
 
 def tool_result_response(content: Any, rt: Runtime) -> Any:
@@ -70,7 +81,7 @@ def tool_result_response(content: Any, rt: Runtime) -> Any:
         return content
     blocks = m.as_list(content)
     if all(m.get(b, "type") == "text" for b in blocks):
-        return "".join(str(m.get(b, "text") or "") for b in blocks)
+        return _texts(blocks)
     return [part for b in blocks for part in block_parts(b, rt)]
 
 
@@ -100,7 +111,14 @@ def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
         return [p.other(semconv.PART_REASONING)]
     if kind in _MODALITY:
         return [_source_part(block, rt)]
-    if kind == "tool_result":
+    if kind in _TEXT_CONTENT_BLOCKS:  # a search result's text blocks, or a compaction's summary (None: it failed)
+        content = m.field(block, "content")
+        if content is None:
+            return []
+        return [p.text(content if isinstance(content, str) else _texts(content), rt)]
+    if kind == "container_upload":
+        return [p.file(m.get(block, "file_id"), "document")]
+    if kind in _TOOL_RESULT_BLOCKS:
         return [p.tool_response(m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), rt), rt)]
     if isinstance(kind, str) and kind.endswith("_tool_result"):
         return [p.tool_response(m.get(block, "tool_use_id"), _server_result_response(block), rt)]
@@ -232,6 +250,8 @@ def _streamed_block(block: Block) -> Any:
         return {"type": "text", "text": (m.get(start, "text") or "") + joined}
     if kind == "thinking":
         return {"type": "thinking", "thinking": (m.get(start, "thinking") or "") + joined}
+    if kind == "compaction":
+        return {"type": "compaction", "content": (m.get(start, "content") or "") + joined}
     if kind in _TOOL_CALL_BLOCKS:  # the start block's ``input`` is ``{}``; the fragments make the real one
         arguments = joined if joined.strip() else m.get(start, "input")
         return {"type": kind, "id": m.get(start, "id"), "name": m.get(start, "name"), "input": arguments}
@@ -240,8 +260,8 @@ def _streamed_block(block: Block) -> Any:
 
 class MessageStreamAccumulator:
     """Accumulates raw Messages stream events: per-index blocks (text, ``input_json_delta`` fragments assembled
-    into the arguments, thinking), ``message_start`` (id, model, input usage) and ``message_delta`` (stop reason,
-    output usage)."""
+    into the arguments, thinking, a compaction's summary; citation and signature deltas carry no text),
+    ``message_start`` (id, model, input usage) and ``message_delta`` (stop reason, output usage)."""
 
     __slots__ = ("blocks", "id", "model", "rt", "stop_reason", "usage")
 
@@ -272,6 +292,8 @@ class MessageStreamAccumulator:
                 self.blocks.add(event.index, delta.partial_json)
             elif delta_type == "thinking_delta":
                 self.blocks.add(event.index, delta.thinking)
+            elif delta_type == "compaction_delta":
+                self.blocks.add(event.index, m.get(delta, "content") or "")
         elif kind == "content_block_start":
             self.blocks.start(event.index, event.content_block)
         elif kind == "message_start":

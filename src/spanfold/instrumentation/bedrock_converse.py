@@ -7,10 +7,14 @@ The Amazon Nova model bodies of ``invoke_model`` are the same shapes (``system``
 Mapping:
 
 * ``system`` text blocks -> ``gen_ai.system_instructions``; ``inferenceConfig`` -> the request parameters;
-* content blocks (one key each): ``text``; ``image`` / ``document`` / ``video`` by ``source``: ``bytes`` -> ``blob``
-  (base64, as the wire carries it), ``s3Location`` -> ``uri``, a document's ``text`` / ``content`` -> ``text``;
-  ``toolUse`` -> ``tool_call``; ``toolResult`` -> its own ``tool`` message (``shapes.split_tool_responses``);
-  ``reasoningContent`` -> ``reasoning`` (redacted reasoning keeps its type only); others keep their type;
+* content blocks (one key each; the ``ContentBlock`` union of the Converse API reference): ``text``; ``image`` /
+  ``document`` / ``video`` / ``audio`` by ``source``: ``bytes`` -> ``blob`` (base64, as the wire carries it),
+  ``s3Location`` -> ``uri``, a document's ``text`` / ``content`` -> ``text``; ``guardContent`` (text or an image a
+  guardrail checks, which the model reads too) -> ``text`` / ``blob``; ``citationsContent`` (the model's cited text)
+  and ``searchResult`` (search results the model reads) -> ``text``; ``toolUse`` -> ``tool_call``; ``toolResult`` ->
+  its own ``tool`` message (``shapes.split_tool_responses``); ``reasoningContent`` -> ``reasoning`` (redacted
+  reasoning keeps its type only); ``cachePoint`` -> nothing; others (``toolAddition``, ``toolRemoval``) keep their
+  type;
 * ``toolConfig.tools[].toolSpec`` -> ``gen_ai.tool.definitions``;
 * ``stopReason`` -> ``finish_reason`` (``shapes.BEDROCK_FINISH_REASONS``), raw in ``gen_ai.response.finish_reasons``;
 * ``gen_ai.usage.input_tokens`` = input + cache read + cache write tokens, the two cache counts beside it.
@@ -41,7 +45,9 @@ REQUEST_PARAMS: Final = {
     "topK": semconv.REQUEST_TOP_K,
     "top_k": semconv.REQUEST_TOP_K,
 }
-_MIME_PREFIX: Final = {"image": "image/", "video": "video/"}
+#: The content blocks that carry media by ``source``.
+_MEDIA: Final = ("image", "document", "video", "audio")
+_MIME_PREFIX: Final = {"image": "image/", "video": "video/", "audio": "audio/"}
 _DOCUMENT_MIME: Final = {
     "pdf": "application/pdf",
     "csv": "text/csv",
@@ -64,7 +70,7 @@ def _mime(kind: str, fmt: Any) -> Any:
 
 
 def _media_part(kind: str, media: Any, rt: Runtime) -> p.Part:
-    """An ``image`` / ``document`` / ``video`` block by its ``source``."""
+    """An ``image`` / ``document`` / ``video`` / ``audio`` block by its ``source``."""
     source = m.get(media, "source")
     data = m.get(source, "bytes")
     if data is not None:  # boto3 takes raw bytes (and base64-encodes them); a Nova body carries base64 text
@@ -77,9 +83,23 @@ def _media_part(kind: str, media: Any, rt: Runtime) -> p.Part:
     if m.get(source, "text") is not None:
         return p.text(m.get(source, "text"), rt)
     if m.get(source, "content") is not None:
-        texts = [m.get(block, "text") for block in m.as_list(m.get(source, "content"))]
-        return p.text("".join(str(t) for t in texts if t is not None), rt)
+        return p.text(_joined(m.get(source, "content")), rt)
     return p.other(kind)
+
+
+def _joined(blocks: Any) -> str:
+    """The texts of ``{"text": ...}`` blocks (a document's, a search result's, cited content), joined."""
+    texts = [m.get(block, "text") for block in m.as_list(blocks)]
+    return "".join(str(t) for t in texts if t is not None)
+
+
+def _guarded(guard: Any, rt: Runtime) -> list[p.Part]:
+    """A ``guardContent`` block: its ``text`` (with qualifiers, which only tell the guardrail what it is) or image."""
+    text = m.get(guard, "text")
+    if text is not None:
+        return [p.text(m.get(text, "text"), rt)]
+    image = m.get(guard, "image")
+    return [_media_part("image", image, rt)] if image is not None else [p.other("guardContent")]
 
 
 def _tool_result(content: Any, rt: Runtime) -> Any:
@@ -97,18 +117,25 @@ def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
         return []
     if "text" in block:
         return [p.text(block["text"], rt)]
+    if "json" in block:  # an item of a tool result's content
+        return [p.text(m.dumps(block["json"]), rt)]
     if "toolUse" in block:
         use = block["toolUse"]
         return [p.tool_call(m.get(use, "toolUseId"), m.get(use, "name"), m.get(use, "input"), rt)]
     if "toolResult" in block:
         result = block["toolResult"]
         return [p.tool_response(m.get(result, "toolUseId"), _tool_result(m.get(result, "content"), rt), rt)]
-    for kind in ("image", "document", "video"):
+    for kind in _MEDIA:
         if kind in block:
             return [_media_part(kind, block[kind], rt)]
+    if "guardContent" in block:
+        return _guarded(block["guardContent"], rt)
     if "reasoningContent" in block:
         text = m.get(m.get(block["reasoningContent"], "reasoningText"), "text")
         return [p.reasoning(text, rt) if text is not None else p.other(semconv.PART_REASONING)]
+    for kind in ("citationsContent", "searchResult"):
+        if kind in block:
+            return [p.text(_joined(m.get(block[kind], "content")), rt)]
     if "cachePoint" in block:
         return []
     return [p.other(next(iter(block), "unknown"))]
@@ -203,11 +230,17 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
 
 
 def _streamed_block(block: Block) -> dict[str, Any]:
-    """A content block as the stream built it: the start (a tool use) or the deltas' kind, with its text."""
+    """A content block as the stream built it: the start (a tool use, a server tool's result, an image) or the
+    deltas' kind, with its text."""
     kind = block.fields.get("kind", "text")
     if kind == "toolUse":
         use = m.get(block.start, "toolUse")
         return {"toolUse": {"toolUseId": m.get(use, "toolUseId"), "name": m.get(use, "name"), "input": block.text()}}
+    if kind == "toolResult":
+        result = m.get(block.start, "toolResult")
+        return {"toolResult": {"toolUseId": m.get(result, "toolUseId"), "content": block.fields.get("items", [])}}
+    if kind == "image":
+        return {"image": {"format": m.get(m.get(block.start, "image"), "format"), "source": block.fields.get("source")}}
     if kind == "reasoningContent":
         if block.fields.get("redacted"):
             return {"reasoningContent": {"redactedContent": b""}}
@@ -215,10 +248,15 @@ def _streamed_block(block: Block) -> dict[str, Any]:
     return {"text": block.text()}
 
 
+#: The blocks a ``contentBlockStart`` opens (a text or reasoning block starts with its first delta).
+_STARTED_KINDS: Final = frozenset({"toolUse", "toolResult", "image"})
+
+
 class ConverseStreamAccumulator:
-    """Accumulates ConverseStream events (dicts with one key): ``contentBlockStart`` (a tool use), per-index
-    ``contentBlockDelta`` fragments (text, tool input JSON, reasoning), ``messageStop`` (the stop reason),
-    ``metadata`` (usage)."""
+    """Accumulates ConverseStream events (dicts with one key): ``contentBlockStart`` (a tool use, a server tool's
+    result, an image), per-index ``contentBlockDelta`` fragments (text, tool input JSON, reasoning, a tool result's
+    items, an image's source; a citation's metadata is not content: its text comes as text), ``messageStop`` (the
+    stop reason), ``metadata`` (usage)."""
 
     __slots__ = ("blocks", "rt", "stop_reason", "usage")
 
@@ -245,11 +283,16 @@ class ConverseStreamAccumulator:
                     block.fragments.append(reasoning["text"])
                 elif "redactedContent" in reasoning:
                     block.fields["redacted"] = True
+            elif "toolResult" in body:
+                block.fields.setdefault("items", []).extend(body["toolResult"] or ())
+            elif "image" in body:
+                block.fields["source"] = body["image"].get("source")
         elif "contentBlockStart" in event:
             start = event["contentBlockStart"]
             block = self.blocks.start(start.get("contentBlockIndex", 0), start.get("start"))
-            if "toolUse" in (start.get("start") or {}):
-                block.fields["kind"] = "toolUse"
+            kind = next(iter(start.get("start") or ()), None)
+            if kind in _STARTED_KINDS:
+                block.fields["kind"] = kind
         elif "messageStop" in event:
             self.stop_reason = event["messageStop"].get("stopReason")
         elif "metadata" in event:

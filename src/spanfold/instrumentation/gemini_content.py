@@ -5,11 +5,8 @@ Mapping (latest experimental GenAI conventions):
 * ``contents`` (a string, a ``Content``, a ``Part``, dicts, or a list of them; loose parts grouped into one message as
   the SDK groups them) -> ``gen_ai.input.messages``, role ``model`` -> ``assistant``;
   ``config.system_instruction`` -> ``gen_ai.system_instructions``;
-* ``function_call`` parts -> ``tool_call`` parts (the id when the API gave one: often none); each
-  ``function_response`` part -> a ``tool`` message of its own (``shapes.split_tool_responses``), its response
-  ``{"result": text}`` / ``{"output": text}`` (the SDK's and the API's documented keys) read as that text;
-* ``thought`` parts -> ``reasoning``; ``inline_data`` -> ``blob`` (base64), ``file_data`` and uploaded files ->
-  ``uri``; other parts (executable code, ...) by their kind;
+* each part through :mod:`~spanfold.instrumentation.gemini_parts`; each ``function_response`` (and each built-in
+  tool's result) a ``tool`` message of its own (``shapes.split_tool_responses``);
 * candidates -> output messages (choices), ``finish_reason`` through ``shapes.GEMINI_FINISH_REASONS``;
 * ``usage_metadata``: input = prompt (+ tool-use prompt) tokens, output = candidates + thoughts tokens, cache reads,
   reasoning tokens; ``config.tools`` -> ``gen_ai.tool.definitions`` (declarations and Python functions alike).
@@ -17,7 +14,6 @@ Mapping (latest experimental GenAI conventions):
 
 from __future__ import annotations
 
-import base64
 import inspect
 import itertools
 from typing import Any, Final
@@ -25,6 +21,7 @@ from typing import Any, Final
 from spanfold import semconv
 from spanfold.instrumentation import messages as m
 from spanfold.instrumentation import params
+from spanfold.instrumentation.gemini_parts import get, part_parts
 from spanfold.instrumentation.history import HistoryCache
 from spanfold.runtime import Runtime
 from spanfold.semconv import parts as p
@@ -40,68 +37,6 @@ REQUEST_PARAMS: Final = {
     "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
 }
 _ROLES: Final = {"model": "assistant", "function": "tool", "tool": "tool"}
-#: Part fields read from dicts too, where the SDK accepts its camelCase aliases.
-_CAMEL: Final = {
-    "function_call": "functionCall",
-    "function_response": "functionResponse",
-    "inline_data": "inlineData",
-    "file_data": "fileData",
-    "mime_type": "mimeType",
-    "file_uri": "fileUri",
-    "function_declarations": "functionDeclarations",
-    "parameters_json_schema": "parametersJsonSchema",
-}
-
-
-def get(obj: Any, key: str) -> Any:
-    """``m.get``, and for a dict the camelCase alias when the snake_case key is absent."""
-    value = m.get(obj, key)
-    if value is None and isinstance(obj, dict) and key in _CAMEL:
-        value = obj.get(_CAMEL[key])
-    return value
-
-
-def _modality(mime: Any) -> str:
-    kind = str(mime or "").partition("/")[0]
-    return kind if kind in ("image", "audio", "video") else "document"
-
-
-def _response(value: Any) -> Any:
-    if isinstance(value, dict) and len(value) == 1:
-        key, inner = next(iter(value.items()))
-        if key in ("result", "output") and isinstance(inner, str):
-            return inner
-    return value
-
-
-def part_parts(part: Any, rt: Runtime) -> list[p.Part]:
-    """The semconv part of one Gemini part (a string, a ``Part``, a dict, an uploaded ``File``)."""
-    if isinstance(part, str):
-        return [p.text(part, rt)]
-    text = m.get(part, "text")
-    if text is not None:
-        return [p.reasoning(text, rt) if m.get(part, "thought") else p.text(text, rt)]
-    call = get(part, "function_call")
-    if call is not None:
-        return [p.tool_call(m.get(call, "id"), m.get(call, "name"), m.get(call, "args"), rt)]
-    response = get(part, "function_response")
-    if response is not None:
-        return [p.tool_response(m.get(response, "id"), _response(m.get(response, "response")), rt)]
-    blob = get(part, "inline_data")
-    if blob is not None:
-        data, mime = m.get(blob, "data"), get(blob, "mime_type")
-        if isinstance(data, (bytes, bytearray)):
-            data = base64.b64encode(data).decode("ascii") if rt.capture_content else None
-        return [p.blob(data, mime, _modality(mime), rt)]
-    file = get(part, "file_data")
-    if file is None and isinstance(m.get(part, "uri"), str):  # an uploaded ``types.File``
-        file = {"file_uri": m.get(part, "uri"), "mime_type": get(part, "mime_type")}
-    if file is not None:
-        mime = get(file, "mime_type")
-        return [p.uri(get(file, "file_uri"), _modality(mime), rt, mime)]
-    fields = part if isinstance(part, dict) else getattr(part, "__dict__", {})
-    kind = next((key for key, value in fields.items() if value is not None), type(part).__name__)
-    return [p.other(kind)]
 
 
 def content_messages(content: Any, rt: Runtime) -> list[p.Message]:
@@ -265,7 +200,10 @@ def raw_reason(value: Any) -> str | None:
 
 def output_message(parts: list[p.Part], raw_reason: str | None) -> p.Message:
     reason = shapes.finish_reason(shapes.GEMINI_FINISH_REASONS, raw_reason)
-    if raw_reason == shapes.GEMINI_TOOL_CALL_STOP and any(x.get("type") == semconv.PART_TOOL_CALL for x in parts):
+    kinds = [x.get("type") for x in parts]
+    if raw_reason == shapes.GEMINI_TOOL_CALL_STOP and kinds.count(semconv.PART_TOOL_CALL) > kinds.count(
+        semconv.PART_TOOL_CALL_RESPONSE
+    ):  # a call waits for the client (a built-in tool's call comes with its result)
         reason = "tool_call"
     return p.message("assistant", parts, finish_reason=reason)
 

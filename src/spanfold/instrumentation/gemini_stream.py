@@ -13,6 +13,7 @@ from typing import Any
 
 from spanfold.instrumentation import gemini_content as shape
 from spanfold.instrumentation import messages as m
+from spanfold.instrumentation.gemini_parts import part_parts
 from spanfold.runtime import Runtime
 from spanfold.semconv import parts as p
 
@@ -92,7 +93,7 @@ class _Candidate:
             elif kind == "call":
                 out.append(p.tool_call(value.id, value.name, value.arguments(), rt))
             else:
-                out.extend(shape.part_parts(value, rt))
+                out.extend(part_parts(value, rt))
         return out
 
 

@@ -8,8 +8,11 @@ Supported: ``mistralai`` >= 2.0, < 4 (the ``mistralai.client`` layout; tested wi
 The SDK is speakeasy-generated: its own pydantic models, optional fields left ``UNSET`` (a falsy sentinel, not None),
 and an ``EventStream`` of ``CompletionEvent``s each holding a chunk in ``.data``. The chat shapes are OpenAI's
 (``tool_calls``, role ``tool`` with ``tool_call_id``), with arguments as a string or an object and content as a string
-or chunks (``text``, ``image_url``, ``thinking``): the openai_chat shape map reads them. The SDK's message objects
-a caller puts back in the history are read as their JSON form (``UNSET`` fields dropped), once each.
+or chunks (``text``, ``image_url``, ``thinking``): the openai_chat shape map reads them. Mistral's own chunk kinds
+are read here: ``document_url`` and ``resource_link`` -> ``uri``, ``file`` -> ``file``, ``input_audio`` (base64 or a
+URL) -> ``blob`` / ``uri``, ``resource`` -> its text or image; ``reference`` (ids of earlier references) keeps its
+type. The SDK's message objects a caller puts back in the history are read as their JSON form (``UNSET`` fields
+dropped), once each.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from spanfold import semconv
+from spanfold.instrumentation import messages as m
 from spanfold.instrumentation import openai_chat
 from spanfold.instrumentation.calls import ModelApi, Result, url_server
 from spanfold.instrumentation.history import HistoryCache
@@ -43,8 +47,44 @@ def _plain(msg: Any) -> Any:
     return dump(by_alias=True) if callable(dump) else msg
 
 
+def _audio(value: Any, rt: Runtime) -> p.Part:
+    if isinstance(value, str) and value.startswith(("http://", "https://", "data:")):
+        return p.media(value, "audio", rt)
+    return p.blob(value, None, "audio", rt)
+
+
+def _own_chunk(chunk: Any, rt: Runtime) -> p.Part | None:
+    """The part of a chunk kind only Mistral has (or shapes differently: ``file``, ``input_audio``); None for the
+    kinds the shared map reads."""
+    kind = m.get(chunk, "type")
+    if kind == "document_url":
+        return p.uri(m.get(chunk, "document_url"), "document", rt)
+    if kind == "resource_link":
+        return p.uri(m.get(chunk, "uri"), "document", rt)
+    if kind == "file":
+        return p.file(m.get(chunk, "file_id"), "document")
+    if kind == "input_audio":
+        return _audio(m.get(chunk, "input_audio"), rt)
+    if kind == "resource":
+        content = m.get(chunk, "content")
+        if m.get(content, "type") == "image_url":
+            url = m.get(content, "image_url")
+            return p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image", rt)
+        return p.text(m.get(content, "text"), rt)
+    return None
+
+
 def input_message(msg: Any, rt: Runtime) -> p.Message:
-    return openai_chat.input_message(_plain(msg), rt)
+    plain = _plain(msg)
+    message = openai_chat.input_message(plain, rt)
+    content = m.get(plain, "content")
+    if isinstance(content, list) and m.get(plain, "role") != "tool":
+        parts = message["parts"]  # one part per content chunk, in order, before any tool call
+        for i, chunk in enumerate(content[: len(parts)]):
+            own = _own_chunk(chunk, rt)
+            if own is not None:
+                parts[i] = own
+    return message
 
 
 _HISTORY = HistoryCache(input_message)

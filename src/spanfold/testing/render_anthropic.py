@@ -14,15 +14,33 @@ def _event(payload: dict[str, Any]) -> SSEEvent:
     return json_event(payload, str(payload["type"]))
 
 
+#: Blocks whose ``input`` streams as JSON fragments.
+_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
 def _block_deltas(index: int, block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The block as ``content_block_start`` announces it (empty) and the deltas that fill it."""
-    if block["type"] == "tool_use":
+    """The block as ``content_block_start`` announces it (empty) and the deltas that fill it: a call's input as
+    JSON fragments, text and thinking word by word (a thinking's signature in a delta of its own), a compaction's
+    summary in one delta; any other block (``redacted_thinking``, a server tool's result) whole in its start."""
+    kind = block["type"]
+    empty: dict[str, Any]
+    deltas: list[dict[str, Any]]
+    if kind in _CALLS:
         empty = {**block, "input": {}}
         pieces = ["", *split_json(compact_json(block["input"]))]
         deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
-    else:
+    elif kind == "text":
         empty = {**block, "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in split_text(block["text"])]
+    elif kind == "thinking":
+        empty = {**block, "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": piece} for piece in split_text(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+    elif kind == "compaction":
+        empty = {**block, "content": None}
+        deltas = [{"type": "compaction_delta", "content": block.get("content")}]
+    else:
+        empty, deltas = block, []
     return empty, [{"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas]
 
 

@@ -73,7 +73,7 @@ class GeminiRenderer:
         pieces: list[dict[str, Any]] = []
         for part in parts:
             if "text" in part:
-                pieces.extend({"text": word} for word in split_text(part["text"]) or [""])
+                pieces.extend({**part, "text": word} for word in split_text(part["text"]) or [""])
             else:
                 pieces.append(part)
         usage = body["usageMetadata"]

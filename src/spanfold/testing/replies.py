@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ReplyKind = Literal["message", "error", "broken", "raw"]
+ReplyKind = Literal["message", "error", "broken", "raw", "shaped"]
 
 DEFAULT_BROKEN_TEXT = "This reply is cut short by a dropped connection."
 
@@ -61,7 +61,8 @@ class RawResponse:
 class Reply:
     """What to answer one request with; rendered into the shape of whichever API was called.
 
-    Build it with the class methods: ``Reply.text``, ``Reply.tools``, ``Reply.error``, ``Reply.broken``, ``Reply.raw``.
+    Build it with the class methods: ``Reply.text``, ``Reply.tools``, ``Reply.error``, ``Reply.broken``, ``Reply.raw``,
+    ``Reply.shaped``.
     """
 
     kind: ReplyKind = "message"
@@ -75,6 +76,7 @@ class Reply:
     should_retry: bool | None = None
     after_events: int = 0
     raw_response: RawResponse | None = None
+    shaped_body: dict[str, Any] | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def text(cls, text: str, *, usage: Usage | None = None) -> Reply:
@@ -122,6 +124,13 @@ class Reply:
     def raw(cls, status: int, body: str, content_type: str = "application/json") -> Reply:
         """Exactly this body (JSON text or a raw SSE stream), as recorded."""
         return cls(kind="raw", status=status, raw_response=RawResponse(status, content_type, body))
+
+    @classmethod
+    def shaped(cls, body: dict[str, Any]) -> Reply:
+        """Exactly this body of the API called (its own JSON: content blocks or parts the neutral reply has no word
+        for), sent as JSON, or as that API's stream when the request streams (each block or part as the provider
+        streams its kind)."""
+        return cls(kind="shaped", shaped_body=body)
 
     def output_tokens(self) -> int:
         """Output tokens reported when ``usage`` is not given: ``count_tokens`` of the text and the calls."""

@@ -236,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
             extra.update(getattr(renderer, "error_headers", _no_headers)(reply))
             self._send_json(reply.status, renderer.error_body(reply, ctx), extra)
             return
-        body_json = renderer.body(reply, ctx)
+        body_json = reply.shaped_body if reply.shaped_body is not None else renderer.body(reply, ctx)
         broken = reply.kind == "broken"
         if ctx.request.stream:
             events = [event.encode() for event in renderer.events(body_json, ctx)]
