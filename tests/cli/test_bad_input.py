@@ -27,6 +27,21 @@ BAD_INPUTS: dict[str, tuple[bytes, str]] = {
         f'{GOOD}\n[{{"role": "assistant", "tool_calls": {{"id": "1"}}}}]\n'.encode(),
         "2: not a trace: event 1: tool_calls must be a list",
     ),
+    # each of these made summary, show and convert print a traceback (issue 28, item 6)
+    "messages null": (f'{GOOD}\n{{"messages": null}}\n'.encode(), "2: not a trace: messages must be a list"),
+    "output null": (f'{GOOD}\n{{"output": null, "text": "x"}}\n'.encode(), "2: not a trace: output must be a list"),
+    "token usage not a number": (
+        f'{GOOD}\n{{"output": [], "text": "x", "token_usage": {{"input": "abc"}}}}\n'.encode(),
+        "2: not a trace: token_usage.input must be a whole number",
+    ),
+    "token usage not an object": (
+        f'{GOOD}\n{{"output": [], "text": "x", "token_usage": "abc"}}\n'.encode(),
+        "2: not a trace: token_usage must be an object",
+    ),
+    "content chunks not objects": (
+        f'{GOOD}\n{{"trace": [{{"type": "message", "metadata": {{"content": [1]}}}}]}}\n'.encode(),
+        "2: not a trace: event 1: content chunk 0 must be an object with a type",
+    ),
 }
 
 #: Each command reading a file, as argument lists (FILE is replaced by the input path).

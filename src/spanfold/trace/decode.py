@@ -15,8 +15,10 @@ shape                  JSON value
 
 Decoding is lenient where the formats' documents differ (tool-call arguments as a dict or a JSON string, ids as
 numbers, a tool call without its ``function`` wrapper) and strict about structure: a wrong type raises
-:class:`~spanfold.trace.errors.TraceError` naming the event (from 1). :mod:`spanfold.trace.validate` is the strict
-schema check.
+:class:`~spanfold.trace.errors.TraceError` naming the event (from 1). Decoding is total: any JSON value decodes or
+raises :class:`~spanfold.trace.errors.TraceError`, never another exception (``tests/trace/test_decode_total.py``).
+Trace metadata is read leniently (a field of the wrong type is left out: :meth:`TraceMeta.from_dict`).
+:mod:`spanfold.trace.validate` is the strict schema check.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from spanfold.trace.model import (
     Trace,
     TraceMeta,
     TraceSummary,
+    finite_number,
     parse_arguments,
 )
 
@@ -86,8 +89,14 @@ def _tool_call(raw: Any, n: int) -> ToolCall:
 
 
 def _list(raw: Any, what: str) -> list[Any]:
+    """A list that may be absent (None: empty)."""
     if raw is None:
         return []
+    return _events_list(raw, what)
+
+
+def _events_list(raw: Any, what: str) -> list[Any]:
+    """A list that must be there."""
     if not isinstance(raw, list):
         raise TraceError(f"{what} must be a list")
     return raw
@@ -176,8 +185,7 @@ def agentv_events(raw: list[Any]) -> list[Message]:
         role = meta.pop("role", None)
         role = role if isinstance(role, str) else AGENTV_TYPES[kind]
         chunks = meta.pop("content", None)
-        text = ev.get("text")
-        content = chunks if isinstance(chunks, list) else _content(text, n)
+        content = _content(chunks if isinstance(chunks, list) else ev.get("text"), n)
         error = None
         if kind == "error":
             found = meta.pop("error", None)
@@ -251,7 +259,7 @@ def shape_of(value: Any) -> str:
     if not isinstance(value, dict):
         raise TraceError(NOT_A_TRACE)
     if "messages" in value:
-        _list(value["messages"], "messages")
+        _events_list(value["messages"], "messages")
         return "invariant-object"
     if "trace" in value:
         events = value["trace"]
@@ -259,7 +267,7 @@ def shape_of(value: Any) -> str:
             raise TraceError("trace must be a list of events")
         return "invariant-document" if _has_roles(events) else "agentv"
     if "output" in value and ("text" in value or isinstance(value["output"], list)):
-        _list(value["output"], "output")
+        _events_list(value["output"], "output")
         return "agentv-cli"
     if "trace_summary" in value:
         return "agentv-summary"
@@ -273,14 +281,26 @@ def _meta(value: Any) -> TraceMeta:
     return TraceMeta.from_dict(raw) if isinstance(raw, dict) else TraceMeta(trace_id="")
 
 
+def _tokens(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
+        raise TraceError(f"token_usage.{key} must be a whole number")
+    return int(value)
+
+
 def _cli_meta(value: dict[str, Any]) -> TraceMeta:
     meta = _meta(value)
     usage = value.get("token_usage")
-    if isinstance(usage, dict):
-        meta.usage.input_tokens = int(usage.get("input") or 0)
-        meta.usage.output_tokens = int(usage.get("output") or 0)
-    if isinstance(value.get("duration_ms"), (int, float)):
-        meta.duration_ms = float(value["duration_ms"])
+    if usage is not None and not isinstance(usage, dict):
+        raise TraceError("token_usage must be an object")
+    if usage is not None:
+        meta.usage.input_tokens = _tokens(usage, "input")
+        meta.usage.output_tokens = _tokens(usage, "output")
+    took = finite_number(value.get("duration_ms"))
+    if took is not None:
+        meta.duration_ms = took
     return meta
 
 

@@ -143,7 +143,7 @@ class TraceMeta:
             usage=Usage(_int(tokens.get("input_tokens")), _int(tokens.get("output_tokens"))),
             start=_str(raw.get("start")),
             end=_str(raw.get("end")),
-            duration_ms=_number(raw.get("duration_ms")),
+            duration_ms=finite_number(raw.get("duration_ms")),
             status=status if status in ("complete", "incomplete", "truncated") else "complete",
             span_count=_int(raw.get("span_count")),
             extra={k: v for k, v in raw.items() if k not in _META_KEYS},
@@ -163,7 +163,7 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     """A finite number (``NaN``, ``Infinity`` and ``1e999``, which Python's JSON reader accepts, read as absent)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
