@@ -56,13 +56,27 @@ def trace_root(record: SpanRecord) -> bool:
     return record.parent_id is None
 
 
+class SenderResource(dict[str, Any]):
+    """A resource that names no process (no ``service.instance.id``: opentelemetry-sdk before 1.43 and many other
+    SDKs by default, so every process of a service sends the same one), as a receiver hands it to the fold: the same
+    attributes, and ``sender``, the connection that carried it. Two such processes are never one sender."""
+
+    __slots__ = ("sender",)
+
+    def __init__(self, attributes: Mapping[str, Any], sender: int) -> None:
+        super().__init__(attributes)
+        self.sender = sender
+
+
 def process_key(resource: Mapping[str, Any]) -> Hashable:
-    """Which process a span came from, as far as its resource tells (one SDK: one resource): stitching never joins
-    the calls of two processes (a receiver hears many)."""
+    """Which process a span came from, as far as its resource tells (one SDK: one resource), and for a
+    :class:`SenderResource` the connection too: stitching never joins the calls of two processes (a receiver hears
+    many)."""
     try:
-        return frozenset(resource.items())
+        key: Hashable = frozenset(resource.items())
     except TypeError:  # an unhashable value (a key-value list)
-        return repr(sorted(resource.items(), key=lambda kv: kv[0]))
+        key = repr(sorted(resource.items(), key=lambda kv: kv[0]))
+    return (key, resource.sender) if isinstance(resource, SenderResource) else key
 
 
 def attribute_bytes(record: SpanRecord) -> int:

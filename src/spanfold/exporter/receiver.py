@@ -30,7 +30,8 @@ When is a stitched run written? (Zero-code runs: one trace per model call, joine
 is provably over, not only after the idle window (``stitch_idle``, 30 s):
 
 * **the sending process is gone**: its keep-alive connection closed (an OTel SDK keeps one connection for its whole
-  life and closes it at exit) and no request from that process (the same resource) came for ``final_wait`` seconds:
+  life and closes it at exit) and no request from that process (the same resource; for a resource that names no
+  process, the same connection too: :func:`mark_senders`) came for ``final_wait`` seconds:
   its traces are folded without waiting ``wait`` and its conversations written (:class:`_Senders`). A request sent
   with ``Connection: close`` (a client that closes after every request) says nothing of the process;
 * **a final answer**: the run's latest model call answered without a tool call and nothing more of that process
@@ -46,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import itertools
 import json
 import math
 import operator
@@ -63,10 +65,12 @@ from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
 from spanfold import config as config_module
 from spanfold import counters, host_check
 from spanfold.exporter import otlp_json, otlp_proto
-from spanfold.exporter.assembler import Policy, attribute_bytes, process_key, trace_root
+from spanfold.exporter.assembler import Policy, SenderResource, attribute_bytes, process_key, trace_root
 from spanfold.exporter.otlp_common import Decoded, OtlpError
 from spanfold.exporter.processor import FoldWorker
+from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.writers import Writer, writers_for
+from spanfold.semconv import names
 
 TRACES_PATH: Final = "/v1/traces"
 PROTOBUF: Final = "application/x-protobuf"
@@ -159,10 +163,30 @@ def inflate(body: bytes, wbits: int | None, limit: int) -> bytes:
     return bytes(out)
 
 
-def _decode(decode: Callable[[bytes], Decoded], body: bytes, wbits: int | None, limit: int) -> tuple[Decoded, int]:
-    """Inflate and decode a body (off the event loop); the spans and their attribute bytes, as the fold counts them."""
+def _decode(
+    decode: Callable[[bytes], Decoded], body: bytes, wbits: int | None, limit: int, connection: int
+) -> tuple[Decoded, int]:
+    """Inflate and decode a body (off the event loop); the spans and their attribute bytes, as the fold counts them.
+    A resource that names no process gets the connection as its sender (:func:`mark_senders`)."""
     decoded = decode(inflate(body, wbits, limit))
+    mark_senders(decoded.records, connection)
     return decoded, sum(attribute_bytes(record) for record in decoded.records)
+
+
+def mark_senders(records: Sequence[SpanRecord], connection: int) -> None:
+    """Give each span whose resource has no ``service.instance.id`` a :class:`SenderResource` naming ``connection``:
+    the processes of one service send identical resources without it (opentelemetry-sdk before 1.43 by default),
+    and the receiver takes no two of them for one sender. A process is then its connection: its calls are stitched
+    while they come over it (an SDK keeps one for its whole life, unless the receiver closes it idle)."""
+    marked: dict[int, SenderResource] = {}  # the spans of one resourceSpans share their resource
+    for record in records:
+        resource = record.resource
+        if names.SERVICE_INSTANCE_ID in resource:
+            continue
+        sender = marked.get(id(resource))
+        if sender is None:
+            sender = marked[id(resource)] = SenderResource(resource, connection)
+        record.resource = sender
 
 
 def bearer_token(authorization: str) -> bytes:
@@ -257,6 +281,9 @@ class Receiver:
         self._hosts = host_check.AllowedHosts.of(options.host, options.allowed_hosts)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
+        #: Each open connection's number (never reused): the sender of a resource that names no process.
+        self._connections: dict[object, int] = {}
+        self._numbers = itertools.count(1)
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
@@ -300,10 +327,16 @@ class Receiver:
             for writer in writers_for(self.config):
                 self.fold.add_writer(writer)
 
+    def _connection_number(self, connection: object) -> int:
+        number = self._connections.get(connection)
+        if number is None:
+            number = self._connections[connection] = next(self._numbers)
+        return number
+
     def _watch_connections(self) -> None:
         """Hear each connection close (aiohttp's server tells nothing else of it)."""
         server, senders = self._runner.server if self._runner is not None else None, self._senders
-        if server is None or senders is None:
+        if server is None:
             return
         lost = server.connection_lost
 
@@ -312,8 +345,10 @@ class Receiver:
             # connection the client closed is marked only after this call
             by_sender = not (getattr(handler, "_force_close", False) or getattr(handler, "_close", False))
             lost(handler, exc)
+            self._connections.pop(handler, None)
             try:
-                senders.lost(handler, by_sender=by_sender)
+                if senders is not None:
+                    senders.lost(handler, by_sender=by_sender)
             except Exception as exc:  # never in the way of aiohttp's own bookkeeping
                 counters.fault("receiver.connection_lost", exc)
 
@@ -373,8 +408,9 @@ class Receiver:
         try:
             body = await asyncio.wait_for(request.read(), self.options.read_timeout)
             loop = asyncio.get_running_loop()
+            connection = self._connection_number(request.protocol)
             decoded, size = await loop.run_in_executor(
-                self._decoding, _decode, decode, body, _ENCODINGS[encoding], limit
+                self._decoding, _decode, decode, body, _ENCODINGS[encoding], limit, connection
             )
         except asyncio.TimeoutError:  # not TimeoutError before Python 3.11
             counters.incr("receiver.read_timeouts")

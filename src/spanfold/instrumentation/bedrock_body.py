@@ -14,12 +14,10 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import wrapt
-
-from spanfold.instrumentation.streams import StreamState
+from spanfold.instrumentation.streams import ObjectProxy, StreamState
 
 
-class _Body(wrapt.ObjectProxy[Any]):
+class _Body(ObjectProxy):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state

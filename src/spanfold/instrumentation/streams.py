@@ -12,13 +12,18 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol, SupportsIndex
+from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
 
 import wrapt
 
 from spanfold import counters
 from spanfold.instrumentation.conversations import FULL
 from spanfold.instrumentation.spans import ModelSpan
+
+if TYPE_CHECKING:
+    ObjectProxy = wrapt.ObjectProxy[Any]
+else:  # wrapt 1 (what opentelemetry-instrumentation before 0.62 allows) has no subscriptable proxy class
+    ObjectProxy = wrapt.ObjectProxy
 
 
 class Accumulator(Protocol):
@@ -82,7 +87,7 @@ class StreamState:
         return shadow.attributes()
 
 
-class Transparent(wrapt.ObjectProxy[Any]):
+class Transparent(ObjectProxy):
     """What copying and pickling a proxy does: what it does to the SDK object.
 
     ``copy.copy`` gives a proxy of the SDK object's copy (sharing its span and accumulator, as the copy shares the

@@ -144,6 +144,9 @@ EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
 #: Resource attribute: the service a span came from (trace metadata).
 SERVICE_NAME: Final = "service.name"
+#: Resource attribute: which process of the service (opentelemetry-sdk sets a random one from 1.43 on; older releases
+#: and many other SDKs leave it out): the receiver tells senders apart by it (exporter/assembler.py ``process_key``).
+SERVICE_INSTANCE_ID: Final = "service.instance.id"
 
 # =========================================================================================================
 # Foreign producers: what other instrumentations write, read by the exporter's dialects (never written by
