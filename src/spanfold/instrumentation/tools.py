@@ -19,9 +19,10 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from spanfold import counters, runtime, semconv
 from spanfold.instrumentation import conversations
-from spanfold.instrumentation.messages import dumps
+from spanfold.instrumentation.messages import dumps, get
 from spanfold.instrumentation.spans import clean, end_span, set_error
 from spanfold.runtime import Runtime
+from spanfold.semconv.parts import parse_json_arguments
 from spanfold.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,13 +46,15 @@ def _result_text(value: Any) -> str:
 
 
 class _ToolSpec:
-    """What a decorated function needs per call: its name, description and how to read its arguments."""
+    """What a decorated function needs per call: its name, description, how to read its arguments, and whether it is
+    a dispatcher (one function running many tools, named by each call)."""
 
-    __slots__ = ("accepts_call_id", "description", "name", "signature")
+    __slots__ = ("accepts_call_id", "description", "dispatch", "name", "signature")
 
-    def __init__(self, fn: Callable[..., Any], name: str | None, description: str | None) -> None:
+    def __init__(self, fn: Callable[..., Any], name: str | None, description: str | None, dispatch: bool) -> None:
         self.name = name or getattr(fn, "__name__", "tool")
-        doc = description if description is not None else inspect.getdoc(fn)
+        self.dispatch = dispatch
+        doc = description if description is not None else (None if dispatch else inspect.getdoc(fn))
         self.description = doc.strip().splitlines()[0] if doc else None
         try:
             self.signature: inspect.Signature | None = inspect.signature(fn)
@@ -72,12 +75,16 @@ class _ToolSpec:
             return None, kwargs
         try:
             rt = runtime.active()
+            name: Any = self.name
             values = self.arguments(args, kwargs)
+            if self.dispatch:
+                name, given_id, values = dispatched(values, name)
+                call_id = call_id if call_id is not None else given_id
             arguments = dumps(values) if rt.capture_content else None
             extra = {semconv.TOOL_DESCRIPTION: self.description} if self.description else None
             span = start_tool_span(
                 _get_tracer(),
-                str(self.name),
+                str(name),
                 rt,
                 call_id=call_id,
                 arguments=arguments,
@@ -101,6 +108,48 @@ class _ToolSpec:
             if name in out and next(iter(self.signature.parameters), None) == name:
                 del out[name]
         return out
+
+
+def _call_fields(call: Any) -> tuple[Any, Any, Any] | None:
+    """(name, call id, arguments) of a tool call as an SDK returned it (an object or its dict): OpenAI chat's
+    ``{id, function: {name, arguments}}``, Responses' ``function_call`` (``call_id``), Anthropic's ``tool_use``
+    (``input``), Gemini's ``function_call`` (``args``), Bedrock's ``{"toolUse": {toolUseId, name, input}}``,
+    Ollama's ``{function: {name, arguments}}``; None when ``call`` is none of them."""
+    if isinstance(call, (str, bytes, int, float)) or call is None:
+        return None
+    function = get(call, "function")
+    if function is not None:
+        return get(function, "name"), get(call, "id"), get(function, "arguments")
+    use = get(call, "toolUse")
+    if use is not None:
+        call = use
+    name = get(call, "name")
+    if not isinstance(name, str):
+        return None
+    call_id = next((v for v in (get(call, k) for k in ("call_id", "toolUseId", "id")) if v is not None), None)
+    arguments = next((v for v in (get(call, k) for k in ("arguments", "input", "args")) if v is not None), None)
+    return name, call_id, arguments
+
+
+def dispatched(values: Mapping[str, Any], default: Any) -> tuple[Any, Any, Any]:
+    """(tool name, call id or None, the tool's arguments) of a call of a dispatcher, from its bound arguments in
+    order: the first names the tool (a string), the second holds its arguments (a mapping, or JSON text), the
+    others are the dispatcher's own; or the first is the tool call itself (:func:`_call_fields`). Anything else
+    keeps the function's own name and arguments."""
+    items = list(values.items())
+    if not items:
+        return default, None, values
+    first = items[0][1]
+    if isinstance(first, str):
+        if len(items) == 1:
+            return first, None, {}
+        rest = items[1][1]
+        return first, None, parse_json_arguments(rest)
+    fields = _call_fields(first)
+    if fields is None:
+        return default, None, values
+    name, call_id, arguments = fields
+    return name, call_id, parse_json_arguments(arguments) if arguments is not None else {}
 
 
 def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Context | None:
@@ -216,14 +265,14 @@ def traced(fn: F) -> F:
     return _wrap_tool(fn, None, None)
 
 
-def _wrap_tool(fn: F, name: str | None, description: str | None) -> F:
-    wrapped = _make_tool(fn, name, description)
+def _wrap_tool(fn: F, name: str | None, description: str | None, dispatch: bool = False) -> F:
+    wrapped = _make_tool(fn, name, description, dispatch)
     setattr(wrapped, _TRACED_MARK, True)  # a function made here: it takes attributes
     return wrapped
 
 
-def _make_tool(fn: F, name: str | None, description: str | None) -> F:
-    spec = _ToolSpec(fn, name, description)
+def _make_tool(fn: F, name: str | None, description: str | None, dispatch: bool) -> F:
+    spec = _ToolSpec(fn, name, description, dispatch)
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         # A generator's body runs after the call returns, item by item: a span around the call would record neither
         # its time nor its result, and hide the result the model is sent next. Untraced (``tool_call_id=`` still
@@ -276,20 +325,28 @@ def _make_tool(fn: F, name: str | None, description: str | None) -> F:
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], F]: ...
+def tool(*, name: str | None = None, description: str | None = None, dispatch: bool = False) -> Callable[[F], F]: ...
 
 
-def tool(fn: F | None = None, /, *, name: str | None = None, description: str | None = None) -> Any:
+def tool(
+    fn: F | None = None, /, *, name: str | None = None, description: str | None = None, dispatch: bool = False
+) -> Any:
     """Trace every call of a tool function as an ``execute_tool {name}`` span.
 
     Use bare (``@spanfold.tool``) or with options (``@spanfold.tool(name="search")``), on sync or async
     functions; generator functions are not traced (their items reach the trace through the next model call's
     inputs). Pass ``tool_call_id=`` in a call to record the model's tool-call id (it reaches the function only when
     the function declares that parameter); without it the fold pairs the call by name and arguments.
+
+    ``dispatch=True``: the function runs many tools, and each call says which. Its first argument is the tool's name
+    and its second the tool's arguments (a mapping or JSON text; further arguments are the dispatcher's own), as in
+    ``run_tool(call.function.name, call.function.arguments, tool_call_id=call.id)``; or its first argument is the
+    tool call the SDK returned (OpenAI, Responses, Anthropic, Gemini, Bedrock, Ollama), which gives the name, the
+    arguments and the call id. Each call is then an ``execute_tool {that tool}`` span with that tool's arguments.
     """
     if fn is not None:
-        return _wrap_tool(fn, name, description)
-    return lambda f: _wrap_tool(f, name, description)
+        return _wrap_tool(fn, name, description, dispatch)
+    return lambda f: _wrap_tool(f, name, description, dispatch)
 
 
 #: The agent runs open in this thread / asyncio task, innermost last: ``(agent, span, context token)``. One variable for
