@@ -8,6 +8,7 @@ mock server gives that API.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,21 +27,32 @@ class Spec:
     say: Callable[[Any, str, bool], str]
     #: the fully qualified name of the SDK's exception for an HTTP 500
     server_error: str
-    #: None: the API's tool calls have no ids (ollama)
+    #: None: the API's tool calls have no ids (ollama): the fold makes them (:data:`MADE_ID`)
     call_prefix: str | None
     model: str
     #: a stream reports usage without ``stream_options`` (not OpenAI's Chat Completions, so not through litellm)
     stream_usage: bool = True
 
 
-def without_ids(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A trace as an API without tool-call ids folds it: no ``id`` in calls, no ``tool_call_id`` in results."""
-    out = []
-    for event in events:
-        event = {k: v for k, v in event.items() if k != "tool_call_id"}
-        if "tool_calls" in event:
-            event["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in event["tool_calls"]]
-        out.append(event)
+#: The id the fold gives a tool call its API gave none: the model step's span id and the call's place in it.
+MADE_ID = re.compile(r"call_[0-9a-f]{16}_[0-9]+")
+
+
+def made_ids(events: list[dict[str, Any]], prefix: str = "made-") -> list[dict[str, Any]]:
+    """A trace of an API without tool-call ids, with the ids the fold made renumbered ``{prefix}1``, ``{prefix}2``
+    ... in order of first use, after checking that every call has one, each its own, and every output names one."""
+    ids: dict[str, str] = {}
+    calls = [c for event in events for c in event.get("tool_calls") or ()]
+    outputs = [event for event in events if event["role"] == "tool"]
+    assert all(MADE_ID.fullmatch(str(c.get("id"))) for c in calls), calls
+    assert len({c["id"] for c in calls}) == len(calls), calls
+    assert all(event.get("tool_call_id") in {c["id"] for c in calls} for event in outputs), outputs
+    out = json.loads(json.dumps(events))
+    for event in out:
+        for call in event.get("tool_calls") or ():
+            call["id"] = ids.setdefault(call["id"], f"{prefix}{len(ids) + 1}")
+        if "tool_call_id" in event:
+            event["tool_call_id"] = ids.setdefault(event["tool_call_id"], f"{prefix}{len(ids) + 1}")
     return out
 
 

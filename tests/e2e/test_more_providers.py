@@ -20,7 +20,7 @@ from spanfold import demo
 from spanfold.testing import MockLLMServer, MockRequest, Reply, scenarios
 
 from ..test_demo import ANSWER, QUESTION, expected_events
-from .provider_specs import SPECS, Spec, without_ids
+from .provider_specs import SPECS, Spec, made_ids
 from .test_provider_matrix import WEATHER_SHAPE, question, shape, user_text
 
 NAMES = [name for name in SPECS if demo.installed(name)]  # the SDK matrix venvs have none of them
@@ -36,10 +36,14 @@ def client_for(spec: Spec, server: MockLLMServer) -> Any:
 
 
 def weather_events(spec: Spec) -> list[dict[str, Any]]:
-    """The demo's trace on this API (the tool-call ids its mock server gives, or none)."""
-    if spec.call_prefix is None:
-        return without_ids(expected_events("-"))
-    return expected_events(spec.call_prefix)
+    """The demo's trace on this API (the tool-call ids its mock server gives, or the fold's made ids renumbered:
+    :func:`as_expected`)."""
+    return expected_events(spec.call_prefix or "made-")
+
+
+def as_expected(spec: Spec, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A folded trace as :func:`weather_events` gives it: made ids checked and renumbered, for an API without ids."""
+    return made_ids(events) if spec.call_prefix is None else events
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
@@ -62,7 +66,7 @@ def test_weather_agent_parallel_tools(traced: Any, server: MockLLMServer, spec: 
     with spanfold.agent("weather-bot"):
         answer = demo.PROVIDERS[spec.name].agent(client_for(spec, server), stream=stream)
     assert answer == ANSWER
-    assert traced.one() == weather_events(spec)
+    assert as_expected(spec, traced.one()) == weather_events(spec)
     (meta,) = traced.metas()
     assert meta["summary"]["toolCallsByName"] == {"convert_temperature": 1, "get_weather": 2}
     assert (meta["metadata"]["usage"]["input_tokens"] > 0) is (spec.stream_usage or not stream)
@@ -129,7 +133,7 @@ def test_agent_mixing_provider_and_openai(traced: Any, server: MockLLMServer, sp
             model=demo.MODEL, messages=[{"role": "user", "content": f"Translate: {answer}"}]
         )
     events = traced.one()
-    assert events[:-2] == weather_events(spec)
+    assert as_expected(spec, events[:-2]) == weather_events(spec)
     assert events[-2:] == [
         {"role": "user", "content": f"Translate: {answer}"},
         {"role": "assistant", "content": "Voici la météo."},

@@ -1,6 +1,7 @@
 """Gemini (google-genai), folded: the real SDK over real HTTP to the embedded mock server (Developer API and Vertex AI
 paths), ``spanfold.init()``, the Invariant trace asserted event by event. Gemini function calls carry no id here (as
-the Developer API sends them): the fold pairs calls, tool runs and results by name and order."""
+the Developer API sends them): the fold gives each call an id of its own and pairs tool runs and results with it by
+name and order (``made_ids`` checks the made ids and renumbers them ``made-1`` ...)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from spanfold.cli import main
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
+from ..e2e.provider_specs import made_ids
 from .gemini_afc_tools import aget_weather, convert_temperature, failing_get_weather, get_weather
 
 MODEL = demo.GEMINI_MODEL
@@ -56,8 +58,8 @@ def _client(server: MockLLMServer, *, vertex: bool = False) -> genai.Client:
     return genai.Client(api_key="gemini-secret", http_options={"base_url": server.gemini_base_url})
 
 
-def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+def call(n: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"made-{n}", "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 WEATHER_EVENTS: list[dict[str, Any]] = [
@@ -66,16 +68,16 @@ WEATHER_EVENTS: list[dict[str, Any]] = [
     {
         "role": "assistant",
         "content": None,
-        "tool_calls": [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})],
+        "tool_calls": [call(1, "get_weather", {"city": "Paris"}), call(2, "get_weather", {"city": "Tokyo"})],
     },
-    {"role": "tool", "content": "Paris: 18°C, sunny"},
-    {"role": "tool", "content": "Tokyo: 24°C, cloudy"},
+    {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "made-1"},
+    {"role": "tool", "content": "Tokyo: 24°C, cloudy", "tool_call_id": "made-2"},
     {
         "role": "assistant",
         "content": None,
-        "tool_calls": [call("convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
+        "tool_calls": [call(3, "convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
     },
-    {"role": "tool", "content": "18°C is 64.4°F"},
+    {"role": "tool", "content": "18°C is 64.4°F", "tool_call_id": "made-3"},
     {"role": "assistant", "content": ANSWER},
 ]
 
@@ -97,7 +99,7 @@ def test_weather_agent(traced: Any, server: MockLLMServer, stream: bool, vertex:
         answer = demo.gemini_agent(client_for(server, vertex=vertex), stream=stream)
     assert answer == ANSWER
     events = traced.one()
-    assert events == WEATHER_EVENTS
+    assert made_ids(events) == WEATHER_EVENTS
     assert shape(events) == EXPECTED_SHAPE
     meta = traced.metas()[0]["metadata"]
     assert meta["models"] == [MODEL]
@@ -113,7 +115,7 @@ def test_demo_command(tmp_path: Path, _global_provider: Any) -> None:
         result = CliRunner().invoke(main, ["demo", "--provider", "gemini", "-o", str(out)] + (["--stream"] * stream))
         assert result.exit_code == 0, result.output
         (line,) = (out / "traces.jsonl").read_text(encoding="utf-8").splitlines()
-        assert json.loads(line) == WEATHER_EVENTS
+        assert made_ids(json.loads(line)) == WEATHER_EVENTS
         assert ANSWER in result.output
 
 
@@ -158,14 +160,14 @@ async def test_async_agent_and_async_stream(traced: Any, server: MockLLMServer) 
                     ],
                 )
             )
-    assert traced.one() == WEATHER_EVENTS
+    assert made_ids(traced.one()) == WEATHER_EVENTS
 
 
 # --- automatic function calling: the SDK runs the functions ---------------------------------------------------
 
 
 def _afc_events(events: list[dict[str, Any]]) -> None:
-    assert events == WEATHER_EVENTS
+    assert made_ids(events) == WEATHER_EVENTS
 
 
 def test_afc_generate_content(traced: Any, server: MockLLMServer, global_spans: Any) -> None:
@@ -249,7 +251,7 @@ def test_afc_function_already_a_spanfold_tool_is_traced_once(
     config = types.GenerateContentConfig(system_instruction=SYSTEM, tools=[demo.get_weather, demo.convert_temperature])
     with spanfold.agent("afc"):
         client_for(server).models.generate_content(model=MODEL, contents=QUESTION, config=config)
-    assert traced.one() == WEATHER_EVENTS
+    assert made_ids(traced.one()) == WEATHER_EVENTS
     assert len([s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool")]) == 3
 
 
@@ -282,7 +284,7 @@ def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server
 
 def test_afc_without_agent_is_one_trace(traced: Any, server: MockLLMServer) -> None:
     client_for(server).models.generate_content(model=MODEL, contents=QUESTION, config=AFC)
-    assert traced.one() == WEATHER_EVENTS
+    assert made_ids(traced.one()) == WEATHER_EVENTS
 
 
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
@@ -392,11 +394,11 @@ def test_agent_mixing_gemini_and_openai(traced: Any, server: MockLLMServer) -> N
         chat = gpt.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": f"Translate: {answer}"}]
         )
-    assert traced.one() == [
+    assert made_ids(traced.one()) == [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": QUESTION},
-        {"role": "assistant", "content": None, "tool_calls": [call("get_weather", {"city": "Paris"})]},
-        {"role": "tool", "content": "Paris: 18°C, sunny"},
+        {"role": "assistant", "content": None, "tool_calls": [call(1, "get_weather", {"city": "Paris"})]},
+        {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "made-1"},
         {"role": "assistant", "content": "Paris is sunny."},
         {"role": "user", "content": "Translate: Paris is sunny."},
         {"role": "assistant", "content": chat.choices[0].message.content},

@@ -141,13 +141,25 @@ def input_messages(attrs: Mapping[str, Any]) -> list[SemconvMessage]:
 
 
 def error_of(record: SpanRecord, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``{"type", "message"}`` of a failed span (status ERROR), from ``error.type`` and the exception event."""
+    """``{"type", "message"}`` of a failed span (status ERROR), from ``error.type`` and the exception event (else the
+    status description, without the ``Type: `` the OTel SDK puts before the exception's text: an exception with no
+    text, ``KeyboardInterrupt``, has no message)."""
     if record.status_code != "ERROR":
         return None
     exc: Mapping[str, Any] = next((e.attributes for e in record.events if e.name == semconv.EXCEPTION_EVENT), {})
-    kind = attrs.get(semconv.ERROR_TYPE) or exc.get(semconv.EXCEPTION_TYPE) or "error"
-    message = exc.get(semconv.EXCEPTION_MESSAGE) or record.status_description
-    return {"type": str(kind), "message": str(message) if message is not None else None}
+    kind = str(attrs.get(semconv.ERROR_TYPE) or exc.get(semconv.EXCEPTION_TYPE) or "error")
+    message = exc.get(semconv.EXCEPTION_MESSAGE) or _described(record.status_description, kind)
+    return {"type": kind, "message": str(message) if message else None}
+
+
+def _described(description: str | None, kind: str) -> str | None:
+    """A status description without its leading ``Type: `` (the error's type, or its last dotted part)."""
+    if not description:
+        return None
+    for prefix in (f"{kind}:", f"{kind.rpartition('.')[2]}:"):
+        if description.startswith(prefix):
+            return description[len(prefix) :].strip() or None
+    return description
 
 
 def _target(name: str) -> str | None:

@@ -5,7 +5,9 @@
   ``uri`` its URI);
 * ``tool_call`` parts -> :class:`ToolCall`; each ``tool_call_response`` part -> a tool-output event of its own;
 * ``reasoning`` parts -> the event's ``metadata["reasoning"]``, never its content;
-* with content capture off the parts carry no content: events keep roles, tool names and ids, content None.
+* with content capture off the parts carry no content: events keep roles, tool names and ids, content None;
+* roles the flat formats do not know are written as the one they stand for (:data:`ROLES`: OpenAI's ``developer``
+  is ``system``), the producer's own in ``metadata["original_role"]``.
 
 :data:`INPUTS` fingerprints each parsed input message once for the stitcher, however many calls re-send it.
 """
@@ -21,6 +23,9 @@ from spanfold.trace.formats import dumps
 from spanfold.trace.model import Content, Message, ToolCall, parse_arguments
 
 Part: TypeAlias = dict[str, Any]
+#: Message roles written as another: OpenAI's ``developer`` messages (o-series models, Agno's ``OpenAIChat``) are the
+#: system prompt, which Invariant and Guardrails policies know as ``system``.
+ROLES: dict[str, str] = {"developer": "system"}
 #: What identifies a message in a history: role + content + tool-call ids (tool outputs: role + call id only).
 Fingerprint: TypeAlias = tuple[Any, ...]
 
@@ -139,14 +144,21 @@ PART_HANDLERS: dict[str, Callable[[_Body, Part], None]] = {
 }
 
 
-def tool_output(call_id: Any, response: Any, call_names: Mapping[str, str]) -> Message:
+def tool_output(call_id: Any, response: Any, call_names: Mapping[str, str], name: str | None = None) -> Message:
+    """A tool-output event, named after the call it answers (else ``name``: the tool its message names)."""
     cid = str(call_id) if call_id is not None else None
     return Message(
         role="tool",
         content=response_text(response),
         tool_call_id=cid,
-        name=call_names.get(cid) if cid is not None else None,
+        name=call_names.get(cid, name) if cid is not None else name,
     )
+
+
+def _tool_name(role: str, msg: Mapping[str, Any]) -> str | None:
+    """The tool a ``tool`` message names (Ollama's ``tool_name``): its outputs pair by name when they carry no id."""
+    name = msg.get("name") if role == "tool" else None
+    return name if isinstance(name, str) else None
 
 
 def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> list[Message]:
@@ -154,12 +166,22 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
     one event of the message's role around them, in order (:func:`~spanfold.semconv.shapes.split_tool_responses`);
     parts that make nothing (no content: capture off) make no event, unless nothing else does."""
     role = msg.get("role") or "user"
+    if isinstance(role, str) and role in ROLES:
+        events = _events(ROLES[role], msg, call_names)
+        for event in events:
+            if event.role != "tool":
+                event.metadata["original_role"] = role
+        return events
+    return _events(role, msg, call_names)
+
+
+def _events(role: str, msg: Mapping[str, Any], call_names: Mapping[str, str]) -> list[Message]:
     parts: Sequence[Any] = msg.get("parts") or ()
     if len(parts) == 1:  # fast paths for the common one-part messages (the same events as the general path)
         part = parts[0]
         kind = part.get("type")
         if kind == semconv.PART_TOOL_CALL_RESPONSE:
-            return [tool_output(part.get("id"), part.get("response"), call_names)]
+            return [tool_output(part.get("id"), part.get("response"), call_names, _tool_name(role, msg))]
         if kind == semconv.PART_TEXT and role != "tool":
             text = part.get("content")
             if text is None or isinstance(text, str):
@@ -171,7 +193,7 @@ def message_events(msg: Mapping[str, Any], call_names: Mapping[str, str]) -> lis
     last = len(pieces) - 1
     for i, piece in enumerate(pieces):
         if not isinstance(piece, _Body):
-            out.append(tool_output(piece.get("id"), piece.get("response"), call_names))
+            out.append(tool_output(piece.get("id"), piece.get("response"), call_names, _tool_name(role, msg)))
         elif i == last and (piece or not out):
             out.append(_own(role, msg, piece, call_names))
         elif piece:
@@ -197,8 +219,24 @@ def _own(role: str, msg: Mapping[str, Any], body: _Body, call_names: Mapping[str
     """A message's last event of its own role (the only one, without tool-call responses): a tool message with a
     plain body is a tool output."""
     if role == "tool" and not body.tool_calls:
-        return tool_output(msg.get("tool_call_id") or msg.get("id"), body.content(), call_names)
+        return tool_output(msg.get("tool_call_id") or msg.get("id"), body.content(), call_names, _tool_name(role, msg))
     return body.message(role)
+
+
+def made_call_id(span_id: int, index: int | str) -> str:
+    """The id the fold gives a tool call its producer gave none (Gemini, Ollama, text-protocol agents): made of the
+    model step's span id and the call's place in it, so every fold of the same spans gives the same id."""
+    return f"call_{span_id:016x}_{index}"
+
+
+def name_calls(msg: Message, span_id: int, prefix: str = "", start: int = 0) -> int:
+    """Give the message's tool calls without an id their made ids (:func:`made_call_id`: ``prefix`` and the call's
+    index, counted from ``start``); the index after its calls."""
+    for tc in msg.tool_calls:
+        if tc.id is None:
+            tc.id = made_call_id(span_id, f"{prefix}{start}")
+        start += 1
+    return start
 
 
 def note_calls(call_names: dict[str, str], msg: Message) -> None:

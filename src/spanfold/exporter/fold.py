@@ -6,10 +6,15 @@
    Each model step appends only the input messages its thread has not shown yet (:mod:`~.history`), then its
    outputs (the first choice, :func:`~spanfold.semconv.shapes.first_choice`; other choices go to that event's
    metadata), then its error.
-4. Tool results come from ``execute_tool`` spans when there are any (their own time and errors), else from the next
-   step's ``tool`` input messages, never both (by tool-call id; a tool span without an id answers the waiting call
-   with its name and arguments, in order: :mod:`~spanfold.pairing`). Results of parallel calls keep the model's order.
-5. Trace metadata (models, token totals, start/end) is tallied as the steps go (:mod:`~.meta`).
+4. Every tool call has an id: the producer's, else one made of its model step's span id and its place there
+   (:func:`~.events.made_call_id`, the same in every fold of the same spans).
+5. One output per call, paired with it: a tool span answers the waiting call with its id, else with its name and
+   arguments, in order (:mod:`~spanfold.pairing`); an output the next step's inputs send answers with its id, else
+   (Gemini, Ollama) the thread's oldest call still waiting for one, with its name when it has one. When both a tool
+   span and the next step's inputs hold a call's output they are merged into the one event, where the span put it:
+   the span gives its time, error and call id, the inputs the output text as the model received it; an empty field
+   never overwrites a known one. Results of parallel calls keep the model's order.
+6. Trace metadata (models, token totals, start/end) is tallied as the steps go (:mod:`~.meta`).
 
 Cost is linear in the attribute bytes: one parse per attribute, hash lookups, no pairwise comparisons.
 """
@@ -17,17 +22,24 @@ Cost is linear in the attribute bytes: one parse per attribute, hash lookups, no
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
 
 from spanfold import counters
 from spanfold.exporter.dialects import safe_step
-from spanfold.exporter.events import Fingerprint, fingerprint, message_events, note_calls, system_event
+from spanfold.exporter.events import (
+    Fingerprint,
+    fingerprint,
+    message_events,
+    name_calls,
+    note_calls,
+    system_event,
+)
 from spanfold.exporter.history import InputEvents, Thread
 from spanfold.exporter.meta import Tally, iso, span_hex, step_metadata, trace_meta
 from spanfold.exporter.nested_tools import merge_nested_tool_steps
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.pairing import Call, Pairing
-from spanfold.semconv import PART_TOOL_CALL_RESPONSE
 from spanfold.semconv.shapes import first_choice
 from spanfold.trace.model import Message, Trace
 
@@ -132,6 +144,21 @@ class _FoldThread(Thread):
         self.held: dict[Call[_FoldThread], Message] = {}
 
 
+#: Content that says nothing: it never overwrites an output a tool span recorded.
+_EMPTY: tuple[object, ...] = (None, "", [])
+
+
+def error_text(err: dict[str, Any]) -> str:
+    """An error event's text: ``type: message``, the type written once (a message that already starts with it, as
+    an OTel status description does, is written as it is)."""
+    kind, message = str(err.get("type")), err.get("message")
+    if not message:
+        return kind
+    message = str(message)
+    short = kind.rpartition(".")[2]
+    return message if message.startswith((f"{kind}:", f"{short}:")) else f"{kind}: {message}"
+
+
 class _Folder:
     def __init__(self, records: list[SpanRecord], steps: Mapping[int, Step | None] | None) -> None:
         self.records = records
@@ -154,6 +181,11 @@ class _Folder:
         self.call_names: dict[str, str] = {}
         self.shown_tool_ids: set[str] = set()
         self.calls: Pairing[_FoldThread] = Pairing()
+        #: The tool outputs shown, by call id; those a tool span made and no step's inputs have sent yet (by
+        #: identity); the calls whose output a step's inputs sent.
+        self.outputs_by_id: dict[str, Message] = {}
+        self.unsent: set[int] = set()
+        self.sent_calls: set[Call[_FoldThread]] = set()
         self.tally = Tally()
         self.inputs = InputEvents(self.call_names)
 
@@ -217,9 +249,10 @@ class _Folder:
             msg.metadata.setdefault("agent", thread.agent)
         self.events.append(msg)
         if history:
-            thread.add(fp if fp is not None else fingerprint(msg))
+            thread.add(fp if fp is not None else fingerprint(msg), msg)
         if msg.role == "tool" and msg.tool_call_id is not None:
             self.shown_tool_ids.add(msg.tool_call_id)
+            self.outputs_by_id.setdefault(msg.tool_call_id, msg)
             self.calls.answer(msg.tool_call_id)
 
     def expect(self, thread: _FoldThread, msg: Message) -> None:
@@ -227,53 +260,124 @@ class _Folder:
         for tc in msg.tool_calls:
             thread.batch.append(self.calls.expect(thread, tc.id, tc.name, tc.arguments))
 
-    def release(self, thread: _FoldThread, step: ModelStep | None = None) -> None:
-        """Emit the tool results held for the thread's last batch of calls, in the model's order. A call of the batch
-        with no tool span gets its result from ``step``'s inputs, in its place (only when some result is held: else
-        the inputs give the model's order by themselves)."""
+    def release(self, thread: _FoldThread) -> None:
+        """Emit the tool results held for the thread's last batch of calls, in the model's order."""
         batch, held, thread.batch, thread.held = thread.batch, thread.held, [], {}
-        answers = self.input_answers(step) if held and step is not None else {}
         for call in batch:
             result = held.get(call)
             if result is not None:
                 self.emit(thread, result, None, None)  # time and span were set when it was held
-            elif call.id in answers and call.id not in self.shown_tool_ids and step is not None:
-                self.emit(thread, answers[call.id], step.start_ns, step.span_id)
 
-    def input_answers(self, step: ModelStep) -> dict[str | None, Message]:
-        """The tool results among a step's input messages, by call id."""
-        out: dict[str | None, Message] = {}
-        for raw in step.inputs:
-            parts = raw.get("parts") or ()
-            if raw.get("role") == "tool" or any(p.get("type") == PART_TOOL_CALL_RESPONSE for p in parts):
-                for msg in message_events(raw, self.call_names):
-                    if msg.role == "tool" and msg.tool_call_id is not None:
-                        out[msg.tool_call_id] = msg
-        return out
+    def sent(self, shown: Message, sent: Message) -> None:
+        """A tool output a step's inputs send, merged into the one a tool span recorded (the first time it is sent:
+        a later, summarised copy changes nothing): the output text as the model received it; the span keeps its
+        time, error and call id, and a failed run's text stays its error's. An empty field never overwrites a known
+        one."""
+        if id(shown) not in self.unsent:
+            return
+        self.unsent.discard(id(shown))
+        if sent.content not in _EMPTY and (shown.error is None or shown.content in _EMPTY):
+            shown.content = sent.content
+        if shown.name is None:
+            shown.name = sent.name
+
+    def answered_by_inputs(
+        self,
+        thread: _FoldThread,
+        step: ModelStep,
+        new: list[tuple[Message, Fingerprint]],
+        batch: list[Call[_FoldThread]],
+        held: dict[Call[_FoldThread], Message],
+    ) -> tuple[list[tuple[Message, Fingerprint]], dict[Call[_FoldThread], Message]]:
+        """Pair the tool outputs among a step's new input events with the calls they answer (module doc, 5); the
+        calls of new input messages get their ids. Returns the events still to show, in order, and (when results
+        are held, to be shown in the model's order) the outputs that answer calls of the batch."""
+        rest: list[tuple[Message, Fingerprint]] = []
+        answers: dict[Call[_FoldThread], Message] = {}
+        by_id = {call.id: call for call in batch}
+        earlier: list[Call[_FoldThread]] = []  # the calls of new input messages, each waiting for its output
+        made = 0
+        for msg, fp in new:
+            if msg.role != "tool":
+                if msg.tool_calls:
+                    made = name_calls(msg, step.span_id, "in", made)
+                    note_calls(self.call_names, msg)
+                    earlier.extend(Call(thread, tc.id, tc.name, tc.arguments) for tc in msg.tool_calls)
+                rest.append((msg, fp))
+                continue
+            call = self.waiting_call(msg, by_id, batch, held, earlier)
+            if call is not None and call in held:
+                self.sent_calls.add(call)
+                self.sent(held[call], msg)
+                continue
+            if msg.tool_call_id is not None and msg.tool_call_id in self.shown_tool_ids:
+                shown = self.outputs_by_id.get(msg.tool_call_id)
+                if shown is not None:
+                    self.sent(shown, msg)
+                continue  # its output came from the tool span
+            if call is not None:
+                self.sent_calls.add(call)
+                msg.tool_call_id = call.id
+                msg.name = msg.name or call.name or None
+                fp = fingerprint(msg)
+                if held and by_id.get(call.id) is call:
+                    answers[call] = msg
+                    continue
+            rest.append((msg, fp))
+        return rest, answers
+
+    def waiting_call(
+        self,
+        msg: Message,
+        by_id: dict[str | None, Call[_FoldThread]],
+        batch: list[Call[_FoldThread]],
+        held: dict[Call[_FoldThread], Message],
+        earlier: list[Call[_FoldThread]],
+    ) -> Call[_FoldThread] | None:
+        """The call an input tool output answers: by its id; without one, the oldest call waiting for its output
+        among the calls of the step's new input messages before it, else of the thread's last batch (one a tool span
+        answered only while its result is held), with the output's tool name when it has one."""
+        if msg.tool_call_id is not None:
+            return by_id.get(msg.tool_call_id)
+        for call in earlier:
+            if call not in self.sent_calls and (msg.name is None or call.name == msg.name):
+                return call
+        for call in batch:
+            if call in self.sent_calls or (call.answered and call not in held):
+                continue
+            if msg.name is None or call.name == msg.name:
+                return call
+        return None
 
     # --- steps -------------------------------------------------------------------------------------------
 
     def model(self, step: ModelStep) -> None:
         thread = self.thread_of(step)
-        self.release(thread, step)
         self.tally.add(step)
+        batch, held, thread.batch, thread.held = thread.batch, thread.held, [], {}
+        new = thread.unseen(step.inputs, self.inputs, self.sent)
+        new, answers = self.answered_by_inputs(thread, step, new, batch, held)
+        if held:  # the batch's results in the model's order: a tool span's, else the one these inputs send
+            for call in batch:
+                result = held.get(call)
+                if result is not None:
+                    self.emit(thread, result, None, None)  # time and span were set when it was held
+                elif call in answers:
+                    self.emit(thread, answers[call], step.start_ns, step.span_id)
         if step.system_instructions is not None:
             system = system_event(step.system_instructions)
             fp = fingerprint(system)
             if fp != thread.system:
                 thread.system = fp
                 self.emit(thread, system, step.start_ns, step.span_id, history=False)
-        for msg, fp in thread.unseen(step.inputs, self.inputs):
-            if msg.role == "tool" and msg.tool_call_id in self.shown_tool_ids:
-                continue  # its result came from the tool span
+        for msg, fp in new:
             self.emit(thread, msg, step.start_ns, step.span_id, fp=fp)
         self.outputs(thread, step)
         if step.error is not None:
             err = step.error
-            text = f"{err['type']}: {err['message']}" if err.get("message") else str(err["type"])
             self.emit(
                 thread,
-                Message(role="error", content=text, error=err, metadata=step_metadata(step)),
+                Message(role="error", content=error_text(err), error=err, metadata=step_metadata(step)),
                 step.end_ns,
                 step.span_id,
                 history=False,
@@ -283,31 +387,38 @@ class _Folder:
         outs, more = first_choice(step.outputs)
         others = [e.to_invariant() for m in more for e in message_events(m, self.call_names)]
         first = True
+        made = 0
         for raw in outs:
             for msg in message_events(raw, self.call_names):
+                fp = fingerprint(msg)  # as the next step's inputs send it back: without the ids made here
+                made = name_calls(msg, step.span_id, "", made)
                 note_calls(self.call_names, msg)
                 if first:
                     msg.metadata.update(step_metadata(step))
                     if others:
                         msg.metadata["choices"] = others
                     first = False
-                self.emit(thread, msg, step.end_ns, step.span_id)
+                self.emit(thread, msg, step.end_ns, step.span_id, fp=fp)
                 self.expect(thread, msg)
 
     def tool(self, step: ToolStep) -> None:
         if step.call_id is not None and step.call_id in self.shown_tool_ids:
+            self.late(step, step.call_id)
             return  # already shown (from the next step's inputs)
         call = self.calls.answer(step.call_id, step.name, step.arguments)
         call_id = step.call_id if step.call_id is not None else (call.id if call is not None else None)
         if call_id is not None and call_id in self.shown_tool_ids:
+            self.late(step, call_id)
             return
         err = step.error
         content = step.result
         if err is not None:
             content = err.get("message") or err.get("type")
-        msg = Message(role="tool", content=content, tool_call_id=call_id, name=step.name, error=err)
+        name = step.name if step.name is not None else (call.name if call is not None else None)
+        msg = Message(role="tool", content=content, tool_call_id=call_id, name=name, error=err)
         msg.timestamp = iso(step.end_ns)
         msg.metadata["span_id"] = span_hex(step.span_id)
+        self.unsent.add(id(msg))
         if call is None:
             self.emit(self.thread_of(step), msg, step.end_ns, step.span_id)
             return
@@ -320,6 +431,12 @@ class _Folder:
                 self.release(thread)
         else:
             self.emit(thread, msg, step.end_ns, step.span_id)
+
+    def late(self, step: ToolStep, call_id: str) -> None:
+        """A tool span whose output a step's inputs showed first: what it knows that the event lacks (its error)."""
+        shown = self.outputs_by_id.get(call_id)
+        if shown is not None and shown.error is None and step.error is not None:
+            shown.error = step.error
 
     # --- the whole trace ---------------------------------------------------------------------------------
 

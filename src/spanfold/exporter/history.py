@@ -8,16 +8,26 @@ after its first match is new, and what an agent dropped or summarised never remo
 :meth:`Thread.unseen` returns what a step adds. Costs: a hash lookup and a bisect per input message; a step that
 starts with the very same message objects as the last one (a parsed history shares them,
 :mod:`spanfold.json_prefix`) resumes after them without looking at them again.
+
+Tool outputs: every shown output is also found by :data:`ANY_TOOL_OUTPUT`, the fingerprint of an output re-sent
+without a call id (Gemini's ``function_response``, Ollama's ``tool`` messages): such an output is the next shown
+output at the cursor, by order. When a re-sent output matches a shown one, :meth:`Thread.unseen` hands both to its
+``received`` callback (what the model was sent, beside what a tool span recorded: the fold merges them).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from spanfold.exporter.events import Fingerprint, fingerprint, message_events, note_calls
 from spanfold.exporter.steps import SemconvMessage
 from spanfold.trace.model import Message
+
+#: The fingerprint of a tool output without a call id: it matches any shown tool output, the next one at the cursor.
+ANY_TOOL_OUTPUT: Final[Fingerprint] = ("tool", None)
 
 
 class InputEvents:
@@ -57,10 +67,16 @@ class Thread:
     #: step that starts with the very same message objects (a parsed history shares them) resumes from there.
     last_inputs: list[SemconvMessage] = field(default_factory=list)
     cursors: list[int] = field(default_factory=list)
+    #: The tool outputs shown, by position.
+    outputs: dict[int, Message] = field(default_factory=dict)
 
-    def add(self, fp: Fingerprint) -> None:
-        """An event was shown."""
+    def add(self, fp: Fingerprint, msg: Message | None = None) -> None:
+        """An event was shown (``msg``: the event, remembered when it is a tool output)."""
         self.positions.setdefault(fp, []).append(self.length)
+        if msg is not None and msg.role == "tool":
+            self.outputs[self.length] = msg
+            if fp != ANY_TOOL_OUTPUT:
+                self.positions.setdefault(ANY_TOOL_OUTPUT, []).append(self.length)
         self.length += 1
 
     def find(self, fp: Fingerprint, cursor: int, limit: int) -> int | None:
@@ -87,10 +103,16 @@ class Thread:
             n += 1
         return n
 
-    def unseen(self, inputs: list[SemconvMessage], events: InputEvents) -> list[tuple[Message, Fingerprint]]:
+    def unseen(
+        self,
+        inputs: list[SemconvMessage],
+        events: InputEvents,
+        received: Callable[[Message, Message], None] | None = None,
+    ) -> list[tuple[Message, Fingerprint]]:
         """The events of a step's ``inputs`` this thread has not shown, with their fingerprints, in order. Matching
         reads only what was shown before the step (a step's own new messages are never matched by its later inputs),
-        so the caller shows them (:meth:`add`) after this returns."""
+        so the caller shows them (:meth:`add`) after this returns. ``received(shown, sent)``: called for each input
+        tool output, converted here, that matches a shown one."""
         skip = self.resume(inputs)
         cursors = self.cursors[:skip]
         cursor, shown = (cursors[-1] if skip else 0), self.length
@@ -113,6 +135,8 @@ class Thread:
                 pos = self.find(fp, cursor, shown)
                 if pos is not None:
                     cursor = pos + 1
+                    if received is not None and msg.role == "tool" and pos in self.outputs:
+                        received(self.outputs[pos], msg)
                 else:
                     matched_all = False
                     new.append((msg, fp))
