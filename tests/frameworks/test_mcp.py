@@ -152,6 +152,36 @@ async def test_weather_agent_over_stdio(traced: Any, server: MockLLMServer, glob
     assert {s.parent.span_id for s in sends if s.parent} == {s.context.span_id for s in tool_spans[:2]}
 
 
+async def test_zero_code_run_without_ids_puts_the_matched_call_id_on_each_span(
+    traced: Any, server: MockLLMServer, global_spans: Any
+) -> None:
+    """``call_tool(name, args)`` with no ``tool_call_id=`` and no agent span: the source pairs each run with the
+    model's call by name and arguments, and that call's id goes on the span (a backend can pair it), as the id the
+    agent would have passed."""
+    async with weather_session() as session:
+        history = await agent_loop(session, server, pass_ids=False)
+    events = traced.one()
+    assert events == oracle(history)
+    calls = [c for e in events if e.get("tool_calls") for c in e["tool_calls"]]
+    tool_spans = [s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")]
+    assert [dict(s.attributes or {}).get("gen_ai.tool.call.id") for s in tool_spans] == [c["id"] for c in calls]
+
+
+async def test_a_run_matching_only_by_name_gets_no_call_id(
+    traced: Any, server: MockLLMServer, global_spans: Any
+) -> None:
+    """A run whose arguments are not the model's (the agent changed them) joins the run by name, but the span is not
+    given an id on that guess."""
+    async with weather_session() as session:
+        client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+        server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Paris"})]))
+        await client.chat.completions.create(model=MODEL, messages=history, tools=await mcp_tools(session))  # type: ignore[arg-type]
+        await session.call_tool("get_weather", {"city": "Paris, France"})
+    (span,) = [s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")]
+    assert "gen_ai.tool.call.id" not in dict(span.attributes or {})
+
+
 async def test_is_error_result_and_exception(traced: Any, server: MockLLMServer, global_spans: Any) -> None:
     server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Atlantis"})]), Reply.text("No forecast."))
     async with weather_session() as session:

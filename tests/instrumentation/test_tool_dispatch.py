@@ -130,8 +130,11 @@ def test_dispatcher_without_an_agent_is_one_trace(
     history = chat_loop(server, how)
     events = traced.one()  # no stray one-event traces of the tool runs
     assert events == oracle(history)
-    (trace_id,) = {s.context.trace_id for s in global_spans.get_finished_spans()}
-    assert trace_id
+    calls = [c for e in events if e.get("tool_calls") for c in e["tool_calls"]]
+    # the model's call id on every span: given, taken from the call, or the one the source matched by name and args
+    assert [dict(s.attributes or {}).get("gen_ai.tool.call.id") for s in tool_spans(global_spans)] == [
+        c["id"] for c in calls
+    ]
 
 
 def test_dispatcher_handed_an_anthropic_tool_use_block(traced: Any, server: MockLLMServer, global_spans: Any) -> None:

@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -38,7 +38,7 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 from spanfold import jsonio, semconv
 from spanfold.config import ASKING_IDLE_FACTOR, Config
 from spanfold.json_prefix import ArrayPrefixCache
-from spanfold.pairing import Call, Pairing
+from spanfold.pairing import Call, Pairing, args_key
 from spanfold.runtime import Runtime
 from spanfold.semconv import shapes
 from spanfold.stitching import evidence
@@ -213,6 +213,14 @@ def request_list(request: Mapping[str, Any]) -> list[Any] | None:
     return None
 
 
+class ToolPlace(NamedTuple):
+    """Where an un-parented tool run goes: :meth:`Conversations.tool_context`."""
+
+    context: otel_context.Context | None
+    conversation: Conversation | None
+    call_id: str | None
+
+
 class Conversations:
     """The live conversations of the process, found by the evidence a call brings (:mod:`spanfold.stitching`)."""
 
@@ -269,11 +277,10 @@ class Conversations:
         conv = self._sent.get(id(sent))
         return conv if conv is not None and conv.sent is sent else None
 
-    def tool_context(
-        self, call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
-    ) -> tuple[otel_context.Context | None, Any]:
+    def tool_context(self, call_id: Any, name: Any, arguments: Any, conversation_id: Any = None) -> ToolPlace:
         """The context an un-parented tool run starts in (its conversation's: the one waiting for its call, else the
-        one its ``gen_ai.conversation.id`` names), and the conversation to tell :meth:`running` (None: none)."""
+        one its ``gen_ai.conversation.id`` names), the conversation to tell :meth:`running` (None: none), and the
+        id of the model's call it answers when the run brought none and its name and arguments match that call's."""
         with self._lock:
             self._expire()
             call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
@@ -282,9 +289,17 @@ class Conversations:
                 holders = self._index.holders(("conversation", conversation_id))
                 conv = holders[0] if len(holders) == 1 else None
             if conv is None:
-                return self.parent, None
+                return ToolPlace(self.parent, None, None)
             self._touch(conv)
-            return conv.context, conv
+            answered = None
+            if (
+                call is not None
+                and call_id is None
+                and call.name == name
+                and args_key(call.arguments) == args_key(arguments)
+            ):  # matched by name and arguments (by name alone is order, not evidence)
+                answered = call.id
+            return ToolPlace(conv.context, conv, answered)
 
     def running(self, conv: Conversation, span: Span) -> None:
         """A tool run of ``conv`` started ``span``: the conversation stays open until it ends (ended ones are let go

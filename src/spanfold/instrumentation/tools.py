@@ -161,20 +161,21 @@ def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Contex
 
 def _placed(
     call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
-) -> tuple[otel_context.Context | None, tuple[conversations.Conversations, Any] | None, bool]:
-    """:func:`tool_context`, the zero-code conversations and conversation the run joins (None: none), and whether
-    the source decided the run's place (stitching on, an un-parented run)."""
+) -> tuple[otel_context.Context | None, tuple[conversations.Conversations, Any] | None, bool, str | None]:
+    """:func:`tool_context`, the zero-code conversations and conversation the run joins (None: none), whether the
+    source decided the run's place (stitching on, an un-parented run), and the id of the model's call the source
+    matched a run without one to (by name and arguments)."""
     source = conversations.active()
     if source is None or otel_trace.get_current_span().get_span_context().is_valid:
-        return None, None, False
+        return None, None, False, None
     if not source.stitch:
-        return source.parent, None, False
+        return source.parent, None, False, None
     try:
-        context, conv = source.tool_context(call_id, name, arguments, conversation_id)
+        context, conv, answered = source.tool_context(call_id, name, arguments, conversation_id)
     except Exception as exc:
         counters.fault("tool.stitch", exc)
-        return source.parent, None, False
-    return context, ((source, conv) if conv is not None else None), True
+        return source.parent, None, False, None
+    return context, ((source, conv) if conv is not None else None), True, answered
 
 
 def start_tool_span(
@@ -204,9 +205,11 @@ def start_tool_span(
         attrs[semconv.TOOL_CALL_ID] = str(call_id)
     if arguments is not None and rt.capture_content:
         attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
-    context, joined, decided = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
+    context, joined, decided, answered = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
     if decided:
         attrs[semconv.SPANFOLD_STITCHED] = True
+    if answered is not None and call_id is None:  # the model's call the source paired the run with
+        attrs[semconv.TOOL_CALL_ID] = answered
     span = tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
     if joined is not None:
         try:

@@ -8,7 +8,9 @@ exception is recorded and raised unchanged; the caller gets the very same result
 
 The model's tool-call id, when the agent passes it (``session.call_tool(name, args, tool_call_id=call.id)``, the
 keyword ``@spanfold.tool`` takes), is recorded as ``gen_ai.tool.call.id`` and taken off before the SDK sees the call;
-without it the fold pairs the run with the model's call by name and arguments. The SDK's own ``MCP send tools/call``
+without it the fold pairs the run with the model's call by name and arguments, and in a zero-code run the source,
+which pairs it the same way to place the span, records the id of the call whose name and arguments it matched
+(:func:`~spanfold.instrumentation.tools.start_tool_span`). The SDK's own ``MCP send tools/call``
 span nests under this one and is not a tool step; a server's ``tools/call`` span (same process, or received by
 ``spanfold serve``) nested under it is folded into this one (:mod:`spanfold.exporter.nested_tools`).
 
