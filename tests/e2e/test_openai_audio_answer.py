@@ -84,11 +84,10 @@ def test_an_audio_answer_is_its_transcript(traced: Traced, streamed: bool) -> No
         else:
             server.script(Reply.raw(200, completion()))
         client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
-        request: dict[str, Any] = {
+        request: dict[str, Any] = {  # the audio options as extra_body: SDKs before 1.52 do not declare them
             "model": "gpt-4o-audio-preview",
-            "modalities": ["text", "audio"],
-            "audio": AUDIO,
             "messages": MESSAGES,
+            "extra_body": {"modalities": ["text", "audio"], "audio": AUDIO},
         }
         if streamed:
             got = "".join(

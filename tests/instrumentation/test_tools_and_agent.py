@@ -14,7 +14,9 @@ from spanfold import runtime
 
 
 def _attrs(span: Any) -> dict[str, Any]:
-    return dict(span.attributes or {})
+    """The span's attributes but the stitching marker (whether a zero-code conversation is active depends on the
+    tests before; tests/e2e/test_source_stitching.py checks it)."""
+    return {k: v for k, v in (span.attributes or {}).items() if k != "spanfold.stitched"}
 
 
 def test_tool_bare_decorator(global_spans: Any) -> None:
