@@ -22,13 +22,18 @@ CHROMIUM = os.environ.get("SPANFOLD_CHROMIUM") or shutil.which("chromium") or "/
 class UiServer:
     """``spanfold ui PATHS --port 0`` as a child process; its URL is read from its first line on stderr."""
 
-    def __init__(self, paths: list[Path], *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, paths: list[Path], *extra: str, env: dict[str, str] | None = None, user: int | None = None
+    ) -> None:
+        # setpriv (util-linux): subprocess's own user= cannot start this interpreter, which lives under root's 0700 home
+        as_user = [] if user is None else ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "spanfold", "ui", *map(str, paths), "--port", "0", *extra],
+            [*as_user, sys.executable, "-m", "spanfold", "ui", *map(str, paths), "--port", "0", *extra],
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
             env={**os.environ, **(env or {})},
+            cwd="/" if user is not None else None,
         )
         assert self.proc.stderr is not None
         line = self.proc.stderr.readline()
@@ -71,8 +76,9 @@ class UiServer:
 def ui_server() -> Iterator[Any]:
     servers: list[UiServer] = []
 
-    def start(paths: list[Path], *extra: str, env: dict[str, str] | None = None) -> UiServer:
-        server = UiServer(paths, *extra, env=env)
+    def start(paths: list[Path], *extra: str, env: dict[str, str] | None = None, user: int | None = None) -> UiServer:
+        """``user``: run the command as that user (and group) id: root cannot be refused a file."""
+        server = UiServer(paths, *extra, env=env, user=user)
         servers.append(server)
         return server
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spanfold import counters
 from spanfold.commands.spanfiles import is_span_file, span_records
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError
@@ -45,6 +46,8 @@ CHUNK = 4 * 1024 * 1024
 FOLDED = -2
 #: Seconds a span file whose last line has no newline yet is left alone (a writer is appending to it).
 SETTLE_S = 2.0
+#: The names of the files a directory's traces are read from.
+SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
 
 
 @dataclass(slots=True)
@@ -222,6 +225,19 @@ class _Lines:
         return out
 
 
+def _decoded(data: Any) -> Decoded | None:
+    """The decoded value, or None for a problem (not a trace; JSON that could not be read: None)."""
+    if data is None:
+        return None
+    try:
+        return decode(data)
+    except (TraceError, RecursionError):
+        return None
+    except Exception as exc:  # a decoder's fault: that line's problem, never the end of the index
+        counters.fault("ui.decode", exc)
+        return None
+
+
 def _json(raw: bytes) -> Any:
     try:
         return json.loads(raw)
@@ -259,49 +275,70 @@ class Index:
         self.rows: dict[str, Row] = {}
         #: Whether the last :meth:`refresh` stopped with bytes still to read (the caller refreshes again at once).
         self.behind = False
+        #: What could not be read at the last :meth:`refresh` (path -> why): skipped, counted in :meth:`problems`.
+        self.unreadable: dict[str, str] = {}
 
     # -- discovery -----------------------------------------------------------------------------------------------
-    def _discover(self) -> list[Path]:
+    def _discover(self, unreadable: dict[str, str]) -> list[Path]:
+        """The trace files under the paths; what cannot be listed, and a directory named like a trace file, go to
+        ``unreadable``."""
         found: list[Path] = []
         for path in self.paths:
-            if path.is_dir():
-                found.extend(
-                    sorted(
-                        f
-                        for f in path.iterdir()
-                        if f.suffix in (".jsonl", ".json", ".yaml", ".yml")
-                        and not f.name.endswith(META_SUFFIX)
-                        and not f.name.startswith(".")
-                    )
-                )
-            elif path.is_file():
-                found.append(path)
+            try:
+                if not path.is_dir():
+                    if path.is_file():
+                        found.append(path)
+                    continue
+                for f in sorted(path.iterdir()):
+                    if f.suffix in SUFFIXES and not f.name.endswith(META_SUFFIX) and not f.name.startswith("."):
+                        if f.is_dir():
+                            unreadable[os.path.abspath(f)] = "is a directory"
+                        else:
+                            found.append(f)
+            except OSError as exc:
+                unreadable[os.path.abspath(path)] = exc.strerror or str(exc)
         return found
 
     def refresh(self) -> bool:
-        """Read what was appended to every file (and index new files); True when a row was added or changed."""
+        """Read what was appended to every file (and index new files); True when a row was added or changed. An
+        entry that cannot be read (another user's file, a directory named like a trace file) or whose reading fails
+        is skipped and counted (:attr:`unreadable`): the others are read all the same."""
         changed = False
         self.behind = False
-        for path in self._discover():
+        unreadable: dict[str, str] = {}
+        for path in self._discover(unreadable):
             key = os.path.abspath(path)
-            entry = self.files.get(key)
-            if entry is None:
-                if _empty(path):  # told apart by its first bytes: a trace file or a span file
-                    continue
-                spans = is_span_file(path)
-                lines = _Lines(path) if path.suffix == ".jsonl" and not spans else None
-                entry = _File(len(self.order), path, str(path), lines, spans=spans)
-                sibling = meta_path(path) if not spans else None
-                if sibling is not None:
-                    entry.meta = _Lines(sibling)
-                self.files[key] = entry
-                self.order.append(entry)
-            changed |= self._refresh_file(entry)
-            if (entry.lines is not None and entry.lines.pending) or (entry.meta is not None and entry.meta.pending):
-                self.behind = True
+            try:
+                changed |= self._refresh_path(key, path)
+            except OSError as exc:
+                unreadable[key] = exc.strerror or str(exc)
+            except Exception as exc:  # spanfold's fault: this file's problem, never the end of the index
+                counters.fault("ui.index", exc)
+                unreadable[key] = f"cannot be indexed ({type(exc).__name__})"
+        self.unreadable = unreadable
         if changed:
             with self.lock:
                 self.generation += 1
+        return changed
+
+    def _refresh_path(self, key: str, path: Path) -> bool:
+        entry = self.files.get(key)
+        if entry is None:
+            if _empty(path):  # told apart by its first bytes: a trace file or a span file
+                return False
+            with path.open("rb"):  # readable at all (else it is told apart at a later look, once it is)
+                pass
+            spans = is_span_file(path)
+            lines = _Lines(path) if path.suffix == ".jsonl" and not spans else None
+            entry = _File(len(self.order), path, str(path), lines, spans=spans)
+            sibling = meta_path(path) if not spans else None
+            if sibling is not None:
+                entry.meta = _Lines(sibling)
+            self.files[key] = entry
+            self.order.append(entry)
+        changed = self._refresh_file(entry)
+        if (entry.lines is not None and entry.lines.pending) or (entry.meta is not None and entry.meta.pending):
+            self.behind = True
         return changed
 
     def _add(self, entry: _File, row: Row) -> None:
@@ -380,10 +417,7 @@ class Index:
                 self._add(entry, row)
                 changed = True
                 continue
-            try:
-                decoded = decode(data) if data is not None else None
-            except (TraceError, RecursionError):
-                decoded = None
+            decoded = _decoded(data)
             if decoded is None:
                 entry.problems += 1
                 entry.slots += 1
@@ -427,9 +461,8 @@ class Index:
             if isinstance(item, Problem):
                 entry.problems += 1
                 continue
-            try:
-                decoded = decode(item.data)
-            except (TraceError, RecursionError):
+            decoded = _decoded(item.data)
+            if decoded is None:
                 entry.problems += 1
                 continue
             if decoded.trace is None and decoded.summary is None:
@@ -472,7 +505,8 @@ class Index:
             return self.generation, list(self.rows.values())
 
     def problems(self) -> int:
-        return sum(f.problems for f in self.order)
+        """Lines that are no trace, and entries that cannot be read."""
+        return sum(f.problems for f in self.order) + len(self.unreadable)
 
     def raw(self, row: Row) -> Any:
         """The JSON value the row was read from (one line, or the document; the folded events of a span file)."""

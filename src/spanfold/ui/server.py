@@ -23,10 +23,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from spanfold import counters
 from spanfold.checks.trajectory import ExpectedCall
 from spanfold.checks.view import Call, view_of
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.compact import compact_messages
+from spanfold.trace.formats import writable
 from spanfold.trace.model import Trace
 from spanfold.ui.index import Index, Row, lookup
 from spanfold.ui.query import Lister, Query, facets
@@ -99,7 +101,10 @@ def _middleware(options: UiOptions) -> Any:
 
 
 def _json(value: Any) -> web.Response:
-    return web.Response(text=json.dumps(value, ensure_ascii=False, default=str), content_type="application/json")
+    """A JSON response; a lone surrogate in trace text (half an emoji a provider's stream cut) is sent as its JSON
+    escape, which the page reads back as it was (UTF-8 cannot hold it)."""
+    text = writable(json.dumps(value, ensure_ascii=False, default=str))
+    return web.Response(text=text, content_type="application/json")
 
 
 def _event(n: int, ev: Any) -> dict[str, Any]:
@@ -161,10 +166,14 @@ class Ui:
             await self._task
 
     async def _watch(self) -> None:
+        """Refresh the index for as long as the page is served: a fault is counted and logged once, and the next
+        refresh goes on (the index skips and counts what it cannot read, file by file)."""
         loop = asyncio.get_running_loop()
         while True:
-            with contextlib.suppress(OSError):
+            try:
                 await loop.run_in_executor(None, self.index.refresh)
+            except Exception as exc:
+                counters.fault("ui.refresh", exc)
             await asyncio.sleep(0 if self.index.behind else self.options.refresh)
 
     async def page(self, request: web.Request) -> web.Response:
