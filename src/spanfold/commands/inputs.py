@@ -45,8 +45,9 @@ class Reporter:
 
 
 @contextlib.contextmanager
-def progress(path: str) -> Iterator[Progress | None]:
-    """A callback for a progress bar on stderr, for big files when stderr is a terminal; else None."""
+def progress(path: str | os.PathLike[str]) -> Iterator[Progress | None]:
+    """A callback for a progress bar on stderr, for big files when stderr is a terminal; else None (a pipe has no
+    size)."""
     try:
         size = os.stat(path).st_size
     except OSError:
@@ -54,7 +55,7 @@ def progress(path: str) -> Iterator[Progress | None]:
     if size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
         yield None
         return
-    with click.progressbar(length=size, label=Path(path).name, file=sys.stderr) as bar:
+    with click.progressbar(length=size, label=Path(os.fspath(path)).name, file=sys.stderr) as bar:
 
         def advance(done: int) -> None:
             bar.update(done - bar.pos)
@@ -109,8 +110,9 @@ def read_paths(paths: Iterable[Path], reporter: Reporter, *, siblings: bool = Tr
         yield from records(str(path), reporter, siblings=siblings)
 
 
-def values(path: str, reporter: Reporter) -> Iterator[Value]:
-    """The JSON values of a file; problems go to ``reporter``."""
+def values(path: str | os.PathLike[str], reporter: Reporter) -> Iterator[Value]:
+    """The JSON values of a file (or an input :func:`~spanfold.trace.read.open_input` opened); problems go to
+    ``reporter``."""
     with progress(path) as advance:
         for item in read_values(path, advance):
             if isinstance(item, Problem):

@@ -27,7 +27,7 @@ from spanfold.exporter.otlp_json import FileProblem, read_file
 from spanfold.exporter.writers import MemoryWriter
 from spanfold.trace.decode import Decoded
 from spanfold.trace.model import Trace
-from spanfold.trace.read import Problem, Progress, Record, read_records
+from spanfold.trace.read import HEAD_BYTES, Opened, Problem, Progress, Record, open_input, open_problem, read_records
 
 #: The shape of a trace folded from spans (what ``Record.decoded.shape`` says).
 SHAPE: Final = "otlp-json"
@@ -36,16 +36,20 @@ UNBOUNDED: Final = {name: sys.maxsize for name in config_module.OPTIONS if name.
 #: How an OTLP/JSON request starts (a line of JSON lines, a pretty document, a list of requests).
 _REQUEST_HEAD: Final = re.compile(rb'\A\s*(?:\[\s*)?\{\s*"(?:resourceSpans|resource_spans)"')
 _GZIP_MAGIC: Final = b"\x1f\x8b"
-_HEAD_BYTES: Final = 4096
+_HEAD_BYTES: Final = HEAD_BYTES
 
 
 def is_span_file(path: str | os.PathLike[str]) -> bool:
-    """Whether the file holds OTLP JSON spans (an export request first, or gzip: no trace file is compressed)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_HEAD_BYTES)
-    except OSError:
-        return False
+    """Whether the file holds OTLP JSON spans (an export request first, or gzip: no trace file is compressed). An
+    :class:`~spanfold.trace.read.Opened` input is told by its first bytes, not read again (a pipe is read once)."""
+    if isinstance(path, Opened):
+        head = path.head
+    else:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(_HEAD_BYTES)
+        except OSError:
+            return False
     return head.startswith(_GZIP_MAGIC) or _REQUEST_HEAD.match(head) is not None
 
 
@@ -110,8 +114,15 @@ def span_records(path: str | os.PathLike[str]) -> Iterator[Record | Problem]:
 def read_any(
     path: str | os.PathLike[str], progress: Progress | None = None, *, siblings: bool = True
 ) -> Iterator[Record | Problem]:
-    """Every record of a trace file (:func:`~spanfold.trace.read.read_records`), or of a span file folded."""
-    if is_span_file(path):
-        yield from span_records(path)
-    else:
-        yield from read_records(path, progress, siblings=siblings)
+    """Every record of a trace file (:func:`~spanfold.trace.read.read_records`), or of a span file folded. The input
+    is opened once (a pipe or a FIFO is read once, front to back)."""
+    try:
+        opened = open_input(path)
+    except OSError as exc:
+        yield Problem(os.fspath(path), None, open_problem(exc))
+        return
+    with opened:
+        if is_span_file(opened):
+            yield from span_records(opened)
+        else:
+            yield from read_records(opened, progress, siblings=siblings)

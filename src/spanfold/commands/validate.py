@@ -11,17 +11,17 @@ from spanfold.commands.inputs import Reporter, finish, no_traces, trace_files, v
 from spanfold.commands.spanfiles import is_span_file, span_records
 from spanfold.text import plural, visible
 from spanfold.trace import formats
-from spanfold.trace.read import Problem, Value
+from spanfold.trace.read import Opened, Problem, Value, open_input, open_problem
 from spanfold.trace.validate import SCHEMAS, validate_value
 
 #: Shapes without trace events (counted apart).
 _RECORDS = ("metadata", "agentv-summary")
 
 
-def _span_values(name: str, fmt: str | None, reporter: Reporter) -> Iterator[Value]:
+def _span_values(source: Opened, fmt: str | None, reporter: Reporter) -> Iterator[Value]:
     """The traces folded from a span file, each as a value of ``fmt`` (Invariant by default)."""
     encoding = fmt if fmt in formats.FORMATS else "invariant"
-    for item in span_records(name):
+    for item in span_records(source):
         if isinstance(item, Problem):
             reporter.problem(item)
         elif item.trace is not None:
@@ -49,17 +49,23 @@ def command(files: tuple[Path, ...], fmt: str | None) -> None:
     for path in trace_files(files, reporter.file_problem, metadata=True):
         name = str(path)
         seen, before = 0, reporter.problems
-        for value in _span_values(name, fmt, reporter) if is_span_file(path) else values(name, reporter):
-            seen += 1
-            shape, issues = validate_value(value.data, fmt)
-            for issue in issues:
-                click.echo(visible(f"{value.file}:{value.line}: {issue}"), err=True)
-            if shape in _RECORDS and not issues:
-                records += 1
-            elif issues:
-                invalid += 1
-            else:
-                valid += 1
+        try:
+            opened = open_input(path)  # once: a pipe or a FIFO is read once
+        except OSError as exc:
+            reporter.file_problem(name, open_problem(exc))
+            continue
+        with opened:
+            for value in _span_values(opened, fmt, reporter) if is_span_file(opened) else values(opened, reporter):
+                seen += 1
+                shape, issues = validate_value(value.data, fmt)
+                for issue in issues:
+                    click.echo(visible(f"{value.file}:{value.line}: {issue}"), err=True)
+                if shape in _RECORDS and not issues:
+                    records += 1
+                elif issues:
+                    invalid += 1
+                else:
+                    valid += 1
         if seen == 0 and reporter.problems == before:
             reporter.problem(no_traces(name))
     counted = plural(valid, "trace") + " valid"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import gzip
 import io
 import json
@@ -37,6 +38,7 @@ from spanfold.exporter.otlp_common import (
     remote_parent,
 )
 from spanfold.exporter.records import SpanEvent, SpanRecord, StatusName
+from spanfold.trace.read import open_input
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _EMPTY: Mapping[str, Any] = {}
@@ -276,12 +278,15 @@ def decode_body(body: bytes) -> Decoded:
 # --- files ---------------------------------------------------------------------------------------------------
 
 
-def _open(path: str | os.PathLike[str]) -> io.BufferedIOBase:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(path, "rb")
-    return open(path, "rb")
+@contextlib.contextmanager
+def _open(path: str | os.PathLike[str]) -> Iterator[io.BufferedIOBase]:
+    """The input opened once (a pipe or a FIFO is read once), inflated when it is gzip."""
+    with open_input(path) as opened:
+        if opened.head.startswith(_GZIP_MAGIC):
+            with gzip.GzipFile(fileobj=opened.handle, mode="rb") as inflated:
+                yield inflated
+        else:
+            yield opened.handle
 
 
 def _strict(decoded: Decoded, line: int) -> Decoded:

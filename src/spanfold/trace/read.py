@@ -14,6 +14,10 @@ ends). Reading one line of N bytes holds the bytes, their text and the parsed va
 may add at most :data:`YAML_MAX_EXPANSION` values and characters to a document (a few hundred bytes of nested
 aliases otherwise expand to billions of values).
 
+A pipe, a FIFO or a device (``spanfold summary <(zcat traces.jsonl.gz)``) is read once, front to back, with the same
+limits: every reader opens its input through :func:`open_input`, whose first bytes (:attr:`Opened.head`) tell what
+the input holds without being read a second time, and hands the :class:`Opened` input on.
+
 Each value becomes a :class:`Record` (its line, its shape and the decoded trace) or a :class:`Problem`
 (``FILE:LINE: problem``); a bad line never stops the file. The sibling ``<name>.meta.jsonl`` of an Invariant
 ``<name>.jsonl`` is read in step with it (its N-th record describes the N-th trace) and fills each trace's metadata.
@@ -21,11 +25,14 @@ Each value becomes a :class:`Record` (its line, its shape and the decoded trace)
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, BinaryIO
 
 import yaml
@@ -152,16 +159,95 @@ def _decode_line(raw: bytes) -> Any:
         raise ValueError(f"not valid JSON: {TOO_LONG_NUMBER}") from None
 
 
-def _open(path: Path) -> BinaryIO:
-    """The file, opened for reading; ValueError naming why not."""
+#: The first bytes of an input, known before it is read (:attr:`Opened.head`).
+HEAD_BYTES = 4096
+
+
+class _Replay(io.RawIOBase):
+    """A stream that can be read only once (a pipe, a FIFO), its first bytes read ahead: those, then the rest."""
+
+    def __init__(self, head: bytes, rest: io.RawIOBase) -> None:
+        super().__init__()
+        self._head = memoryview(head)
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._rest.readinto(buffer)
+
+    def close(self) -> None:
+        self._rest.close()
+        super().close()
+
+
+class Opened:
+    """An input opened once, its first bytes (:attr:`head`) known before it is read. A regular file is rewound; a
+    pipe, a FIFO or a device is read once, front to back: :attr:`handle` gives its first bytes again, then the rest.
+    Stands for its path (``os.fspath``, ``str``), so the readers that take a path take it too and read its handle."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.name = os.fspath(path)
+        raw = open(self.name, "rb", buffering=0)  # noqa: SIM115 (closed by close())
+        try:
+            chunks, size = [], 0
+            while size < HEAD_BYTES and (chunk := raw.read(HEAD_BYTES - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+            self.head = b"".join(chunks)
+            stream: io.RawIOBase = raw
+            if stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                raw.seek(0)
+            else:
+                stream = _Replay(self.head, raw)
+            #: The input from its first byte, read once.
+            self.handle: io.BufferedReader[Any] = io.BufferedReader(stream)
+        except BaseException:
+            raw.close()
+            raise
+
+    def __fspath__(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> Opened:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def open_problem(exc: OSError) -> str:
+    """Why an input cannot be opened, in words."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, not a trace file"
+    return f"cannot read: {exc.strerror or exc}"
+
+
+def open_input(path: str | os.PathLike[str]) -> Opened:
+    """``path`` opened once (:class:`Opened`; an :class:`Opened` input is itself); ``OSError`` when it cannot be."""
+    return path if isinstance(path, Opened) else Opened(path)
+
+
+def _open(path: str | os.PathLike[str]) -> Opened:
+    """The input, opened for reading; ValueError naming why not."""
     try:
-        return path.open("rb")
-    except FileNotFoundError:
-        raise ValueError("no such file") from None
-    except IsADirectoryError:
-        raise ValueError("is a directory, not a trace file") from None
+        return open_input(path)
     except OSError as exc:
-        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
+        raise ValueError(open_problem(exc)) from None
 
 
 def _lines(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Value | Problem]:
@@ -214,9 +300,8 @@ def _whole_json(handle: BinaryIO, name: str, progress: Progress | None) -> Itera
     try:
         yield Value(name, 1, jsonio.loads(text))
     except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":  # JSONL under a .json name
-            handle.seek(0)
-            yield from _lines(handle, name, None)
+        if exc.msg == "Extra data":  # JSONL under a .json name (read whole already: a pipe is read once)
+            yield from _lines(io.BytesIO(raw), name, None)
             return
         yield Problem(name, exc.lineno, json_problem(exc))
     except RecursionError:
@@ -314,19 +399,19 @@ def _yaml(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Va
 
 
 def read_values(path: str | os.PathLike[str], progress: Progress | None = None) -> Iterator[Value | Problem]:
-    """Every JSON value in the file at ``path``, in order, or the problem of each bad line (or of the file)."""
-    p = Path(path)
-    name = str(path)
+    """Every JSON value in the file at ``path`` (or an :class:`Opened` input), in order, or the problem of each bad
+    line (or of the file)."""
+    name = os.fspath(path)
     try:
-        handle = _open(p)
+        opened = _open(path)
     except ValueError as exc:
         yield Problem(name, None, str(exc))
         return
-    with handle:
-        suffix = p.suffix.lower()
+    with opened:
+        suffix = Path(name).suffix.lower()
         reader = _yaml if suffix in YAML_SUFFIXES else _whole_json if suffix == ".json" else _lines
         try:
-            yield from reader(handle, name, progress)
+            yield from reader(opened.handle, name, progress)
         except OSError as exc:
             yield Problem(name, None, f"cannot read: {exc.strerror or exc}")
 
