@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,7 +168,10 @@ def test_a_directory_that_becomes_unreadable_is_counted(shared_dir: Path, ui_ser
         for path in second.iterdir():
             path.chmod(0o666)
         write(second, [trace(3)])
-        server.wait_total(3)  # the directory after it is still read
+        deadline = time.monotonic() + 30
+        while "agent-3" not in (names := [r["name"] for r in server.json("/api/runs")["runs"]]):
+            assert time.monotonic() < deadline, names  # the directory after it is still read
+            time.sleep(0.1)
         assert server.json("/api/state")["problems"] == 1
     finally:
         first.chmod(0o755)
