@@ -21,6 +21,7 @@ Cost is linear in the attribute bytes: one parse per attribute, hash lookups, no
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -295,7 +296,7 @@ class _Folder:
         rest: list[tuple[Message, Fingerprint]] = []
         answers: dict[Call[_FoldThread], Message] = {}
         by_id = {call.id: call for call in batch}
-        earlier: list[Call[_FoldThread]] = []  # the calls of new input messages, each waiting for its output
+        earlier: deque[Call[_FoldThread]] = deque()  # the calls of new input messages, each waiting for its output
         made = 0
         for msg, fp in new:
             if msg.role != "tool":
@@ -332,13 +333,15 @@ class _Folder:
         by_id: dict[str | None, Call[_FoldThread]],
         batch: list[Call[_FoldThread]],
         held: dict[Call[_FoldThread], Message],
-        earlier: list[Call[_FoldThread]],
+        earlier: deque[Call[_FoldThread]],
     ) -> Call[_FoldThread] | None:
         """The call an input tool output answers: by its id; without one, the oldest call waiting for its output
         among the calls of the step's new input messages before it, else of the thread's last batch (one a tool span
         answered only while its result is held), with the output's tool name when it has one."""
         if msg.tool_call_id is not None:
             return by_id.get(msg.tool_call_id)
+        while earlier and earlier[0] in self.sent_calls:  # answered in order: each call is passed over once
+            earlier.popleft()
         for call in earlier:
             if call not in self.sent_calls and (msg.name is None or call.name == msg.name):
                 return call
