@@ -61,6 +61,11 @@ def init(
     * ``otlp`` (``SPANFOLD_OTLP``): also export the raw spans over OTLP/HTTP to this endpoint (by default when
       spanfold installs the provider and ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set).
     * ``file_per_trace`` (``SPANFOLD_FILE_PER_TRACE``): also write each trace to its own ``<trace_id>.json``.
+    * Rotation, for a service that runs for months: ``rotate_bytes`` (``SPANFOLD_ROTATE_BYTES``, such as ``100MiB``)
+      and/or ``rotate_when`` (``SPANFOLD_ROTATE_WHEN``, ``midnight``) write numbered files
+      (``traces.2025-06-01.000003.jsonl`` and its ``.meta.jsonl``) instead of one ``traces.jsonl``, a new one started
+      before the newest would grow past ``rotate_bytes`` or on a new day; ``keep_files`` (``SPANFOLD_KEEP_FILES``)
+      and ``keep_days`` (``SPANFOLD_KEEP_DAYS``) delete the oldest when a new one starts.
     * ``disabled`` (``SPANFOLD_DISABLED``): make ``init()`` a no-op.
     * Bounds: ``max_queue_size``, ``max_traces_in_flight``, ``max_spans_per_trace``,
       ``max_attribute_bytes_per_trace``, ``max_buffered_bytes``, ``trace_timeout`` (each ``SPANFOLD_`` + its
@@ -100,7 +105,7 @@ def stats() -> dict[str, Any]:
     * ``stitch_splits`` and ``stitch_splits.<reason>``: calls whose evidence pointed at more than one live run and
       that started a trace of their own (``ambiguous``, ``in_flight``, ``conflict``);
     * ``writer.dropped_traces``, ``writer.io_errors``, ``writer.unsafe_path``, ``writer.torn_lines_cut``,
-      ``writer.meta_lines_restored``;
+      ``writer.meta_lines_restored``, ``writer.rotations``, ``writer.files_removed``;
     * ``faults`` and ``fault.<kind>``: spanfold's own faults (each logged once per kind; your program is never
       affected); ``instrument.unsupported_version``: a library left unpatched.
     """

@@ -75,6 +75,37 @@ _positive_float = _positive(float, "expected a number of seconds")
 _positive_int = _positive(int, "expected a whole number")
 
 
+def parse_size(text: str) -> int:
+    """``65536``, ``64KiB``, ``64MiB``, ``1GiB`` (also ``K``/``M``/``G``, powers of 1024) as bytes; ValueError."""
+    raw = text.strip()
+    units = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3, "gib": 1024**3}
+    digits = raw.rstrip("kmgibKMGIB")
+    unit = raw[len(digits) :].lower()
+    if not digits.isdigit() or unit not in units or int(digits) <= 0:
+        raise ValueError(f"{text!r} is not a size in bytes (such as 1048576 or 64MiB)")
+    return int(digits) * units[unit]
+
+
+def _size(name: str, raw: str) -> int:
+    try:
+        return parse_size(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a size in bytes, such as 104857600 or 100MiB") from None
+
+
+#: When ``rotate_when`` starts a new trace file.
+ROTATE_WHEN = ("midnight",)
+
+
+def _when(name: str, raw: str) -> str | None:
+    value = raw.strip().lower()
+    if value in ("", "off", "none"):
+        return None
+    if value not in ROTATE_WHEN:
+        raise ConfigError(f"{name}={raw!r}: expected midnight (a new file each day, local time)")
+    return value
+
+
 def _str(name: str, raw: str) -> str:
     return raw
 
@@ -183,6 +214,31 @@ class Config:
         "client libraries spanfold patches: all installed (default), none (fold spans another instrumentation "
         "makes), or a list such as openai,anthropic",
     )
+    rotate_bytes: int | None = _option(
+        ("SPANFOLD_ROTATE_BYTES",),
+        _size,
+        None,
+        "start new numbered trace files before the next trace would take the newest (with its metadata file) past "
+        "this many bytes (100MiB, ...); lines and traces are never split, a longer trace gets files of its own",
+    )
+    rotate_when: str | None = _option(
+        ("SPANFOLD_ROTATE_WHEN",),
+        _when,
+        None,
+        "midnight: start a new trace file each day (local time), at the first write of the day",
+    )
+    keep_files: int | None = _option(
+        ("SPANFOLD_KEEP_FILES",),
+        _positive_int,
+        None,
+        "with rotation: keep at most this many trace files (the newest; older ones are deleted when a new one starts)",
+    )
+    keep_days: int | None = _option(
+        ("SPANFOLD_KEEP_DAYS",),
+        _positive_int,
+        None,
+        "with rotation: delete trace files last written more than this many days ago (when a new one starts)",
+    )
     redact: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
         ("SPANFOLD_REDACT",),
         _bool,
@@ -209,7 +265,7 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
             raw = given[name]
             values[name] = opt.parse(name, raw) if isinstance(raw, str) and opt.parse is not _str else raw
             number = isinstance(raw, (int, float)) and type(raw) is not bool
-            if number and opt.parse in (_positive_float, _positive_int):
+            if number and opt.parse in (_positive_float, _positive_int, _size):
                 _check_positive(name, raw, raw)
             continue
         values[name] = opt.default
@@ -221,6 +277,10 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         values["output"] = os.fspath(values["output"])
     if isinstance(values["instrument"], (list, set, frozenset)):
         values["instrument"] = tuple(values["instrument"])
+    if isinstance(values["rotate_when"], str):
+        values["rotate_when"] = _when("rotate_when", values["rotate_when"])
+    if (values["keep_files"] or values["keep_days"]) and not (values["rotate_bytes"] or values["rotate_when"]):
+        raise ConfigError("keep_files and keep_days apply to rotated trace files: set rotate_bytes or rotate_when")
     return Config(**values)
 
 

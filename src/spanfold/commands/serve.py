@@ -221,7 +221,9 @@ def command(
     def ready(receiver: Receiver) -> None:
         click.echo(f"spanfold serve: listening on {receiver.url}, writing to {output}", err=True)
         if sys.stdout.isatty():
-            receiver.fold.add_writer(TracePrinter(os.path.join(output, EVENTS_FILES[fmt])))
+            rotated = receiver.config.rotate_bytes is not None or receiver.config.rotate_when is not None
+            target = "" if rotated else EVENTS_FILES[fmt]  # rotated: one of the numbered files in the directory
+            receiver.fold.add_writer(TracePrinter(os.path.join(output, target)))
 
     def stopping() -> None:
         click.echo("spanfold serve: stopping; writing what is buffered", err=True)

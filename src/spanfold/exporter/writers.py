@@ -12,6 +12,11 @@
   through :meth:`~_RetryingWriter.write_spans`.
 * :class:`MemoryWriter`: a list of :class:`~spanfold.trace.model.Trace` (tests, capture).
 
+With ``rotate_bytes`` or ``rotate_when`` set, :class:`JsonlWriter` appends to numbered files that are never renamed
+(``traces.2025-06-01.000003.jsonl`` and its ``.meta.jsonl``), a new one started before a batch would take the newest
+past ``rotate_bytes`` or on a new day, the old ones deleted past ``keep_files`` / ``keep_days``: all under one
+``flock`` of ``.<events file>.lock`` in the directory (:mod:`.rotation`).
+
 A writer killed mid-line (SIGKILL stops a ``write`` part way) can leave a line without its newline, or an events line
 without its metadata line: the next writer, of any process, cuts the torn tail (``writer.torn_lines_cut``) and restores
 a lost metadata line as a placeholder (``writer.meta_lines_restored``) before it appends, reading only what was
@@ -36,16 +41,19 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 from spanfold import counters
 from spanfold.config import Config
+from spanfold.exporter import rotation as rotating
 from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.otlp_file import encode_line as otlp_line
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.rotation import Rotation, Segment
 from spanfold.exporter.safe_files import UnsafePath, open_dir, open_file
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
@@ -277,13 +285,28 @@ class _RetryingWriter:
 
 
 class JsonlWriter(_RetryingWriter):
-    """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``): held until
-    :meth:`flush` (or :meth:`close`), or until :data:`BATCH_TRACES` traces or :data:`BATCH_BYTES` wait, then all
-    appended under one lock. When they do not all fit (a full disk), as many as fit are written, in order, and the
-    rest wait. Counts ``traces_written`` as lines reach the file."""
+    """Append each trace as one line to ``<directory>/traces.jsonl`` (or ``traces.agentv.jsonl``; with ``rotation``,
+    to the newest numbered file, :mod:`.rotation`): held until :meth:`flush` (or :meth:`close`), or until
+    :data:`BATCH_TRACES` traces or :data:`BATCH_BYTES` wait, then all appended under one lock. When they do not all
+    fit (a full disk), as many as fit are written, in order, and the rest wait. Counts ``traces_written`` as lines
+    reach the file."""
 
     #: This writer counts ``traces_written`` itself, when a trace is on disk (not when it is handed over).
     counts_written = True
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        format: str = "invariant",
+        *,
+        rotation: Rotation | None = None,
+        clock: Callable[[], float] = time.time,
+        max_retry_traces: int = MAX_RETRY_TRACES,
+        max_retry_bytes: int = MAX_RETRY_BYTES,
+    ) -> None:
+        self.rotation = rotation
+        self._clock = clock
+        super().__init__(directory, format, max_retry_traces=max_retry_traces, max_retry_bytes=max_retry_bytes)
 
     def _due(self) -> bool:
         pending = self._pending
@@ -299,8 +322,11 @@ class JsonlWriter(_RetryingWriter):
         return self.events_path
 
     def _prepare(self) -> None:
+        #: The file the last trace went to (with rotation: the newest numbered file written).
         self.events_path = self.directory / EVENTS_FILES[self.format]
         self.meta_path: Path | None = self.directory / META_FILE if self.format == "invariant" else None
+        self._stem = EVENTS_FILES[self.format][: -len(".jsonl")]
+        self._lock_name = f".{EVENTS_FILES[self.format]}.lock"
         #: (inode, size) of the events and metadata files after this writer's last append, both whole and aligned.
         self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
 
@@ -316,43 +342,88 @@ class JsonlWriter(_RetryingWriter):
         return (events, meta), len(events) + len(meta)
 
     def _append(self, items: list[tuple[bytes, bytes]]) -> tuple[int, OSError | None]:
-        """Append ``items`` in order: all at once (one write per file), else (a failure, rolled back to the line
-        boundary) one by one until one does not fit. How many were appended, and the error that stopped the rest."""
+        """Append ``items`` in order (:func:`_append_items`); how many were appended, and the error that stopped the
+        rest."""
+        if self.rotation is not None:
+            return self._append_rotated(self.rotation, items)
         try:
-            with self._opened() as fds:
-                try:
-                    _append_lines(list(zip(fds, _join_lines(items), strict=False)))
-                    return len(items), None
-                except OSError as exc:
-                    if len(items) == 1:
-                        return 0, exc
-                for n, item in enumerate(items):
-                    try:
-                        _append_lines(list(zip(fds, item, strict=False)))
-                    except OSError as exc:
-                        return n, exc
-                return len(items), None
+            with contextlib.ExitStack() as stack:
+                dir_fd = open_dir(self.directory)
+                stack.callback(_close, dir_fd)
+                fd = open_file(dir_fd, self.directory, self.events_path.name, _APPEND_FLAGS)
+                stack.callback(_close, fd)  # releases the lock
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                meta = self.meta_path.name if self.meta_path is not None else None
+                return self._append_to(self._ready(stack, dir_fd, fd, meta), items)
         except OSError as exc:  # opening, locking or repairing the files
             return 0, exc
 
-    @contextlib.contextmanager
-    def _opened(self) -> Iterator[list[int]]:
-        """The events file (and the metadata file), open, locked and repaired: ready to append whole lines."""
-        with contextlib.ExitStack() as stack:
-            dir_fd = open_dir(self.directory)
-            stack.callback(_close, dir_fd)
-            fd = open_file(dir_fd, self.directory, self.events_path.name, _APPEND_FLAGS)
-            stack.callback(_close, fd)  # releases the lock
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if self.meta_path is None:
-                _count_cut(_cut_torn_tail(fd))
-                yield [fd]
-                return
-            meta_fd = open_file(dir_fd, self.directory, self.meta_path.name, _APPEND_FLAGS)
-            stack.callback(_close, meta_fd)
-            self._repair(fd, meta_fd)
-            yield [fd, meta_fd]
-            self._checked = (_where(fd), _where(meta_fd))
+    def _ready(self, stack: contextlib.ExitStack, dir_fd: int, fd: int, meta: str | None) -> list[int]:
+        """The events file ``fd`` (locked) and its metadata file ``meta``, open and repaired: ready to append whole
+        lines."""
+        if meta is None:
+            _count_cut(_cut_torn_tail(fd))
+            return [fd]
+        meta_fd = open_file(dir_fd, self.directory, meta, _APPEND_FLAGS)
+        stack.callback(_close, meta_fd)
+        self._repair(fd, meta_fd)
+        return [fd, meta_fd]
+
+    def _append_to(self, fds: list[int], items: list[tuple[bytes, bytes]]) -> tuple[int, OSError | None]:
+        result = _append_items(fds, items)
+        if len(fds) == 2:
+            self._checked = (_where(fds[0]), _where(fds[1]))
+        return result
+
+    def _append_rotated(self, rotation: Rotation, items: list[tuple[bytes, bytes]]) -> tuple[int, OSError | None]:
+        """Append ``items`` to the newest numbered file, starting new ones as :mod:`.rotation` says, all under the
+        directory's lock file; each trace's two lines go to one pair of files."""
+        done = 0
+        try:
+            with contextlib.ExitStack() as stack:
+                dir_fd = open_dir(self.directory)
+                stack.callback(_close, dir_fd)
+                lock = open_file(dir_fd, self.directory, self._lock_name, os.O_RDWR | os.O_CREAT)
+                stack.callback(_close, lock)  # releases the lock
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                while done < len(items):
+                    with contextlib.ExitStack() as files:
+                        seg, fds = self._segment(files, dir_fd, rotation, sum(map(len, items[done])))
+                        lengths = [len(events) + len(meta) for events, meta in items[done:]]
+                        take = rotating.fitting(rotation, _size(fds), lengths)
+                        written, error = self._append_to(fds, items[done : done + take])
+                    done += written
+                    self.events_path = self.directory / seg.name
+                    if error is not None:
+                        return done, error
+        except OSError as exc:  # opening, locking or repairing the files
+            return done, exc
+        return done, None
+
+    def _segment(
+        self, files: contextlib.ExitStack, dir_fd: int, rotation: Rotation, adding: int
+    ) -> tuple[Segment, list[int]]:
+        """Under the lock: the newest numbered file, open and repaired, or a new one when it is due (the oldest
+        pruned then)."""
+        now = self._clock()
+        found = rotating.segments(dir_fd, self._stem)
+        if found:
+            newest = found[-1]
+            with contextlib.ExitStack() as probe:
+                fds = self._open_segment(probe, dir_fd, newest)
+                if not rotating.due(rotation, newest, _size(fds), adding, now):
+                    files.enter_context(probe.pop_all())
+                    return newest, fds
+            counters.incr("writer.rotations")
+        new = rotating.segment(self._stem, rotating.day_of(now), found[-1].n + 1 if found else 1)
+        fds = self._open_segment(files, dir_fd, new)
+        rotating.prune(dir_fd, self._stem, rotation, now)
+        return new, fds
+
+    def _open_segment(self, stack: contextlib.ExitStack, dir_fd: int, seg: Segment) -> list[int]:
+        fd = open_file(dir_fd, self.directory, seg.name, _APPEND_FLAGS)
+        stack.callback(_close, fd)
+        return self._ready(stack, dir_fd, fd, seg.meta_name if self.meta_path is not None else None)
 
     def _repair(self, fd: int, meta_fd: int) -> None:
         """Under the lock: cut torn tails, then give every events line appended since this writer last looked (by
@@ -368,6 +439,23 @@ class JsonlWriter(_RetryingWriter):
             counters.incr("writer.meta_lines_restored", missing)
 
 
+def _append_items(fds: list[int], items: list[tuple[bytes, bytes]]) -> tuple[int, OSError | None]:
+    """Append ``items`` in order: all at once (one write per file), else (a failure, rolled back to the line
+    boundary) one by one until one does not fit. How many were appended, and the error that stopped the rest."""
+    try:
+        _append_lines(list(zip(fds, _join_lines(items), strict=False)))
+        return len(items), None
+    except OSError as exc:
+        if len(items) == 1:
+            return 0, exc
+    for n, item in enumerate(items):
+        try:
+            _append_lines(list(zip(fds, item, strict=False)))
+        except OSError as exc:
+            return n, exc
+    return len(items), None
+
+
 def _join_lines(items: list[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
     """Many traces' (events lines, metadata lines) as one pair: appended with one write per file."""
     if len(items) == 1:
@@ -379,6 +467,11 @@ def _close(fd: int) -> None:
     """Close ``fd``; an error closing a file already written does not make its lines unwritten."""
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+def _size(fds: list[int]) -> int:
+    """The bytes of the open files together (a trace file and its metadata file)."""
+    return sum(os.fstat(fd).st_size for fd in fds)
 
 
 def _where(fd: int) -> tuple[int, int]:
@@ -528,7 +621,7 @@ def writers_for(config: Config) -> list[Writer]:
     ``SPANFOLD_DISABLED``."""
     if config.disabled:
         return []
-    writers: list[Writer] = [JsonlWriter(config.output, config.format)]
+    writers: list[Writer] = [JsonlWriter(config.output, config.format, rotation=Rotation.of(config))]
     if config.file_per_trace:
         writers.append(JsonFileWriter(config.output, config.format))
     return writers

@@ -38,6 +38,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from spanfold import jsonio
+from spanfold.config import parse_size as parse_size  # the CLI's --max-line-bytes reads it from here
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta
@@ -59,17 +60,6 @@ YAML_CYCLE = "a YAML alias inside the node it names (a value that contains itsel
 YAML_EXPANSION = f"YAML aliases expand this document by more than {YAML_MAX_EXPANSION:,} values and characters"
 
 _max_line_bytes: int | None = None
-
-
-def parse_size(text: str) -> int:
-    """``65536``, ``64KiB``, ``64MiB``, ``1GiB`` (also ``K``/``M``/``G``, powers of 1024) as bytes; ValueError."""
-    raw = text.strip()
-    units = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3, "gib": 1024**3}
-    digits = raw.rstrip("kmgibKMGIB")
-    unit = raw[len(digits) :].lower()
-    if not digits.isdigit() or unit not in units or int(digits) <= 0:
-        raise ValueError(f"{text!r} is not a size in bytes (such as 1048576 or 64MiB)")
-    return int(digits) * units[unit]
 
 
 def set_max_line_bytes(limit: int | None) -> None:

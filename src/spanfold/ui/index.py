@@ -306,7 +306,8 @@ class Index:
         changed = False
         self.behind = False
         unreadable: dict[str, str] = {}
-        for path in self._discover(unreadable):
+        found = self._discover(unreadable)
+        for path in found:
             key = os.path.abspath(path)
             try:
                 changed |= self._refresh_path(key, path)
@@ -315,11 +316,20 @@ class Index:
             except Exception as exc:  # spanfold's fault: this file's problem, never the end of the index
                 counters.fault("ui.index", exc)
                 unreadable[key] = f"cannot be indexed ({type(exc).__name__})"
+        changed |= self._forget_deleted({os.path.abspath(path) for path in found})
         self.unreadable = unreadable
         if changed:
             with self.lock:
                 self.generation += 1
         return changed
+
+    def _forget_deleted(self, found: set[str]) -> bool:
+        """Drop the runs of files that are gone (a rotated trace file deleted past ``keep_files`` / ``keep_days``);
+        their numbers are not given to another file."""
+        gone = [key for key in self.files if key not in found and not os.path.lexists(key)]
+        for key in gone:
+            self._clear(self.files.pop(key))
+        return bool(gone)
 
     def _refresh_path(self, key: str, path: Path) -> bool:
         entry = self.files.get(key)
