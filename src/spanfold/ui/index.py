@@ -326,7 +326,7 @@ class Index:
     def _forget_deleted(self, found: set[str]) -> bool:
         """Drop the runs of files that are gone (a rotated trace file deleted past ``keep_files`` / ``keep_days``);
         their numbers are not given to another file."""
-        gone = [key for key in self.files if key not in found and not os.path.lexists(key)]
+        gone = [key for key in self.files if key not in found and _deleted(key)]
         for key in gone:
             self._clear(self.files.pop(key))
         return bool(gone)
@@ -549,6 +549,18 @@ class Index:
                 if entry.name == row.file and row.id in entry.folded:
                     return entry.folded[row.id]
         raise LookupError(f"{row.file}:{row.line}: no longer there")
+
+
+def _deleted(path: str) -> bool:
+    """Whether nothing is at ``path`` any more (a path that cannot be looked at, in a directory become unreadable,
+    is not taken for deleted)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _empty(path: Path) -> bool:
