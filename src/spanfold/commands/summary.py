@@ -1,4 +1,6 @@
-"""``spanfold summary FILE...``: one row per trace (events, tool calls by name, errors, tokens, duration).
+"""``spanfold summary FILE...``: one row per trace (events, tool calls by name, errors, tokens, duration), and
+under a run that did not end normally a line saying how it ended (``status: error (KeyboardInterrupt)``). ``--json``
+adds the error a run ended with and, from the metadata's steps, the time spent in model calls and in tool runs.
 
 The table fits the terminal (``COLUMNS`` or its width): long paths are cut in the middle, the tool list wraps
 under its column or, on a narrow terminal, goes on a line of its own. Piped, rows are never cut. The widths come
@@ -58,13 +60,33 @@ class Row:
             "usage": {"input_tokens": meta.usage.input_tokens, "output_tokens": meta.usage.output_tokens},
             "duration_ms": meta.duration_ms,
             "status": meta.status,
+            "error": meta.error,
+            **self.step_times(),
         }
+
+    def step_times(self) -> dict[str, Any]:
+        """The model calls and tool runs the metadata lists, and the time spent in each kind (None: no steps)."""
+        out: dict[str, Any] = {}
+        for kind in ("model", "tool"):
+            steps = [s for s in self.meta.steps if s.kind == kind]
+            out[f"{kind}_steps"] = len(steps)
+            times = [s.duration_ms for s in steps if s.duration_ms is not None]
+            out[f"{kind}_ms"] = round(sum(times), 3) if times else None
+        return out
 
     def numbers(self) -> list[str]:
         meta = self.meta
         tokens = f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" if meta.usage.input_tokens else "-"
         duration = format_ms(meta.duration_ms) if meta.duration_ms is not None else "-"
         return [str(self.summary.event_count), str(self.calls), str(self.summary.error_count), tokens, duration]
+
+    def ending(self) -> str | None:
+        """How the run ended, when not normally: ``status: error (KeyboardInterrupt)``, ``status: incomplete``."""
+        meta = self.meta
+        if meta.status == "complete":
+            return None
+        kind = meta.error.get("type") if meta.status == "error" and meta.error is not None else None
+        return visible(f"status: {meta.status}" + (f" ({kind})" if kind else ""))
 
     def tools(self) -> list[str]:
         return [visible(f"{name} x{n}") for name, n in self.summary.tool_calls_by_name.items()]
@@ -111,6 +133,13 @@ class Layout:
         return self.line("TRACE", "ID", [name for name, _ in NUMBERS], "TOOLS")
 
     def row(self, row: Row) -> list[str]:
+        lines = self._row(row)
+        ending = row.ending()
+        if ending is not None:
+            lines.append(f"  {ending}"[: self.width])
+        return lines
+
+    def _row(self, row: Row) -> list[str]:
         label = visible(row.label)
         if self.width is not None:
             label = clip_middle(label, self.trace)
@@ -137,16 +166,20 @@ class Totals:
     errors: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    failed: int = 0  # runs that ended with an error
 
     def add(self, row: Row) -> None:
         self.traces += 1
+        self.failed += row.meta.status == "error"
         self.calls += row.calls
         self.errors += row.summary.error_count
         self.tokens_in += row.meta.usage.input_tokens
         self.tokens_out += row.meta.usage.output_tokens
 
     def __str__(self) -> str:
-        text = f"{plural(self.traces, 'trace')}, {plural(self.calls, 'tool call')}, {plural(self.errors, 'error')}"
+        failed = f" ({self.failed} failed)" if self.failed else ""  # ended with an error (status error)
+        text = f"{plural(self.traces, 'trace')}{failed}, {plural(self.calls, 'tool call')}, "
+        text += plural(self.errors, "error")
         if self.tokens_in or self.tokens_out:
             text += f", {self.tokens_in} in / {self.tokens_out} out tokens"
         return text
@@ -168,7 +201,7 @@ def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per trace (JSONL) instead of a table.")
 def command(files: tuple[Path, ...], as_json: bool) -> None:
     """Summarise every trace in FILES (trace files or directories of them): events, tool calls by name, errors,
-    tokens and duration.
+    tokens, duration, and how a run that did not end normally ended.
 
     Token counts and durations come from the trace's metadata (the .meta.jsonl beside an Invariant file).
     Exit status 0, or 2 on bad input.

@@ -37,6 +37,7 @@ from spanfold import counters
 from spanfold.config import ASKING_IDLE_FACTOR, Config
 from spanfold.exporter.meta import status as trace_status
 from spanfold.exporter.meta import trace_hex as trace_hex  # part of the assembler's surface
+from spanfold.exporter.meta import worst
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.writers import Writer
 
@@ -396,7 +397,7 @@ class Assembler:
                 self._stitch(root[1], buf, steps, status, placed=placed_at_source(root[0]))
                 return
             trace = fold(buf.records, trace_id=trace_hex(buf.trace_id), steps=steps)
-            trace.meta.status = status
+            trace.meta.status = worst(trace.meta.status, status)  # an error the fold found is kept
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
@@ -449,7 +450,7 @@ class Assembler:
             from spanfold.exporter.fold import fold
 
             trace = fold(conv.records, trace_id=trace_hex(conv.trace_ids[0]), steps=conv.steps)
-            trace.meta.status = conv.status
+            trace.meta.status = worst(trace.meta.status, conv.status)
             trace.meta.extra["otel_trace_ids"] = [trace_hex(t) for t in conv.trace_ids]
         except Exception as exc:
             counters.fault("processor.fold", exc)

@@ -1,8 +1,15 @@
 """Trace metadata, beside the events (DESIGN "Export formats"): the models a trace used, its token totals, start,
-end and duration, its service and name, its status; and the metadata an event gets from its model step.
+end and duration, its service and name, how it ended (its status, and the error it ended with), and each model
+call's and tool run's start, duration, model, tokens and error (a waterfall, linked to the step's first event); and
+the metadata an event gets from its model step.
+
+A run ended with an error (status ``error``) when a root agent span failed (an exception, Ctrl-C's
+``KeyboardInterrupt`` too, left the run) or its last step (the one that ended last) failed; else normally
+(``complete``). Written before it was done (``incomplete``) or with spans dropped (``truncated``) is the
+assembler's to say (:func:`status`), and the less complete of the two is the trace's (:func:`worst`).
 
 Shared by the fold (:class:`Tally` over a trace's steps, :func:`trace_meta`), the stitcher (:func:`worst`: a
-stitched run is as complete as its least complete member) and the assembler (:func:`status`).
+stitched run is as complete as its least complete member) and the assembler (:func:`status`, :func:`worst`).
 """
 
 from __future__ import annotations
@@ -14,10 +21,11 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.steps import AgentSpan, ModelStep
-from spanfold.trace.model import TraceMeta, TraceStatus, Usage
+from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
+from spanfold.trace.model import Message, StepTime, TraceMeta, TraceStatus, Usage
 
-_STATUS_RANK: Final[dict[TraceStatus, int]] = {"complete": 0, "incomplete": 1, "truncated": 2}
+#: Less complete ranks higher: an error is told even when the run was written early; dropped spans say the most.
+_STATUS_RANK: Final[dict[TraceStatus, int]] = {"complete": 0, "incomplete": 1, "error": 2, "truncated": 3}
 
 
 @lru_cache(maxsize=4096)  # the events of one step share its timestamp
@@ -64,24 +72,89 @@ def step_metadata(step: ModelStep) -> dict[str, Any]:
 
 
 class Tally:
-    """The models and token totals of a trace's model steps, as the fold takes them."""
+    """The steps of a trace as the fold takes them (model calls and tool runs), and its models and token totals."""
 
-    __slots__ = ("models", "usage")
+    __slots__ = ("models", "steps", "usage")
 
     def __init__(self) -> None:
         self.models: set[str] = set()
         self.usage = Usage()
+        self.steps: list[ModelStep | ToolStep] = []
 
-    def add(self, step: ModelStep) -> None:
-        if step.model:
-            self.models.add(step.model)
+    def add(self, step: ModelStep | ToolStep) -> None:
+        self.steps.append(step)
+        if isinstance(step, ModelStep):
+            if step.model:
+                self.models.add(step.model)
+            if step.usage is not None:
+                self.usage.add(step.usage)
+
+
+def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``{"type", "message"}`` of a step's or an agent's error (the message only when there is one)."""
+    if error is None:
+        return None
+    out: dict[str, Any] = {"type": str(error.get("type") or "error")}
+    if error.get("message"):
+        out["message"] = str(error["message"])
+    return out
+
+
+def step_time(step: ModelStep | ToolStep) -> StepTime:
+    """A step as the metadata lists it."""
+    took = round(max(step.end_ns - step.start_ns, 0) / 1e6, 3)  # to the microsecond
+    out = StepTime("tool", iso(step.start_ns), took, error=_error(step.error), span_id=span_hex(step.span_id))
+    if isinstance(step, ModelStep):
+        out.kind, out.model = "model", step.model
         if step.usage is not None:
-            self.usage.add(step.usage)
+            out.usage = Usage(step.usage.input_tokens, step.usage.output_tokens)
+    else:
+        out.name, out.call_id = step.name, step.call_id
+    return out
 
 
-def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
+def ending_error(roots: Sequence[AgentSpan], steps: Sequence[ModelStep | ToolStep]) -> dict[str, Any] | None:
+    """What the run ended with: the error of a root agent that failed (the last one to end), else the error of the
+    step that ended last, else None (it ended normally)."""
+    failed = [a for a in roots if a.error is not None]
+    if failed:
+        return _error(max(failed, key=lambda a: (a.end_ns, a.span_id)).error)
+    last = max(steps, key=lambda s: (s.end_ns, s.span_id), default=None)
+    return _error(last.error) if last is not None else None
+
+
+def link_events(steps: Sequence[StepTime], events: Sequence[Message]) -> None:
+    """Each step's first event: a model call's first output or error event, a tool run's output event (by its span;
+    else, for a tool run, by its call id), found in one pass over the events. A tool run without a call id of its own
+    takes the id its output was paired with."""
+    outputs: dict[tuple[str, str], int] = {}  # (kind, span id) -> event
+    by_call: dict[str, int] = {}
+    for n, event in enumerate(events):
+        kind = "tool" if event.role == "tool" else "model" if event.role in ("assistant", "error") else None
+        span = event.metadata.get("span_id")
+        if kind is not None and isinstance(span, str):
+            outputs.setdefault((kind, span), n)
+        if kind == "tool" and event.tool_call_id is not None:
+            by_call.setdefault(event.tool_call_id, n)
+    for step in steps:
+        found = outputs.get((step.kind, step.span_id or ""))
+        if found is None and step.kind == "tool" and step.call_id is not None:
+            found = by_call.get(step.call_id)
+        step.event = found
+        if found is not None and step.kind == "tool" and step.call_id is None:
+            step.call_id = events[found].tool_call_id
+
+
+def trace_meta(
+    trace_id: str,
+    records: Sequence[SpanRecord],
+    roots: Sequence[AgentSpan],
+    tally: Tally,
+    events: Sequence[Message] | None = None,
+) -> TraceMeta:
     """A trace's metadata: span count, start, end and duration, service (of its first span's resource), name (the
-    earliest root agent's), models and token totals."""
+    earliest root agent's), models and token totals, how it ended (status ``error`` and the error, or ``complete``),
+    and its steps in the order they started (each linked to its first event when the ``events`` are given)."""
     meta = TraceMeta(trace_id=trace_id, span_count=len(records))
     if records:
         start = min(r.start_ns for r in records)
@@ -93,4 +166,11 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
         meta.name = min(roots, key=lambda a: (a.start_ns, a.span_id)).name
     meta.models = sorted(tally.models)
     meta.usage = tally.usage
+    ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    meta.steps = [step_time(step) for step in ordered]
+    if events is not None:
+        link_events(meta.steps, events)
+    meta.error = ending_error(roots, ordered)
+    if meta.error is not None:
+        meta.status = "error"
     return meta

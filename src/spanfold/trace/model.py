@@ -23,7 +23,11 @@ JSON: TypeAlias = Any
 #: ``{"type": "image", "image_url": ...}``, or None (no content, or content capture off).
 Content: TypeAlias = "str | list[dict[str, Any]] | None"
 
-TraceStatus = Literal["complete", "incomplete", "truncated"]
+#: How a run ended, as its metadata says: ``complete`` (normally), ``error`` (its last step failed, or it was
+#: interrupted: :attr:`TraceMeta.error` says with what), ``incomplete`` (written before it was done), ``truncated``
+#: (spans were dropped).
+TraceStatus = Literal["complete", "error", "incomplete", "truncated"]
+STATUSES: tuple[TraceStatus, ...] = ("complete", "error", "incomplete", "truncated")
 
 
 @dataclass(slots=True)
@@ -95,6 +99,65 @@ class Usage:
 
 
 @dataclass(slots=True)
+class StepTime:
+    """One model call (``kind="model"``) or tool run (``kind="tool"``) of a trace, for a waterfall: when it started,
+    how long it took, its model and tokens or its tool and call id, its error. ``event``: where (from 0) the step's
+    first event is in the trace's event list (a model call's output or error, a tool run's output), when it has one."""
+
+    kind: str
+    start: str | None = None  # ISO 8601
+    duration_ms: float | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    name: str | None = None  # a tool run's tool
+    call_id: str | None = None
+    error: dict[str, Any] | None = None  # {"type", "message"}
+    span_id: str | None = None
+    event: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "start": self.start, "duration_ms": self.duration_ms}
+        if self.kind == "model":
+            out["model"] = self.model
+            if self.usage is not None:
+                out["usage"] = {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens}
+        else:
+            out["name"] = self.name
+            out["call_id"] = self.call_id
+        if self.error is not None:
+            out["error"] = self.error
+        if self.span_id is not None:
+            out["span_id"] = self.span_id
+        if self.event is not None:
+            out["event"] = self.event
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> StepTime | None:
+        """The inverse of :meth:`to_dict` (a field of the wrong type is left out; None: not a step at all)."""
+        if not isinstance(raw, dict) or raw.get("kind") not in ("model", "tool"):
+            return None
+        usage = raw.get("usage")
+        error = raw.get("error")
+        event = raw.get("event")
+        took = finite_number(raw.get("duration_ms"))
+        return cls(
+            kind=raw["kind"],
+            start=_str(raw.get("start")),
+            duration_ms=took if took is None or took >= 0 else None,
+            model=_str(raw.get("model")),
+            usage=Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+            if isinstance(usage, dict)
+            else None,
+            name=_str(raw.get("name")),
+            call_id=_str(raw.get("call_id")),
+            error=error if isinstance(error, dict) else None,
+            span_id=_str(raw.get("span_id")),
+            event=event if isinstance(event, int) and not isinstance(event, bool) and event >= 0 else None,
+        )
+
+
+@dataclass(slots=True)
 class TraceMeta:
     """Trace-level facts, written beside the events (never inside them)."""
 
@@ -107,7 +170,11 @@ class TraceMeta:
     end: str | None = None
     duration_ms: float | None = None
     status: TraceStatus = "complete"
+    #: What the run ended with, when its status is ``error`` (``{"type", "message"}``; written only then).
+    error: dict[str, Any] | None = None
     span_count: int = 0
+    #: Each model call and tool run, in the order they started (written when there are any).
+    steps: list[StepTime] = field(default_factory=list)
     #: Extra facts: the OTel trace ids a stitched run spans, truncation counters, ...
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -122,19 +189,25 @@ class TraceMeta:
             "end": self.end,
             "duration_ms": self.duration_ms,
             "status": self.status,
-            "span_count": self.span_count,
         }
+        if self.error is not None:
+            out["error"] = self.error
+        out["span_count"] = self.span_count
+        if self.steps:
+            out["steps"] = [step.to_dict() for step in self.steps]
         out.update(self.extra)
         return out
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> TraceMeta:
+    def from_dict(cls, raw: dict[str, Any], *, steps: bool = True) -> TraceMeta:
         """The inverse of :meth:`to_dict`; a field of the wrong type is left at its default, unknown keys go to
-        :attr:`extra`."""
+        :attr:`extra`. ``steps=False``: without the steps (what a list of many traces holds of each)."""
         usage = raw.get("usage")
         tokens = usage if isinstance(usage, dict) else {}
         status = raw.get("status")
         models = raw.get("models")
+        error = raw.get("error")
+        listed = raw.get("steps") if steps else None
         return cls(
             trace_id=_str(raw.get("trace_id")) or "",
             name=_str(raw.get("name")),
@@ -144,14 +217,29 @@ class TraceMeta:
             start=_str(raw.get("start")),
             end=_str(raw.get("end")),
             duration_ms=finite_number(raw.get("duration_ms")),
-            status=status if status in ("complete", "incomplete", "truncated") else "complete",
+            status=status if status in STATUSES else "complete",
+            error=error if isinstance(error, dict) else None,
             span_count=_int(raw.get("span_count")),
+            steps=[s for s in map(StepTime.from_dict, listed) if s is not None] if isinstance(listed, list) else [],
             extra={k: v for k, v in raw.items() if k not in _META_KEYS},
         )
 
 
 _META_KEYS = frozenset(
-    ("trace_id", "name", "service", "models", "usage", "start", "end", "duration_ms", "status", "span_count")
+    (
+        "trace_id",
+        "name",
+        "service",
+        "models",
+        "usage",
+        "start",
+        "end",
+        "duration_ms",
+        "status",
+        "error",
+        "span_count",
+        "steps",
+    )
 )
 
 

@@ -1,5 +1,7 @@
 """A trace rendered for a person in a terminal: roles, tool calls with their arguments, tool outputs, errors,
 timings and tokens. Plain text lines; ``color=True`` adds ANSI styles (``click.echo`` strips them when piped).
+Times and tokens come from the events (AgentV's carry them) or from the metadata's steps (an Invariant line's
+``.meta.jsonl``: each model call's and tool run's start, duration, model and tokens, :mod:`spanfold.trace.timing`).
 Every text taken from the trace goes through :func:`spanfold.text.visible` first: model output and tool results are
 attacker-influenced, so their control characters are printed as ``\x1b``-style text, never sent to the terminal.
 
@@ -16,14 +18,15 @@ import math
 import re
 import unicodedata
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
 
 from spanfold.text import plural, visible
 from spanfold.trace.compact import parse_time
-from spanfold.trace.model import Message, ToolCall, TraceMeta, TraceSummary
+from spanfold.trace.model import Message, StepTime, ToolCall, TraceMeta, TraceSummary
+from spanfold.trace.timing import steps_by_event
 
 #: Role -> click.style arguments.
 ROLE_STYLES: dict[str, dict[str, Any]] = {
@@ -156,7 +159,9 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
             facts.append(tokens)
         if meta.duration_ms is not None:
             facts.append(format_ms(meta.duration_ms))
-        if meta.status != "complete":
+        if meta.status == "error" and meta.error is not None:
+            facts.append(f"error: {visible(str(meta.error.get('type', 'error')))}")
+        elif meta.status != "complete":
             facts.append(meta.status)
     calls = sum(summary.tool_calls_by_name.values())
     facts.append(
@@ -180,8 +185,10 @@ class _Renderer:
         self.limit = limit
         self.width = width
         self.paint = _Painter(color)
+        self.steps = steps_by_event(meta.steps, events) if meta is not None else {}
+        self.current = 0  # the position of the event being rendered
         self.origin = self._origin(meta)
-        self.timed = any(e.timestamp for e in events)
+        self.timed = any(e.timestamp for e in events) or bool(self.steps)
         self.call_times: dict[str, datetime] = {}
         self.call_names: dict[str, str] = {}
         self.lines: list[str] = []
@@ -192,10 +199,24 @@ class _Renderer:
             return start
         return next((t for t in (parse_time(e.timestamp) for e in self.events) if t is not None), None)
 
+    def step(self) -> StepTime | None:
+        """The metadata's step whose first event is the one being rendered."""
+        return self.steps.get(self.current)
+
+    def time_of(self, msg: Message) -> datetime | None:
+        """When the event happened: its own time, else the end of its step."""
+        at = parse_time(msg.timestamp)
+        step = self.step()
+        if at is None and step is not None:
+            start = parse_time(step.start)
+            if start is not None and step.duration_ms is not None:
+                at = start + timedelta(milliseconds=step.duration_ms)
+        return at
+
     def when(self, msg: Message) -> str:
         if not self.timed:
             return ""
-        at = parse_time(msg.timestamp)
+        at = self.time_of(msg)
         if at is None or self.origin is None or (at.tzinfo is None) != (self.origin.tzinfo is None):
             return " " * 11
         return self.paint(f"{'+' + format_ms((at - self.origin).total_seconds() * 1000):>10} ", dim=True)
@@ -215,7 +236,7 @@ class _Renderer:
         name = self.paint(visible(tc.name), fg="yellow", bold=True)
         ident = self.paint(f"  [{visible(tc.id)}]", dim=True) if tc.id else ""
         self.emit(msg, f"-> {name}({clip(format_arguments(tc.arguments), self.limit)}){ident}", first=first)
-        at = parse_time(msg.timestamp)
+        at = self.time_of(msg)
         if tc.id is not None:
             self.call_names[tc.id] = tc.name
             if at is not None:
@@ -225,8 +246,11 @@ class _Renderer:
         name = visible(msg.name or self.call_names.get(msg.tool_call_id or "") or "tool")
         ident = f" [{visible(msg.tool_call_id)}]" if msg.tool_call_id else ""
         took = ""
-        start, end = self.call_times.get(msg.tool_call_id or ""), parse_time(msg.timestamp)
-        if start is not None and end is not None and (start.tzinfo is None) == (end.tzinfo is None):
+        step = self.step()
+        start, end = self.call_times.get(msg.tool_call_id or ""), self.time_of(msg)
+        if step is not None and step.duration_ms is not None:  # the tool run's own time
+            took = self.paint(f"  ({format_ms(step.duration_ms)})", dim=True)
+        elif start is not None and end is not None and (start.tzinfo is None) == (end.tzinfo is None):
             took = self.paint(f"  ({format_ms((end - start).total_seconds() * 1000)})", dim=True)
         text = clip(_content_text(msg), self.limit)
         if msg.error is not None:
@@ -245,15 +269,21 @@ class _Renderer:
         for tc in msg.tool_calls:
             self.call(msg, tc, first)
             first = False
-        details = [visible(msg.metadata["model"])] if isinstance(msg.metadata.get("model"), str) else []
-        tokens = format_tokens(msg.metadata.get("usage"))
+        step = self.step()
+        model = msg.metadata.get("model")
+        model = model if isinstance(model, str) else step.model if step is not None else None
+        details = [visible(model)] if model else []
+        tokens = format_tokens(msg.metadata.get("usage") or (step.usage if step is not None else None))
         if tokens:
             details.append(tokens)
+        if step is not None and step.duration_ms is not None:
+            details.append(format_ms(step.duration_ms))
         if details:
             self.emit(msg, self.paint(f"({', '.join(details)})", dim=True), first=False)
 
     def render(self) -> list[str]:
-        for msg in self.events:
+        for n, msg in enumerate(self.events):
+            self.current = n
             if msg.role == "tool":
                 self.output(msg)
             else:

@@ -20,8 +20,9 @@ import os
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ class Row:
             "start": meta.start,
             "duration_ms": meta.duration_ms,
             "status": meta.status,
+            "error": meta.error,
             "tokens_in": meta.usage.input_tokens,
             "tokens_out": meta.usage.output_tokens,
             "steps": self.steps,
@@ -252,7 +254,8 @@ class _File:
     name: str  # str(path), shared by its rows
     lines: _Lines | None  # None: a whole-document file
     meta: _Lines | None = None
-    metas: list[TraceMeta] = field(default_factory=list)
+    metas: list[TraceMeta] = field(default_factory=list)  # without their steps (read again when a run is opened)
+    meta_at: array[int] = field(default_factory=lambda: array("q"))  # where each record is in the sibling
     rows: list[Row] = field(default_factory=list)
     stamp: tuple[int, int] = (-1, -1)
     problems: int = 0
@@ -363,6 +366,7 @@ class Index:
             entry.rows = []
             entry.folded = {}
             entry.metas = []
+            entry.meta_at = array("q")
             entry.problems = 0
             entry.slots = 0
             entry.attached = (0, 0)
@@ -376,6 +380,8 @@ class Index:
             summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
             glance = _Glance(summary, _steps(trace), _preview(trace))
         meta = decoded.meta or TraceMeta(trace_id="")
+        if meta.steps:  # a row holds no steps (read again with the run): the list stays small
+            meta = replace(meta, steps=[])
         return Row(
             id=f"{entry.number}-{line}",
             file=entry.name,
@@ -402,13 +408,15 @@ class Index:
             if meta_lines is None:
                 entry.meta = _Lines(entry.meta.path)
                 entry.metas = []
+                entry.meta_at = array("q")
                 meta_lines = entry.meta.appended() or []
-            for _, _, _, raw in meta_lines:
+            for _, offset, _, raw in meta_lines:
                 data = _json(raw)
                 got = data.get("metadata") if isinstance(data, dict) else None
                 entry.metas.append(
-                    _shared(TraceMeta.from_dict(got)) if isinstance(got, dict) else TraceMeta(trace_id="")
+                    _shared(TraceMeta.from_dict(got, steps=False)) if isinstance(got, dict) else TraceMeta(trace_id="")
                 )
+                entry.meta_at.append(offset)
             changed |= self._attach_metas(entry)
         appended = entry.lines.appended()
         if appended is None:
@@ -540,8 +548,27 @@ class Index:
         decoded = decode(raw)
         trace = decoded.trace
         if trace is not None and not trace.meta.trace_id:
-            trace.meta = row.meta
+            trace.meta = self._sibling_meta(row)
         return raw, trace
+
+    def _sibling_meta(self, row: Row) -> TraceMeta:
+        """The row's metadata record read again whole (with its steps), else the row's."""
+        with self.lock:
+            entry = next((e for e in self.order if e.name == row.file), None)
+            sibling = entry.meta if entry is not None else None
+            at = entry.meta_at[row.slot] if entry is not None and 0 <= row.slot < len(entry.meta_at) else -1
+        if sibling is None or at < 0:
+            return row.meta
+        try:
+            with sibling.path.open("rb") as handle:
+                handle.seek(at)
+                data = _json(handle.readline(max_line_bytes() + 1))
+        except OSError:
+            return row.meta
+        got = data.get("metadata") if isinstance(data, dict) else None
+        if not isinstance(got, dict) or got.get("trace_id") != row.meta.trace_id:
+            return row.meta  # the sibling changed since it was indexed
+        return TraceMeta.from_dict(got)
 
     def _folded(self, row: Row) -> Trace:
         with self.lock:

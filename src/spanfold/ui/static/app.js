@@ -11,6 +11,8 @@ const COLUMNS = [
   ["status", "Status"],
 ];
 
+const STATUSES = ["complete", "error", "incomplete", "truncated"];
+
 const state = {
   q: "", tool: "", model: "", status: "", errors: "", sort: "time", order: "desc", offset: 0,
   generation: -1, picked: [], view: "", timer: null,
@@ -92,7 +94,7 @@ function renderFilters(facets) {
   return el("div", { class: "filters" }, text,
     select("tool", "any tool", facets.tools.map((t) => [t, t]), state.tool),
     select("model", "any model", facets.models.map((m) => [m, m]), state.model),
-    select("status", "any status", [["complete", "complete"], ["incomplete", "incomplete"], ["truncated", "truncated"]], state.status),
+    select("status", "any status", STATUSES.map((s) => [s, s]), state.status),
     select("errors", "errors or not", [["yes", "with errors"], ["no", "without errors"]], state.errors),
     compare);
 }
@@ -120,7 +122,7 @@ function runRow(run) {
   el("td", { class: "num" }, run.tokens_in.toLocaleString()),
   el("td", { class: "num" }, run.tokens_out.toLocaleString()),
   el("td", { class: "num" }, fmtMs(run.duration_ms)),
-  el("td", { class: `status-${run.status}` }, run.status));
+  el("td", { class: `status-${run.status}`, title: errorTitle(run.error) }, run.status));
   return tr;
 }
 
@@ -183,6 +185,11 @@ function chunks(content) {
   });
 }
 
+function errorTitle(error) {
+  if (!error || typeof error !== "object") return null;
+  return error.message ? `${error.type}: ${error.message}` : String(error.type ?? "error");
+}
+
 function errorBlock(error) {
   if (!error) return null;
   const text = typeof error === "object" ? `${error.type ?? "error"}: ${error.message ?? pretty(error)}` : String(error);
@@ -237,38 +244,69 @@ function conversation(events) {
   return out;
 }
 
-function timeline(run) {
-  const start = Date.parse(run.meta && run.meta.start);
+function tokens(usage) {
+  if (!usage || typeof usage !== "object") return "";
+  return `${(usage.input_tokens || 0).toLocaleString()} in / ${(usage.output_tokens || 0).toLocaleString()} out`;
+}
+
+// The steps the metadata lists (each model call and tool run: start, duration, model or tool, tokens, error).
+function metaSteps(run) {
+  return run.meta.steps.map((s) => {
+    const took = typeof s.duration_ms === "number" ? s.duration_ms : null;
+    return {
+      at: Date.parse(s.start) + (took || 0), took, kind: s.kind === "tool" ? "tool" : "model",
+      label: s.kind === "tool" ? `tool ${s.name || s.call_id || ""}` : `model ${s.model || ""}`,
+      error: s.error || null, tokens: s.kind === "tool" ? "" : tokens(s.usage),
+      n: Number.isInteger(s.event) ? s.event + 1 : null,
+    };
+  });
+}
+
+// Older traces without steps in their metadata: the times their model outputs, tool outputs and errors carry.
+function eventSteps(run) {
   const names = new Map();
   for (const ev of run.events) for (const c of ev.tool_calls || []) if (c.id) names.set(c.id, (c.function || {}).name);
   const steps = [];
   for (const ev of run.events) {
+    if (!["assistant", "tool", "error"].includes(ev.role)) continue;  // the messages sent are no steps
     const at = Date.parse(ev.timestamp);
     const took = ev.metadata && typeof ev.metadata.duration_ms === "number" ? ev.metadata.duration_ms : null;
     if (isNaN(at) && took === null) continue;
-    const kind = ev.role === "tool" ? "tool" : ev.role === "assistant" ? "model" : ev.role;
+    const kind = ev.role === "tool" ? "tool" : "model";
     const label = ev.role === "tool" ? `tool ${ev.name || names.get(ev.tool_call_id) || ev.tool_call_id || ""}`
-      : ev.role === "assistant" ? `model ${(ev.metadata && ev.metadata.model) || ""}` : ev.role;
-    steps.push({ at, took, kind, label, error: !!ev.error || ev.role === "error", n: ev.n });
+      : `model ${(ev.metadata && ev.metadata.model) || ""}`;
+    steps.push({ at, took, kind, label, error: ev.error || (ev.role === "error" ? {} : null),
+      tokens: tokens(ev.metadata && ev.metadata.usage), n: ev.n });
   }
+  return steps;
+}
+
+function timeline(run) {
+  const start = Date.parse(run.meta && run.meta.start);
+  const listed = run.meta && Array.isArray(run.meta.steps) && run.meta.steps.length > 0;
+  const steps = listed ? metaSteps(run) : eventSteps(run);
   if (!steps.length) return [el("p", { class: "muted" }, "This trace records no step times.")];
   const origin = isNaN(start) ? Math.min(...steps.map((s) => (isNaN(s.at) ? Infinity : s.at - (s.took || 0)))) : start;
   const end = Math.max(...steps.map((s) => (isNaN(s.at) ? 0 : s.at)), origin + ((run.meta && run.meta.duration_ms) || 1));
   const span = Math.max(1, end - origin);
   return steps.map((s) => {
-    const bar = el("div", { class: `bar ${s.kind}${s.error ? " error" : ""}` });
+    const bar = el("div", { class: `bar ${s.kind}${s.error ? " error" : ""}`, title: errorTitle(s.error) });
     if (!isNaN(s.at) && isFinite(origin)) {
       const left = Math.max(0, s.at - (s.took || 0) - origin);
       bar.style.marginLeft = `${(100 * left) / span}%`;
       bar.style.width = `${Math.max(0.3, (100 * (s.took || 0)) / span)}%`;
     }
-    return el("div", { class: "bar-row" }, el("a", { href: `#/run/${run.row.id}/conversation/${s.n}` }, s.label),
-      el("div", {}, bar), el("span", { class: "muted num" }, s.took !== null ? fmtMs(s.took) : ""));
+    const label = s.n !== null ? el("a", { href: `#/run/${run.row.id}/conversation/${s.n}` }, s.label)
+      : el("span", {}, s.label);
+    return el("div", { class: `bar-row step-${s.kind}` }, label, el("div", {}, bar),
+      el("span", { class: "muted num" }, s.took !== null ? fmtMs(s.took) : ""),
+      el("span", { class: s.error ? "err-text" : "muted" }, s.error ? errorTitle(s.error) || "error" : s.tokens));
   });
 }
 
 function renderRun(run, tab, anchor) {
   const row = run.row;
+  const ended = row.status === "error" ? (run.meta && run.meta.error) || row.error : null;
   const tabs = [["conversation", "Conversation"], ["timeline", "Timeline"], ["metadata", "Metadata"], ["raw", "Raw events"]];
   const specBox = el("div", { id: "spec-box" }, el("div", { class: "label" }, "Expected messages for `spanfold check` (copied):"),
     el("pre", { id: "spec" }, run.spec || ""));
@@ -279,7 +317,8 @@ function renderRun(run, tab, anchor) {
   const head = el("div", { class: "run-head" },
     el("h1", {}, row.name || row.trace_id || `${row.file}:${row.line}`),
     el("div", { class: "facts" },
-      el("span", {}, el("b", {}, "status "), el("span", { class: `status-${row.status}` }, row.status)),
+      el("span", { id: "run-status" }, el("b", {}, "status "), el("span", { class: `status-${row.status}` }, row.status),
+        ended ? el("span", { class: "err-text" }, ` (${errorTitle(ended)})`) : null),
       el("span", {}, el("b", {}, "models "), row.models.join(", ") || "—"),
       el("span", {}, el("b", {}, "steps "), String(row.steps)),
       el("span", {}, el("b", {}, "tool calls "), String(row.calls)),

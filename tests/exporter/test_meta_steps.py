@@ -1,0 +1,93 @@
+"""exporter/meta.py's steps and status on their own (issue 36, items 6 and 7): each model call and tool run as the
+metadata lists it, linked to its first event, and how a run ended. Pure units over real step objects; the end to
+end tests (the real SDK, spanfold.init()) are tests/e2e/test_run_status.py."""
+
+from __future__ import annotations
+
+from spanfold.exporter.meta import Tally, ending_error, link_events, step_time, trace_meta, worst
+from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
+from spanfold.trace.model import Message, ToolCall, Usage
+
+MS = 1_000_000
+BASE = 1_767_225_600_000 * MS  # 2026-01-01T00:00:00Z
+
+
+def model(span: int, start: int, end: int, *, error: dict[str, str] | None = None) -> ModelStep:
+    return ModelStep(span, None, BASE + start * MS, BASE + end * MS, request_model="m", usage=Usage(10, 2), error=error)
+
+
+def tool(
+    span: int, start: int, end: int, *, call_id: str | None = "c1", error: dict[str, str] | None = None
+) -> ToolStep:
+    return ToolStep(span, None, BASE + start * MS, BASE + end * MS, "lookup", call_id=call_id, error=error)
+
+
+def test_steps_in_the_order_they_started_with_their_times_models_tokens_and_errors() -> None:
+    tally = Tally()
+    for step in (model(1, 0, 40), tool(2, 41, 45, error={"type": "LookupError", "message": "no"}), model(3, 46, 60)):
+        tally.add(step)
+    meta = trace_meta("t", [], [], tally)
+    assert [s.to_dict() for s in meta.steps] == [
+        {
+            "kind": "model",
+            "start": "2026-01-01T00:00:00.000Z",
+            "duration_ms": 40.0,
+            "model": "m",
+            "usage": {"input_tokens": 10, "output_tokens": 2},
+            "span_id": "0000000000000001",
+        },
+        {
+            "kind": "tool",
+            "start": "2026-01-01T00:00:00.041Z",
+            "duration_ms": 4.0,
+            "name": "lookup",
+            "call_id": "c1",
+            "error": {"type": "LookupError", "message": "no"},
+            "span_id": "0000000000000002",
+        },
+        {
+            "kind": "model",
+            "start": "2026-01-01T00:00:00.046Z",
+            "duration_ms": 14.0,
+            "model": "m",
+            "usage": {"input_tokens": 10, "output_tokens": 2},
+            "span_id": "0000000000000003",
+        },
+    ]
+    assert meta.status == "complete" and meta.error is None  # the failed tool was not the last step
+    assert meta.usage == Usage(20, 4) and meta.models == ["m"]  # tools add no tokens
+
+
+def test_a_run_ends_with_the_error_of_its_last_step_or_a_failed_root_agent() -> None:
+    interrupted = tool(2, 10, 20, error={"type": "KeyboardInterrupt", "message": ""})
+    assert ending_error([], [model(1, 0, 9), interrupted]) == {"type": "KeyboardInterrupt"}
+    assert ending_error([], [model(1, 0, 30, error={"type": "E"}), tool(2, 10, 20)]) == {"type": "E"}  # ended last
+    assert ending_error([], [model(1, 0, 9, error={"type": "E"}), model(3, 10, 20)]) is None  # retried and answered
+    agent = AgentSpan(9, None, BASE, BASE + 50 * MS, "bot", error={"type": "ValueError", "message": "bad"})
+    assert ending_error([agent], [model(1, 0, 9)]) == {"type": "ValueError", "message": "bad"}
+    assert ending_error([], []) is None
+
+
+def test_a_status_says_the_least_complete_of_how_it_ended_and_how_it_was_written() -> None:
+    assert worst("error", "complete") == "error" and worst("complete", "error") == "error"
+    assert worst("error", "incomplete") == "error" and worst("error", "truncated") == "truncated"
+
+
+def test_each_step_is_linked_to_its_first_event() -> None:
+    steps = [step_time(s) for s in (model(1, 0, 40), tool(2, 41, 45, call_id=None), tool(3, 41, 46, call_id="c2"))]
+    calls = [ToolCall("c1", "lookup"), ToolCall("c2", "lookup")]
+    events = [
+        Message("user", "hi", metadata={"span_id": "0000000000000001"}),  # an input of step 1: not its first event
+        Message("assistant", None, tool_calls=calls, metadata={"span_id": "0000000000000001"}),
+        Message("tool", "a", tool_call_id="c1", metadata={"span_id": "0000000000000002"}),
+        Message("tool", "b", tool_call_id="c2"),  # its output came with the next call's inputs: found by call id
+    ]
+    link_events(steps, events)
+    assert [s.event for s in steps] == [1, 2, 3]
+    assert steps[1].call_id == "c1"  # the id its output was paired with
+
+
+def test_a_step_without_an_event_stays_unlinked() -> None:
+    (step,) = [step_time(model(1, 0, 5))]
+    link_events([step], [Message("user", "hi")])
+    assert step.event is None and "event" not in step.to_dict()
