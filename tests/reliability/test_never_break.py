@@ -1,6 +1,7 @@
 """Never break the app: arbitrary well-typed and malformed SDK responses, stream chunk sequences, HTTP errors and
 transport exceptions, through every wrapper (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages; sync and
-async; plain, streaming, ``with_raw_response``), differentially against the same call without spanfold.
+async; plain, streaming, ``with_raw_response``), differentially against the same call without spanfold. The other
+providers' wrappers go through the same differential in :mod:`.test_never_break_providers`.
 
 Each example asserts: the outcome (returned object, every chunk, the exception type and message) equals the
 uninstrumented outcome; the wrapped call hands back the very object (or exception) the SDK method produced; exactly
