@@ -16,6 +16,7 @@ from spanfold import runtime
 from spanfold.testing import MockLLMServer, Reply
 
 from .conftest import OPENAI_KEY, Session, Texts, run_everything
+from .provider_runs import PROVIDER_RUNS, run_provider
 
 EMAIL = "alice.smith@example.com"
 KEY = "sk-proj-PLANTEDkey0123456789abcdefgh"
@@ -76,6 +77,30 @@ def test_secrets_recorded_without_redaction(session: Callable[..., Session], ser
 def test_builtin_redaction_everywhere(session: Callable[..., Session], server: MockLLMServer) -> None:
     s = session(redact=True)
     run_everything(server, PLANTED)
+    recorded = s.recorded()
+    assert recorded.leaks(SECRETS) == []
+    assert recorded.missing(["[REDACTED:email]", "[REDACTED:card]", "[REDACTED:api_key]", NOT_A_CARD]) == []
+    assert spanfold.stats().get("faults", 0) == 0
+
+
+@pytest.mark.parametrize("provider", PROVIDER_RUNS)
+def test_every_provider_records_the_planted_content_without_redaction(
+    session: Callable[..., Session], server: MockLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """The control, provider by provider: its run records every planted secret (so the next test could fail)."""
+    s = session()
+    run_provider(provider, server, PLANTED, monkeypatch)
+    assert s.recorded().missing(SECRETS) == []
+
+
+@pytest.mark.parametrize("provider", PROVIDER_RUNS)
+def test_builtin_redaction_in_every_provider(
+    session: Callable[..., Session], server: MockLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    """Every provider's system prompt, messages, tool arguments and results, answers (whole and streamed) and error
+    messages go through the redaction: no planted secret in any span or file."""
+    s = session(redact=True)
+    run_provider(provider, server, PLANTED, monkeypatch)
     recorded = s.recorded()
     assert recorded.leaks(SECRETS) == []
     assert recorded.missing(["[REDACTED:email]", "[REDACTED:card]", "[REDACTED:api_key]", NOT_A_CARD]) == []
