@@ -1,5 +1,4 @@
-"""Mistral spans: the real ``mistralai`` SDK over real HTTP to the mock server's Mistral route, attribute by attribute.
-"""
+"""Mistral spans: the ``mistralai`` SDK over real HTTP to the mock server's Mistral route, attribute by attribute."""
 
 from __future__ import annotations
 
