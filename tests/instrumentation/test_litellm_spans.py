@@ -116,3 +116,16 @@ def test_uninstrument_restores_litellm() -> None:
     assert litellm.completion is not original and litellm.main.completion is not original
     instrumentor.uninstrument()
     assert litellm.completion is original and litellm.main.completion is original
+
+
+async def test_a_stream_without_close_has_none_through_spanfold(all_spans: Spans, mock: MockLLMServer) -> None:
+    """litellm's async stream has no ``close``: ``getattr(stream, "close", None)`` is None with spanfold too (code
+    that closes what it can must not get a method that raises)."""
+    mock.script(Reply.text("Sunny."))
+    request: dict[str, Any] = {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "Weather?"}]}
+    request.update(api_base=mock.base_url, api_key="sk-test", max_retries=0, stream=True)
+    stream = await litellm.acompletion(**request)
+    sdk_has_close = hasattr(stream.__wrapped__, "close")
+    assert (getattr(stream, "close", None) is not None) == sdk_has_close
+    assert [chunk async for chunk in stream]
+    assert _one(all_spans)["gen_ai.output.messages"][0]["parts"] == [{"type": "text", "content": "Sunny."}]

@@ -87,6 +87,22 @@ class StreamState:
         return shadow.attributes()
 
 
+class _IfWrapped:
+    """A proxy method that exists only when the wrapped object has the method of that name: ``getattr(proxy, "close",
+    None)`` gives None exactly when the SDK's stream has no ``close`` (litellm's async stream), as without spanfold."""
+
+    def __init__(self, method: Any) -> None:
+        self.method = method
+        self.name = method.__name__
+
+    def __get__(self, proxy: Any, owner: Any = None) -> Any:
+        if proxy is None:
+            return self
+        if not hasattr(proxy.__wrapped__, self.name):
+            raise AttributeError(self.name)
+        return self.method.__get__(proxy, owner)
+
+
 class Transparent(ObjectProxy):
     """What copying and pickling a proxy does: what it does to the SDK object.
 
@@ -178,6 +194,7 @@ class SyncStreamProxy(Transparent):
         finally:
             self._self_state.finish()
 
+    @_IfWrapped
     def close(self) -> Any:
         try:
             return self.__wrapped__.close()
@@ -229,6 +246,7 @@ class AsyncStreamProxy(Transparent):
         finally:
             self._self_state.finish()
 
+    @_IfWrapped
     async def close(self) -> Any:
         try:
             result = self.__wrapped__.close()
