@@ -58,9 +58,13 @@ def _content_parts(content: Any, rt: Runtime) -> list[p.Part]:
             parts.append(p.text(m.get(item, "refusal"), rt))
         elif kind == "thinking":
             parts.append(p.reasoning(_thinking_text(item), rt))
-        elif kind == "file":
+        elif kind == "file":  # an uploaded file by id, or the document itself as a data URL
             file = m.get(item, "file")
-            parts.append(p.file(m.get(file, "file_id"), "file"))
+            data = m.get(file, "file_data")
+            if isinstance(data, str) and data:
+                parts.append(p.media(data, "document", rt))
+            else:
+                parts.append(p.file(m.get(file, "file_id"), "document"))
         else:
             parts.append(p.other(kind))
     return parts
