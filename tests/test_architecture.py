@@ -13,7 +13,7 @@ GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.run
           "spanfold.jsonio", "spanfold.stitching", "spanfold.host_check")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold.demo", "spanfold.commands",
-         "spanfold.cli", "spanfold.checks", "spanfold.ui")  # fmt: skip
+         "spanfold.cli", "spanfold.checks", "spanfold.ui", "spanfold.run_report")  # fmt: skip
 
 
 def _name(path: Path) -> str:

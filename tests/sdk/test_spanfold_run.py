@@ -168,3 +168,57 @@ def test_spanfold_run_leaves_other_pythons_stderr_alone(tmp_path: Path, source_o
     said = [line for line in done.stderr.splitlines() if line.startswith("spanfold run: tracing is off")]
     assert len(said) == 1 and "SPANFOLD_FORMAT" in said[0], done.stderr
     assert done.stderr.endswith("child err\n")
+
+
+def test_spanfold_run_says_where_the_traces_went_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal, one line at the end: how many traces were written where (the program's own child Pythons say
+    nothing); into a pipe, nothing (test_spanfold_run_python_app's stderr holds no such line)."""
+    import pty
+    import select
+
+    assert SPANFOLD is not None
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import subprocess, sys\n"
+        f"sys.path.insert(0, {str(Path(agents.__file__).parent)!r})\n"
+        "import agents\n"
+        "agents.run('chat')\n"
+        "subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"  # a child Python: it says nothing
+    )
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [SPANFOLD, "run", "-o", str(tmp_path / "out"), "--", "python", str(app)],
+        env=clean_env(),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+    )
+    os.close(slave)
+    text = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 120)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            text += chunk
+    finally:
+        os.close(master)
+        assert proc.wait(timeout=60) == 0
+    said = [line for line in text.decode().splitlines() if line.startswith("spanfold run:") and "written" in line]
+    out = tmp_path / "out"
+    assert said == [f"spanfold run: 1 trace written to {out}/ (spanfold show {out} --trace -1)"]
+
+
+def test_the_end_of_run_line_names_lost_traces() -> None:
+    from spanfold.run_report import line
+
+    assert line({"traces_written": 2, "writer.dropped_traces": 1}, "out") == (
+        "spanfold run: 2 traces written to out/; 1 lost (the line above says why)"
+    )
+    assert line({}, "out") == "spanfold run: no trace written to out/ (the program made no call spanfold traces)"

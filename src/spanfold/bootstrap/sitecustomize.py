@@ -24,6 +24,12 @@ def _init():  # type: () -> None
     except ImportError:  # a Python without spanfold (another venv, the system's): stay silent
         return
     try:
+        from spanfold import run_report
+
+        run_report.arm()  # before init(): its exit flush runs first
+    except Exception:  # pragma: no cover - a report is not worth failing the program for
+        pass
+    try:
         spanfold.init()
     except Exception as exc:  # the program runs untraced rather than not at all
         sys.stderr.write(
