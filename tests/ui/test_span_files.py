@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,12 @@ from typing import Any
 import pytest
 
 from spanfold.ui.index import Index
+
+
+def renamed(line: bytes, n: int) -> bytes:
+    """A span file's line of one trace, as the line of another trace (its trace id replaced by ``n``'s)."""
+    trace_id = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    return line.replace(trace_id.encode(), f"{n:032x}".encode())
 
 
 def test_index_folds_a_span_file(otlp_dir: Path) -> None:
@@ -26,14 +33,16 @@ def test_index_folds_a_span_file(otlp_dir: Path) -> None:
 
 def test_a_span_file_being_appended_waits_for_its_last_line(tmp_path: Path, otlp_dir: Path) -> None:
     line = (otlp_dir / "traces.otlp.jsonl").read_bytes()
+    second = renamed(line, 2)
     path = tmp_path / "traces.otlp.jsonl"
-    path.write_bytes(line + line[: len(line) // 2])  # a writer half way through a second trace
+    path.write_bytes(line + second[: len(second) // 2])  # a writer half way through a second trace
     index = Index([tmp_path])
     index.refresh()
-    assert index.snapshot()[1] == [] and index.problems() == 0
-    path.write_bytes(line)
+    assert len(index.snapshot()[1]) == 1 and index.problems() == 0  # the first: its line is whole
+    with path.open("ab") as handle:
+        handle.write(second[len(second) // 2 :])
     index.refresh()
-    assert len(index.snapshot()[1]) == 1 and index.problems() == 0
+    assert len(index.snapshot()[1]) == 2 and index.problems() == 0
 
 
 def test_api_lists_and_opens_a_span_file(otlp_dir: Path, ui_server: Any) -> None:

@@ -17,13 +17,14 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from spanfold import config as config_module
 from spanfold.exporter.assembler import Assembler, Policy, trace_root
 from spanfold.exporter.otlp_json import FileProblem, read_file
+from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.writers import MemoryWriter
 from spanfold.trace.decode import Decoded
 from spanfold.trace.model import Trace
@@ -69,12 +70,27 @@ class FoldedSpans:
     traces: list[tuple[Trace, str, int]] = field(default_factory=list)
 
 
+def _folder(stitch: bool) -> tuple[Assembler, MemoryWriter]:
+    """An assembler that holds every span until it is flushed (the spans are read whole before anything is folded),
+    and the writer it hands the traces to."""
+    config = config_module.load(dict(UNBOUNDED), environ={})
+    folded = MemoryWriter()
+    return Assembler([folded], config, Policy(quiet=float("inf"), root=trace_root, stitch=stitch)), folded
+
+
+def fold_records(records: Iterable[SpanRecord], *, stitch: bool = True) -> list[Trace]:
+    """The traces of these spans, folded as :func:`fold_spans` folds a file's (in the order given)."""
+    assembler, folded = _folder(stitch)
+    for record in records:
+        assembler.add(record, 0.0)
+    assembler.flush(0.0, final=True)
+    return folded.traces
+
+
 def fold_spans(paths: Sequence[str | os.PathLike[str]], *, stitch: bool = True) -> FoldedSpans:
     """Fold every span of ``paths`` (their traces may be spread over any of them); :class:`SpanFileError` at the
     first thing that cannot be read, or for a file without spans."""
-    config = config_module.load(dict(UNBOUNDED), environ={})
-    folded = MemoryWriter()
-    assembler = Assembler([folded], config, Policy(quiet=float("inf"), root=trace_root, stitch=stitch))
+    assembler, folded = _folder(stitch)
     out = FoldedSpans()
     where: dict[int, tuple[str, int]] = {}  # trace id -> the file and line its first span came from
     for path in paths:

@@ -8,9 +8,9 @@ replaced is indexed again from the start. A whole-document file (``*.json``, YAM
 again when its size or time changes. The ``NAME.meta.jsonl`` sibling of ``NAME.jsonl`` is indexed the same way;
 its N-th record fills the N-th trace's metadata.
 
-An OTLP JSON span file (``traces.otlp.jsonl``, a Collector file exporter's output) opens as every command opens it
-(:func:`spanfold.commands.spanfiles.span_records`): folded whole, again each time it changes (a trace's spans may be
-spread over any of its lines), once its last line is complete; its folded traces are held in memory.
+An OTLP JSON span file (``traces.otlp.jsonl``, a Collector file exporter's output) is folded as every command folds
+it (:func:`spanfold.commands.spanfiles.fold_spans`), then at each look only its appended lines are read and only the
+traces they touch folded again (:mod:`spanfold.ui.span_files`); its folded traces are held in memory.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import threading
-import time
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spanfold import counters
-from spanfold.commands.spanfiles import is_span_file, span_records
+from spanfold.commands.spanfiles import SHAPE, is_span_file
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta, TraceSummary
@@ -38,6 +37,7 @@ from spanfold.trace.read import (
     meta_path,
     read_values,
 )
+from spanfold.ui.span_files import Run, SpanFile, runs_in_order
 
 #: Characters of the first user message kept in a row (what the text filter also searches).
 PREVIEW_CHARS = 160
@@ -45,8 +45,6 @@ PREVIEW_CHARS = 160
 CHUNK = 4 * 1024 * 1024
 #: ``Row.offset`` of a trace folded from a span file (held in memory, not read from the file again).
 FOLDED = -2
-#: Seconds a span file whose last line has no newline yet is left alone (a writer is appending to it).
-SETTLE_S = 2.0
 #: The names of the files a directory's traces are read from.
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
 
@@ -261,8 +259,10 @@ class _File:
     problems: int = 0
     attached: tuple[int, int] = (0, 0)  # (rows, metadata records) when the sibling was last matched
     slots: int = 0  # trace lines (and bad lines) seen: the sibling's records go with them in order
-    spans: bool = False  # an OTLP JSON span file: folded whole, its traces in ``folded``
-    folded: dict[str, Trace] = field(default_factory=dict)
+    spans: bool = False  # an OTLP JSON span file: folded on read, its traces in ``folded``
+    folded: dict[str, Trace] = field(default_factory=dict)  # row id -> the trace
+    span_file: SpanFile | None = None
+    run_ids: dict[int, str] = field(default_factory=dict)  # a span file's run (by key) -> its row id
 
 
 class Index:
@@ -365,6 +365,8 @@ class Index:
                 self.rows.pop(row.id, None)
             entry.rows = []
             entry.folded = {}
+            entry.run_ids = {}
+            entry.span_file = None
             entry.metas = []
             entry.meta_at = array("q")
             entry.problems = 0
@@ -489,33 +491,45 @@ class Index:
         return True
 
     def _refresh_spans(self, entry: _File) -> bool:
-        """Fold a span file again when it changed and its last line is complete (or it settled without one)."""
-        try:
-            st = entry.path.stat()
-            with entry.path.open("rb") as handle:
-                handle.seek(max(st.st_size - 1, 0))
-                whole = handle.read(1) == b"\n"
-        except OSError:
+        """Fold what changed in a span file (:mod:`spanfold.ui.span_files`: only the traces its new lines touched);
+        its runs are replaced in one step, so a look at the list never finds fewer of them meanwhile."""
+        if entry.span_file is None:
+            entry.span_file = SpanFile(entry.path)
+        update = entry.span_file.refresh()
+        if update is None:
             return False
-        stamp = (st.st_size, st.st_mtime_ns)
-        if stamp == entry.stamp or (not whole and time.time() - st.st_mtime < SETTLE_S):
-            return False
-        entry.stamp = stamp
-        self._clear(entry)
-        for item in span_records(entry.path):
-            if isinstance(item, Problem):
-                entry.problems += 1
-                continue
-            if item.trace is None:
-                continue
-            row = self._row(entry, item.line, FOLDED, 0, item.decoded)
-            n = 0
-            while row.id in entry.folded:  # several traces start on one line (a Collector batch)
-                n += 1
-                row.id = f"{entry.number}-{item.line}.{n}"
-            entry.folded[row.id] = item.trace
-            self._add(entry, row)
-        return True
+        if update.whole:
+            entry.problems = 0
+        entry.problems += update.problems
+        added = [
+            (run, self._row(entry, run.line, FOLDED, 0, Decoded(SHAPE, run.trace, meta=run.trace.meta)))
+            for run in runs_in_order(update.added)
+        ]
+        with self.lock:
+            earlier: dict[int, str] = {}  # a run folded again keeps its id (its permalink)
+            for key in update.dropped:
+                row_id = entry.run_ids.pop(key, None)
+                if row_id is not None:
+                    earlier[key] = row_id
+                    self.rows.pop(row_id, None)
+                    entry.folded.pop(row_id, None)
+            for run, row in added:
+                row.id = earlier.get(run.key) or self._run_id(entry, run)
+                entry.run_ids[run.key] = row.id
+                entry.folded[row.id] = run.trace
+                self.rows[row.id] = row
+            entry.rows = [self.rows[row_id] for row_id in entry.run_ids.values()]
+        return bool(update.dropped or update.added)
+
+    @staticmethod
+    def _run_id(entry: _File, run: Run) -> str:
+        """A new run's row id: ``FILE-LINE`` (``.N`` after it when several traces start on one line, as in a
+        Collector batch)."""
+        row_id, n = f"{entry.number}-{run.line}", 0
+        while row_id in entry.folded:
+            n += 1
+            row_id = f"{entry.number}-{run.line}.{n}"
+        return row_id
 
     # -- reading -------------------------------------------------------------------------------------------------
     def snapshot(self) -> tuple[int, list[Row]]:
