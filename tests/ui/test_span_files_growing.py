@@ -221,3 +221,24 @@ def test_a_growing_span_file_never_lists_fewer_runs(tmp_path: Path, otlp_dir: Pa
     assert len(seen) > 20
     assert all(b >= a for a, b in itertools.pairwise(seen)), "the list showed fewer runs while folding"
     assert min(seen) >= 60 and missing == []
+
+
+def test_a_big_span_file_is_read_over_several_looks(
+    tmp_path: Path, otlp_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each look reads a bounded number of bytes and says when more are waiting (the page looks again at once)."""
+    from spanfold.ui import span_files
+
+    line = (otlp_dir / "traces.otlp.jsonl").read_bytes()
+    monkeypatch.setattr(span_files, "CHUNK", len(line) * 3)
+    path = tmp_path / "traces.otlp.jsonl"
+    path.write_bytes(b"".join(renamed(line, n) for n in range(1, 11)))
+    index = Index([tmp_path])
+    index.refresh()
+    assert index.behind and 0 < len(index.snapshot()[1]) < 10
+    looks = 1
+    while index.behind:
+        index.refresh()
+        looks += 1
+    assert len(index.snapshot()[1]) == 10 and looks > 2
+    assert _listed(index) == _folded_whole(path)

@@ -350,7 +350,8 @@ class Index:
             self.files[key] = entry
             self.order.append(entry)
         changed = self._refresh_file(entry)
-        if (entry.lines is not None and entry.lines.pending) or (entry.meta is not None and entry.meta.pending):
+        pending = [part.pending for part in (entry.lines, entry.meta, entry.span_file) if part is not None]
+        if any(pending):
             self.behind = True
         return changed
 

@@ -108,6 +108,7 @@ class SpanFile:
         self.stamp: tuple[int, int] = (-1, -1)
         self.whole: bool | None = None  # None: not known yet (nothing read)
         self.open_end = False  # the last line read had no newline (a file that grows after it is read again)
+        self.pending = False  # more lines than one look reads were there at the last look
         self.where: dict[int, list[_Line]] = {}  # trace id -> the lines holding its spans
         self.first: dict[int, int] = {}  # trace id -> the line its first span is on
         self.runs: dict[int, Run] = {}  # key -> run
@@ -128,6 +129,7 @@ class SpanFile:
         self.inode = st.st_ino
         if self.whole is None:
             self.whole = self._is_whole()
+        self.pending = False
         if self.whole:
             return self._refresh_whole(st)
         if st.st_size == self.done:
@@ -183,7 +185,10 @@ class SpanFile:
         with self.path.open("rb") as handle:
             handle.seek(self.done)
             budget = CHUNK
-            while budget > 0:
+            while True:
+                if budget <= 0:
+                    self.pending = True
+                    break
                 offset = handle.tell()
                 raw = handle.readline(CHUNK)
                 if not raw or (not raw.endswith(b"\n") and not settled):
