@@ -1,5 +1,6 @@
 """Fixtures for the ``spanfold ui`` tests: the real command on a free loopback port, and a real headless browser
-(Debian's chromium driven by Playwright; the browser tests skip, saying why, when either is missing)."""
+(Debian's chromium driven by Playwright; the browser tests skip, saying why, when either is missing, and fail
+instead in CI: ``CI=true``)."""
 
 from __future__ import annotations
 
@@ -96,14 +97,26 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def in_ci() -> bool:
+    """Whether the tests run in CI (``CI=true``, as CI services and ``.ci/run`` set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def cannot_run(reason: str) -> None:
+    """A browser test that cannot run: skipped, saying why; in CI a failure (a browser test never skips there)."""
+    if in_ci():
+        pytest.fail(f"{reason}: in CI the browser tests must run (.ci/run installs chromium)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("Playwright for Python is not installed (pip install playwright; CI installs it)")
+        cannot_run("Playwright for Python is not installed (pip install playwright; CI installs it)")
     if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium; CI installs it)")
+        cannot_run(f"no chromium at {CHROMIUM} (apt-get install -y chromium; CI installs it)")
     with sync_playwright() as pw:
         launched = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched
