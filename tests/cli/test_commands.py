@@ -175,6 +175,9 @@ def test_show_real_traces_plain_when_piped(cli: Cli, traces: Recorded) -> None:
     invariant = cli("show", traces.invariant, "--trace", "2").stdout
     assert invariant.splitlines()[1] == f"trace {metas[1]['trace_id']} (lookup-bot)"
     assert "16 in / 8 out tokens" in invariant.splitlines()[2]  # totals from traces.meta.jsonl
+    assert "error: openai.RateLimitError" in invariant.splitlines()[2]  # how the run ended
+    # each model call's model, tokens and time, from the steps in traces.meta.jsonl (the event lines have none)
+    assert re.search(r"\(gpt-4o-mini, \d+ in / \d+ out tokens, [\d.]+ ms\)", invariant)
 
 
 def test_show_picks_traces(cli: Cli, traces: Recorded) -> None:

@@ -52,6 +52,10 @@ def test_a_run_that_ends_normally_is_complete_and_lists_its_steps(traced: Any, s
         assert end <= _time(meta["end"]).timestamp() * 1000 + 1  # (milliseconds in the ISO times)
     tokens = {k: sum(s["usage"][k] for s in models) for k in ("input_tokens", "output_tokens")}
     assert tokens == meta["usage"]
+    # each model call names its first event in the line: its answer (the event lines carry no span to match)
+    firsts = [s["event"] for s in models]
+    assert firsts == sorted(firsts) and [events[n]["role"] for n in firsts] == ["assistant"] * 3
+    assert "tool_calls" in events[firsts[0]] and events[firsts[-1]]["content"].startswith("Here is the weather")
     # the metadata never changes the event lines: exactly the Invariant format, no times, no metadata
     assert all(set(e) <= INVARIANT_KEYS for e in events)
     assert len(json.dumps(events)) < len(json.dumps(meta["steps"])) * 10
@@ -66,6 +70,7 @@ def test_a_failed_last_model_call_ends_the_run_with_its_error(traced: Any, serve
     assert meta["error"]["type"] == "openai.InternalServerError" and "upstream exploded" in meta["error"]["message"]
     (step,) = meta["steps"]
     assert step["kind"] == "model" and step["error"] == meta["error"]
+    assert traced.one()[step["event"]]["role"] == "error"
 
 
 def test_a_rate_limited_run_under_an_agent_is_an_error(traced: Any, server: MockLLMServer) -> None:

@@ -91,6 +91,7 @@ def test_the_page_shows_failed_runs_in_red_and_a_timeline_of_steps(runs: Path, u
     page.wait_for_selector(".timeline")
     assert "records no step times" not in page.locator(".timeline").inner_text()
     expect(page.locator(".bar-row.step-model")).to_have_count(3)
+    expect(page.locator(".bar-row.step-model a[href*='/conversation/']")).to_have_count(3)  # each to its answer
     labels = page.locator(".bar-row").all_inner_texts()
     assert not any(label.startswith(("system", "user")) for label in labels), labels
     widths = page.locator(".bar-row .bar").evaluate_all("bars => bars.map(b => b.getBoundingClientRect().width)")

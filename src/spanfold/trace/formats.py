@@ -22,6 +22,7 @@ from typing import Any
 
 from spanfold import jsonio
 from spanfold.trace.model import TIMESTAMP_INFERRED, Message, Trace
+from spanfold.trace.timing import steps_by_event
 
 FORMATS = ("invariant", "agentv", "compact", "agentv-cli")
 #: Invariant line styles: a bare event list, or the importer's ``{messages, metadata}`` object.
@@ -58,9 +59,22 @@ def invariant_line(trace: Trace) -> str:
     return _dumps(trace.to_invariant())
 
 
+def meta_dict(trace: Trace) -> dict[str, Any]:
+    """The trace's metadata as it is written: each step with the position of its first event (``event``) where the
+    events tell it (:func:`spanfold.trace.timing.steps_by_event`: a fold's events name their spans)."""
+    meta = trace.meta.to_dict()
+    if not trace.meta.steps:
+        return meta
+    linked = {id(step): n for n, step in steps_by_event(trace.meta.steps, trace.events).items()}
+    for step, raw in zip(trace.meta.steps, meta["steps"], strict=True):
+        if id(step) in linked:
+            raw["event"] = linked[id(step)]
+    return meta
+
+
 def invariant_object(trace: Trace, *, timestamps: bool = True) -> dict[str, Any]:
     """The Invariant importer's object line: ``{"messages": [event, ...], "metadata": {...}}``."""
-    return {"messages": trace.to_invariant(timestamps=timestamps), "metadata": trace.meta.to_dict()}
+    return {"messages": trace.to_invariant(timestamps=timestamps), "metadata": meta_dict(trace)}
 
 
 def _tool_names(trace: Trace) -> dict[str, str]:
@@ -125,7 +139,7 @@ def agentv_document(trace: Trace, *, summary_only: bool = False) -> dict[str, An
     """``{trace: [TraceEvent], trace_summary: TraceSummary, metadata}`` (``summary_only``: without ``trace``)."""
     out: dict[str, Any] = {} if summary_only else {"trace": agentv_events(trace)}
     out["trace_summary"] = trace.summary().to_dict()
-    out["metadata"] = trace.meta.to_dict()
+    out["metadata"] = meta_dict(trace)
     return out
 
 
@@ -150,7 +164,7 @@ def meta_line(trace: Trace) -> str:
 
 
 def meta_record(trace: Trace) -> dict[str, Any]:
-    return {"metadata": trace.meta.to_dict(), "summary": trace.summary().to_dict()}
+    return {"metadata": meta_dict(trace), "summary": trace.summary().to_dict()}
 
 
 def to_value(trace: Trace, fmt: str, *, style: str = "list", summary_only: bool = False) -> Any:

@@ -28,9 +28,8 @@ from spanfold.checks.trajectory import ExpectedCall
 from spanfold.checks.view import Call, view_of
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.compact import compact_messages
-from spanfold.trace.formats import writable
+from spanfold.trace.formats import meta_dict, writable
 from spanfold.trace.model import Trace
-from spanfold.trace.timing import steps_by_event
 from spanfold.ui.index import Index, Row, lookup
 from spanfold.ui.query import Lister, Query, facets
 
@@ -116,16 +115,6 @@ def _event(n: int, ev: Any) -> dict[str, Any]:
     if ev.metadata:
         out["metadata"] = ev.metadata
     return out
-
-
-def _meta(trace: Trace) -> dict[str, Any]:
-    """The trace's metadata, each step with the position of its first event (``event``) where it can be found."""
-    meta = trace.meta.to_dict()
-    linked = {id(step): n for n, step in steps_by_event(trace.meta.steps, trace.events).items()}
-    for step, raw in zip(trace.meta.steps, meta.get("steps", ()), strict=False):
-        if id(step) in linked:
-            raw["event"] = linked[id(step)]
-    return meta
 
 
 def _call(call: Call) -> dict[str, Any]:
@@ -234,7 +223,7 @@ class Ui:
         row, raw, trace = await asyncio.get_running_loop().run_in_executor(None, self._load, request.match_info["id"])
         out: dict[str, Any] = {"row": row.to_json(), "raw": raw}
         if trace is not None:
-            out["meta"] = _meta(trace)
+            out["meta"] = meta_dict(trace)  # each step with its first event, where the events tell it
             out["events"] = [_event(n, ev) for n, ev in enumerate(trace.events, 1)]
             out["spec"] = yaml.safe_dump(compact_messages(trace), sort_keys=False, allow_unicode=True, width=120)
         return _json(out)
