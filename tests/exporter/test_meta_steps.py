@@ -1,12 +1,14 @@
 """exporter/meta.py's steps and status on their own (issue 36, items 6 and 7): each model call and tool run as the
-metadata lists it, linked to its first event, and how a run ended. Pure units over real step objects; the end to
-end tests (the real SDK, spanfold.init()) are tests/e2e/test_run_status.py."""
+metadata lists it, how a run ended, and each step linked to its first event as the writers write it. Pure units over
+real step objects; the end to end tests (the real SDK, spanfold.init()) are tests/e2e/test_run_status.py."""
 
 from __future__ import annotations
 
-from spanfold.exporter.meta import Tally, ending_error, link_events, step_time, trace_meta, worst
+from spanfold.exporter.meta import Tally, ending_error, step_time, trace_meta, worst
 from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
-from spanfold.trace.model import Message, ToolCall, Usage
+from spanfold.trace.formats import meta_dict
+from spanfold.trace.model import Message, ToolCall, Trace, TraceMeta, Usage
+from spanfold.trace.timing import steps_by_event
 
 MS = 1_000_000
 BASE = 1_767_225_600_000 * MS  # 2026-01-01T00:00:00Z
@@ -74,6 +76,7 @@ def test_a_status_says_the_least_complete_of_how_it_ended_and_how_it_was_written
 
 
 def test_each_step_is_linked_to_its_first_event() -> None:
+    """As the writers link them (trace/timing.py): by span, else a tool run by its call id."""
     steps = [step_time(s) for s in (model(1, 0, 40), tool(2, 41, 45, call_id=None), tool(3, 41, 46, call_id="c2"))]
     calls = [ToolCall("c1", "lookup"), ToolCall("c2", "lookup")]
     events = [
@@ -82,12 +85,17 @@ def test_each_step_is_linked_to_its_first_event() -> None:
         Message("tool", "a", tool_call_id="c1", metadata={"span_id": "0000000000000002"}),
         Message("tool", "b", tool_call_id="c2"),  # its output came with the next call's inputs: found by call id
     ]
-    link_events(steps, events)
-    assert [s.event for s in steps] == [1, 2, 3]
-    assert steps[1].call_id == "c1"  # the id its output was paired with
+    linked = steps_by_event(steps, events)
+    assert {n: step.span_id for n, step in linked.items()} == {
+        1: "0000000000000001",
+        2: "0000000000000002",
+        3: "0000000000000003",
+    }
+    written = meta_dict(Trace(events, TraceMeta("t", steps=steps)))
+    assert [s["event"] for s in written["steps"]] == [1, 2, 3]
 
 
 def test_a_step_without_an_event_stays_unlinked() -> None:
-    (step,) = [step_time(model(1, 0, 5))]
-    link_events([step], [Message("user", "hi")])
-    assert step.event is None and "event" not in step.to_dict()
+    step = step_time(model(1, 0, 5))
+    assert steps_by_event([step], [Message("user", "hi")]) == {}
+    assert "event" not in meta_dict(Trace([Message("user", "hi")], TraceMeta("t", steps=[step])))["steps"][0]

@@ -1,7 +1,7 @@
 """Trace metadata, beside the events (DESIGN "Export formats"): the models a trace used, its token totals, start,
 end and duration, its service and name, how it ended (its status, and the error it ended with), and each model
-call's and tool run's start, duration, model, tokens and error (a waterfall, linked to the step's first event); and
-the metadata an event gets from its model step.
+call's and tool run's start, duration, model, tokens and error (a waterfall); and the metadata an event gets from its
+model step.
 
 A run ended with an error (status ``error``) when a root agent span failed (an exception, Ctrl-C's
 ``KeyboardInterrupt`` too, left the run) or its last step (the one that ended last) failed; else normally
@@ -22,7 +22,7 @@ from typing import Any, Final
 from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
-from spanfold.trace.model import Message, StepTime, TraceMeta, TraceStatus, Usage
+from spanfold.trace.model import StepTime, TraceMeta, TraceStatus, Usage
 
 #: Less complete ranks higher: an error is told even when the run was written early; dropped spans say the most.
 _STATUS_RANK: Final[dict[TraceStatus, int]] = {"complete": 0, "incomplete": 1, "error": 2, "truncated": 3}
@@ -123,38 +123,11 @@ def ending_error(roots: Sequence[AgentSpan], steps: Sequence[ModelStep | ToolSte
     return _error(last.error) if last is not None else None
 
 
-def link_events(steps: Sequence[StepTime], events: Sequence[Message]) -> None:
-    """Each step's first event: a model call's first output or error event, a tool run's output event (by its span;
-    else, for a tool run, by its call id), found in one pass over the events. A tool run without a call id of its own
-    takes the id its output was paired with."""
-    outputs: dict[tuple[str, str], int] = {}  # (kind, span id) -> event
-    by_call: dict[str, int] = {}
-    for n, event in enumerate(events):
-        kind = "tool" if event.role == "tool" else "model" if event.role in ("assistant", "error") else None
-        span = event.metadata.get("span_id")
-        if kind is not None and isinstance(span, str):
-            outputs.setdefault((kind, span), n)
-        if kind == "tool" and event.tool_call_id is not None:
-            by_call.setdefault(event.tool_call_id, n)
-    for step in steps:
-        found = outputs.get((step.kind, step.span_id or ""))
-        if found is None and step.kind == "tool" and step.call_id is not None:
-            found = by_call.get(step.call_id)
-        step.event = found
-        if found is not None and step.kind == "tool" and step.call_id is None:
-            step.call_id = events[found].tool_call_id
-
-
-def trace_meta(
-    trace_id: str,
-    records: Sequence[SpanRecord],
-    roots: Sequence[AgentSpan],
-    tally: Tally,
-    events: Sequence[Message] | None = None,
-) -> TraceMeta:
+def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
     """A trace's metadata: span count, start, end and duration, service (of its first span's resource), name (the
     earliest root agent's), models and token totals, how it ended (status ``error`` and the error, or ``complete``),
-    and its steps in the order they started (each linked to its first event when the ``events`` are given)."""
+    and its steps in the order they started (each names its span: the writers find its first event by it,
+    :func:`spanfold.trace.formats.meta_dict`)."""
     meta = TraceMeta(trace_id=trace_id, span_count=len(records))
     if records:
         start = min(r.start_ns for r in records)
@@ -168,8 +141,6 @@ def trace_meta(
     meta.usage = tally.usage
     ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     meta.steps = [step_time(step) for step in ordered]
-    if events is not None:
-        link_events(meta.steps, events)
     meta.error = ending_error(roots, ordered)
     if meta.error is not None:
         meta.status = "error"

@@ -1,9 +1,10 @@
 """Which event of a trace each of its metadata's steps (:class:`~spanfold.trace.model.StepTime`) belongs to, for
 every reader that shows step times beside the events (``spanfold show``, ``spanfold ui``).
 
-A step names its first event (``event``: its position in the event list) when the fold linked them; else a tool
-run is found by its call id (the tool output answering it) and a model call by its span (the first assistant or
-error event whose metadata names that span, as AgentV events carry it). A step found neither way stays unlinked.
+A step names its first event (``event``: its position in the event list) when it was written with one; else it is
+found by its span (the first event of its kind whose metadata names that span, as the fold's events and AgentV's
+carry it: an assistant or error event for a model call, a tool output for a tool run), and a tool run by its call
+id (the tool output answering it). A step found neither way stays unlinked.
 """
 
 from __future__ import annotations
@@ -22,19 +23,19 @@ def steps_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict
             out.setdefault(step.event, step)
     if not unlinked:
         return out
-    by_span: dict[str, int] = {}
+    by_span: dict[tuple[str, str], int] = {}  # (kind, span id) -> event
     by_call: dict[str, int] = {}
     for n, event in enumerate(events):
+        kind = "tool" if event.role == "tool" else "model" if event.role in ("assistant", "error") else None
         span = event.metadata.get("span_id")
-        if event.role in ("assistant", "error") and isinstance(span, str):
-            by_span.setdefault(span, n)
-        elif event.role == "tool" and event.tool_call_id is not None:
+        if kind is not None and isinstance(span, str):
+            by_span.setdefault((kind, span), n)
+        if kind == "tool" and event.tool_call_id is not None:
             by_call.setdefault(event.tool_call_id, n)
     for step in unlinked:
-        if step.kind == "tool":
-            found = by_call.get(step.call_id) if step.call_id is not None else None
-        else:
-            found = by_span.get(step.span_id) if step.span_id is not None else None
+        found = by_span.get((step.kind, step.span_id or ""))
+        if found is None and step.kind == "tool" and step.call_id is not None:
+            found = by_call.get(step.call_id)
         if found is not None:
             out.setdefault(found, step)
     return out
