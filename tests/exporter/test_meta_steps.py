@@ -32,7 +32,7 @@ def test_steps_in_the_order_they_started_with_their_times_models_tokens_and_erro
     assert [s.to_dict() for s in meta.steps] == [
         {
             "kind": "model",
-            "start": "2026-01-01T00:00:00.000Z",
+            "start": "2026-01-01T00:00:00.000000Z",
             "duration_ms": 40.0,
             "model": "m",
             "usage": {"input_tokens": 10, "output_tokens": 2},
@@ -40,7 +40,7 @@ def test_steps_in_the_order_they_started_with_their_times_models_tokens_and_erro
         },
         {
             "kind": "tool",
-            "start": "2026-01-01T00:00:00.041Z",
+            "start": "2026-01-01T00:00:00.041000Z",
             "duration_ms": 4.0,
             "name": "lookup",
             "call_id": "c1",
@@ -49,7 +49,7 @@ def test_steps_in_the_order_they_started_with_their_times_models_tokens_and_erro
         },
         {
             "kind": "model",
-            "start": "2026-01-01T00:00:00.046Z",
+            "start": "2026-01-01T00:00:00.046000Z",
             "duration_ms": 14.0,
             "model": "m",
             "usage": {"input_tokens": 10, "output_tokens": 2},

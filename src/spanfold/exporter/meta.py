@@ -100,10 +100,17 @@ def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+def iso_micro(ns: int) -> str:
+    """ISO 8601 UTC with microseconds: ``2025-01-31T12:00:00.123456Z`` (a step's start: steps a few microseconds
+    apart stay in order)."""
+    sec, rem = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{rem // 1_000:06d}Z"
+
+
 def step_time(step: ModelStep | ToolStep) -> StepTime:
-    """A step as the metadata lists it."""
-    took = round(max(step.end_ns - step.start_ns, 0) / 1e6, 3)  # to the microsecond
-    out = StepTime("tool", iso(step.start_ns), took, error=_error(step.error), span_id=span_hex(step.span_id))
+    """A step as the metadata lists it (its start and its duration to the microsecond)."""
+    took = round(max(step.end_ns - step.start_ns, 0) / 1e6, 3)
+    out = StepTime("tool", iso_micro(step.start_ns), took, error=_error(step.error), span_id=span_hex(step.span_id))
     if isinstance(step, ModelStep):
         out.kind, out.model = "model", step.model
         if step.usage is not None:
