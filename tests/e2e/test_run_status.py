@@ -44,6 +44,8 @@ def test_a_run_that_ends_normally_is_complete_and_lists_its_steps(traced: Any, s
     assert meta["status"] == "complete" and "error" not in meta
     models = [s for s in meta["steps"] if s["kind"] == "model"]
     assert len(models) == 3  # the demo's three model calls, in the order they started
+    tools = [s for s in meta["steps"] if s["kind"] == "tool"]
+    assert [t.get("name") for t in tools] == ["get_weather", "get_weather", "convert_temperature"]
     starts = [_time(s["start"]) for s in models]
     assert starts == sorted(starts) and _time(meta["start"]) <= starts[0]
     for step in models:
@@ -110,6 +112,21 @@ def test_ctrl_c_in_a_tool_ends_the_run_with_keyboard_interrupt(traced: Any, serv
             long_lookup(**json.loads(call.function.arguments), tool_call_id=call.id)
     (meta,) = metas(traced)
     assert meta["status"] == "error" and meta["error"] == {"type": "KeyboardInterrupt"}
+
+
+def test_ctrl_c_in_a_tool_of_a_zero_code_run_ends_it_with_keyboard_interrupt(
+    traced: Any, server: MockLLMServer
+) -> None:
+    """No agent span: the run is stitched from its call and its tool run; the tool run ended it."""
+    server.script(Reply.tools([ToolCallSpec("long_lookup", {"city": "Paris"})]))
+    message = ask(client_for(server), "Weather in Paris?").choices[0].message
+    with pytest.raises(KeyboardInterrupt):
+        for call in message.tool_calls or []:
+            long_lookup(**json.loads(call.function.arguments), tool_call_id=call.id)
+    spanfold.shutdown()  # the stitched run is written when it closes
+    (meta,) = metas(traced)
+    assert meta["status"] == "error" and meta["error"] == {"type": "KeyboardInterrupt"}
+    assert [s["kind"] for s in meta["steps"]] == ["model", "tool"]
 
 
 def test_agentv_metadata_carries_the_steps(tmp_path: Path, _global_provider: Any) -> None:

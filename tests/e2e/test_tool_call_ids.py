@@ -33,7 +33,7 @@ from ..conftest import in_threads
 from ..instrumentation.gemini_afc_tools import convert_temperature, get_weather
 from .provider_specs import MADE_ID
 
-OUTPUT_LINE = re.compile(r"tool +<- (\w+) \[(call_[0-9a-f]{16}_[0-9]+)\]: (.*)")
+OUTPUT_LINE = re.compile(r"tool +<- (\w+) \[(call_[0-9a-f]{16}_[0-9]+)\]: (.*?)(?:  \([0-9.]+ ms\))?$", re.M)
 CALL_LINE = re.compile(r"-> (\w+)\(.*\) +\[(call_[0-9a-f]{16}_[0-9]+)\]")
 
 

@@ -405,6 +405,7 @@ class _Folder:
                 self.expect(thread, msg)
 
     def tool(self, step: ToolStep) -> None:
+        self.tally.add(step)  # the metadata's steps and the run's status count every tool run, shown or not
         if step.call_id is not None and step.call_id in self.shown_tool_ids:
             self.late(step, step.call_id)
             return  # already shown (from the next step's inputs)

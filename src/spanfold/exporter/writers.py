@@ -514,7 +514,7 @@ def document(trace: Trace, fmt: str) -> dict[str, Any]:
     """A whole-trace JSON document: the events of format ``fmt`` plus the metadata and summary."""
     if fmt == "agentv":
         return formats.agentv_document(trace)
-    return {"trace": trace.to_invariant(), "metadata": trace.meta.to_dict(), "summary": trace.summary().to_dict()}
+    return {"trace": trace.to_invariant(), "metadata": formats.meta_dict(trace), "summary": trace.summary().to_dict()}
 
 
 class JsonFileWriter(_RetryingWriter):
