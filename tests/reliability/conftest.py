@@ -72,7 +72,10 @@ class Answer:
         return cls(200, "text/event-stream", tuple(pieces), fail)
 
 
-class _Body(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+class Pieces:
+    """A response body in pieces, then ``fail`` raised (a connection cut mid-stream); sync and async. Mixed into the
+    byte-stream classes of httpx2 here and of httpx (the SDKs before openai 3) beside."""
+
     def __init__(self, pieces: tuple[bytes, ...], fail: BaseException | None) -> None:
         self.pieces = pieces
         self.fail = fail
@@ -87,6 +90,10 @@ class _Body(httpx2.SyncByteStream, httpx2.AsyncByteStream):
             yield piece
         if self.fail is not None:
             raise self.fail
+
+
+class _Body(Pieces, httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    pass
 
 
 def _respond(answer: Answer, request: httpx2.Request) -> httpx2.Response:

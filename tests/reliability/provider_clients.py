@@ -13,30 +13,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 from pydantic import BaseModel
 
-from .conftest import Answer, Script, openai_client
+from .conftest import Answer, Pieces, Script, openai_client
 
 
-class _Body(httpx.SyncByteStream, httpx.AsyncByteStream):
-    def __init__(self, pieces: tuple[bytes, ...], fail: BaseException | None) -> None:
-        self.pieces = pieces
-        self.fail = fail
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.pieces
-        if self.fail is not None:
-            raise self.fail
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self.pieces:
-            yield piece
-        if self.fail is not None:
-            raise self.fail
+class _Body(Pieces, httpx.SyncByteStream, httpx.AsyncByteStream):
+    pass
 
 
 class HttpxScript:
