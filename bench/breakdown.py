@@ -48,8 +48,8 @@ def record_calls(kind: str, calls: int) -> list[Any]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from spanfold.instrumentation.openai import OpenAIInstrumentor
-    from spanfold.runtime import Runtime
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 
     provider = TracerProvider()
     memory = InMemorySpanExporter()
@@ -68,10 +68,10 @@ def calling_thread() -> list[tuple[str, float]]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import SpanKind
 
-    from spanfold.instrumentation import openai_chat
-    from spanfold.instrumentation.conversations import Conversations
-    from spanfold.instrumentation.spans import ModelSpan
-    from spanfold.runtime import Runtime
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.openai import chat as openai_chat
+    from spanfold.instrumentation.toolkit.conversations import Conversations
+    from spanfold.instrumentation.toolkit.spans import ModelSpan
 
     rt = Runtime(capture_content=True)
 
@@ -119,9 +119,9 @@ def in_process(calls: int) -> dict[str, float]:
     ``spanfold.init()`` does): CPU µs per call, the timers' own cost taken off. Patches spanfold: run it last."""
     import dataclasses
 
-    from spanfold.instrumentation import conversations
-    from spanfold.instrumentation import openai as sf_openai
-    from spanfold.instrumentation.spans import ModelSpan
+    from spanfold.instrumentation.providers.openai import instrumentor as sf_openai
+    from spanfold.instrumentation.toolkit import conversations
+    from spanfold.instrumentation.toolkit.spans import ModelSpan
 
     totals: dict[str, int] = {}
 
@@ -142,10 +142,13 @@ def in_process(calls: int) -> dict[str, float]:
         server=timed("server", chat.server),
         response=timed("response", chat.response),
     )
-    sf_openai.PATCHES = tuple(
-        sf_openai._model_method(module, name, sf_openai.CHAT, is_async) if api is chat else patch
-        for (module, name, api, is_async), patch in zip(sf_openai.METHODS, sf_openai.PATCHES, strict=False)
-    ) + sf_openai.PATCHES[len(sf_openai.METHODS) :]
+    sf_openai.PATCHES = (
+        tuple(
+            sf_openai._model_method(module, name, sf_openai.CHAT, is_async) if api is chat else patch
+            for (module, name, api, is_async), patch in zip(sf_openai.METHODS, sf_openai.PATCHES, strict=False)
+        )
+        + sf_openai.PATCHES[len(sf_openai.METHODS) :]
+    )
     conversations.Turn.done = timed("stitch: register", conversations.Turn.done)  # type: ignore[method-assign]
     conversations.Conversations.turn = timed("stitch: find", conversations.Conversations.turn)  # type: ignore[method-assign]
     ModelSpan.__init__ = timed("start", ModelSpan.__init__)  # type: ignore[method-assign]
@@ -163,12 +166,12 @@ def in_process(calls: int) -> dict[str, float]:
 
 def worker(kind: str) -> list[tuple[str, float]]:
     from spanfold import config
-    from spanfold.exporter import dialects
-    from spanfold.exporter.assembler import Assembler, Policy
-    from spanfold.exporter.fold import fold
+    from spanfold.exporter.dialects import dispatch as dialects
+    from spanfold.exporter.files.writers import JsonlWriter
+    from spanfold.exporter.fold.folding import fold
+    from spanfold.exporter.fold.stitch import Stitcher, stitch_root
+    from spanfold.exporter.pipeline.assembler import Assembler, Policy
     from spanfold.exporter.records import from_readable
-    from spanfold.exporter.stitch import Stitcher, stitch_root
-    from spanfold.exporter.writers import JsonlWriter
     from spanfold.trace import formats
 
     spans = record_calls(kind, 400)

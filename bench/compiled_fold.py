@@ -7,7 +7,7 @@ fold runs (:data:`MODULES`) are compiled there with mypyc (no code changes: span
 spanfold is built or installed.
 
 Two modules are left as Python because mypyc changes their behaviour: ``pairing.py`` (a slotted generic dataclass,
-which mypyc cannot build) and ``exporter/dialect_genai_events.py`` (it registers a bound method for fork safety through
+which mypyc cannot build) and ``exporter/dialects/genai_events.py`` (it registers a bound method for fork safety through
 ``weakref.WeakMethod``, which a compiled method is not).
 
     python bench/compiled_fold.py [--rounds 3]     # needs mypy (mypyc) and a C compiler
@@ -31,17 +31,17 @@ SRC = BENCH.parent / "src"
 #: The fold's modules: the fold itself, its history matching and events, the dialects that turn spans into steps (the
 #: two common foreign ones included), the trace model, the JSON helpers and the prefix cache.
 MODULES = [
-    "spanfold/exporter/fold.py",
-    "spanfold/exporter/history.py",
-    "spanfold/exporter/events.py",
-    "spanfold/exporter/dialects.py",
-    "spanfold/exporter/meta.py",
-    "spanfold/exporter/nested_tools.py",
+    "spanfold/exporter/fold/folding.py",
+    "spanfold/exporter/fold/history.py",
+    "spanfold/exporter/fold/events.py",
+    "spanfold/exporter/dialects/dispatch.py",
+    "spanfold/exporter/fold/meta.py",
+    "spanfold/exporter/fold/nested_tools.py",
     "spanfold/exporter/steps.py",
-    "spanfold/exporter/dialect_openllmetry.py",
-    "spanfold/exporter/dialect_openinference.py",
-    "spanfold/json_prefix.py",
-    "spanfold/jsonio.py",
+    "spanfold/exporter/dialects/openllmetry.py",
+    "spanfold/exporter/dialects/openinference.py",
+    "spanfold/codecs/json_prefix.py",
+    "spanfold/codecs/jsonio.py",
     "spanfold/semconv/shapes.py",
     "spanfold/trace/model.py",
 ]

@@ -3,7 +3,8 @@
 The spans are real: spanfold's own instrumentation records an agent run once (``bench/spans.py``: the openai SDK over
 the in-process mock transport, ``@spanfold.tool`` runs, one ``spanfold.agent`` root), then copies get fresh ids and a
 prompt of their own, so no two traces share a history. Each trace's ``SpanRecord`` s go straight to
-``spanfold.exporter.fold.fold`` (attribute parsing included: every span goes through its dialect); the history parse
+``spanfold.exporter.fold.folding.fold`` (attribute parsing included: every span goes through its dialect); the history
+parse
 cache starts empty for every trace of the 200-step kind.
 
     python bench/fold_throughput.py            # short: 3-step traces; long: 200-step traces
@@ -21,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spans
 
-from spanfold.exporter import dialects
-from spanfold.exporter.fold import fold
+from spanfold.exporter.dialects import dispatch as dialects
+from spanfold.exporter.fold.folding import fold
 
 
 def fold_all(traces: list[list[object]], *, cold: bool) -> float:

@@ -26,9 +26,9 @@ piece, n = sys.argv[1], int(sys.argv[2])
 if piece in ("stream", "stream_proxy"):  # the 53 chunks of the workload's stream, through the proxy
     import workload
     from openai.types.chat import ChatCompletionChunk
-    from spanfold.instrumentation.streams import SyncStreamProxy, StreamState
-    from spanfold.instrumentation.openai_chat import ChatStreamAccumulator
-    from spanfold.runtime import Runtime
+    from spanfold.instrumentation.toolkit.streams import SyncStreamProxy, StreamState
+    from spanfold.instrumentation.providers.openai.chat import ChatStreamAccumulator
+    from spanfold.content.runtime import Runtime
     body = workload.stream_body().decode()
     events = [e for e in body.split("\n\n") if e.startswith("data: {")]
     chunks = [ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in events]
@@ -48,7 +48,7 @@ if piece in ("stream", "stream_proxy"):  # the 53 chunks of the workload's strea
     items = None
 else:
     import spans
-    from spanfold.exporter.fold import fold
+    from spanfold.exporter.fold.folding import fold
     from spanfold.trace import formats
     run = spans.record_agent_run(3 if piece != "fold_call" else 1)
     traces = iter(list(spans.replicate(run, 3 * n + 50)))

@@ -27,7 +27,7 @@ import msgspec
 import orjson
 import spans
 
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.trace import formats
 
 STD = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))

@@ -65,7 +65,7 @@ def child(n_spans: int) -> dict[str, float]:
     from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
     from spanfold import counters
-    from spanfold.exporter.processor import FoldingSpanProcessor
+    from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 
     template = spans.record_agent_run(20)
     per_run = len(template)

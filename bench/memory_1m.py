@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from spanfold import config, counters
-from spanfold.exporter.processor import FoldingSpanProcessor
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.trace.model import Trace
 
 BATCH = 20_000

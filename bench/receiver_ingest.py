@@ -34,8 +34,8 @@ from opentelemetry.trace import SpanContext, set_tracer_provider
 
 import spanfold
 from spanfold import demo
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, scenarios
 
 

@@ -57,9 +57,9 @@ def record_agent_run(steps: int) -> list[Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     import spanfold
+    from spanfold.content.runtime import Runtime
     from spanfold.exporter.records import from_readable
-    from spanfold.instrumentation.openai import OpenAIInstrumentor
-    from spanfold.runtime import Runtime
+    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 
     memory = InMemorySpanExporter()
     provider = trace.get_tracer_provider()

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
 from openai.types.chat import ChatCompletionChunk
 
-from spanfold.instrumentation.openai_chat import ChatStreamAccumulator
-from spanfold.instrumentation.streams import StreamState, SyncStreamProxy
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.openai.chat import ChatStreamAccumulator
+from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
 
 
 class Span:

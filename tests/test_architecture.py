@@ -1,5 +1,6 @@
-"""The floors of docs/architecture.md, checked on the source: semconv/, trace/ and the ground-floor modules import
-neither half; instrumentation/ and exporter/ never import each other; no module imports one that imports it back."""
+"""The floors of docs/architecture.md, checked on the source: the ground floor imports neither half;
+instrumentation/ and exporter/ never import each other, and inside each the folders stack in one order; ``ui`` sits
+below the commands; no folder is crowded; no module imports one that imports it back."""
 
 from __future__ import annotations
 
@@ -8,12 +9,28 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "spanfold"
-GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.runtime", "spanfold.redaction",
-          "spanfold.counters", "spanfold.version", "spanfold.json_prefix", "spanfold.pairing",
-          "spanfold.jsonio", "spanfold.stitching", "spanfold.host_check")  # fmt: skip
+GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.content", "spanfold.counters",
+          "spanfold.version", "spanfold.codecs", "spanfold.stitching", "spanfold.host_check",
+          "spanfold.text")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold.demo", "spanfold.commands",
          "spanfold.cli", "spanfold.checks", "spanfold.ui", "spanfold.run_report")  # fmt: skip
+#: Each half's floors, lowest first: a floor imports only the floors below it (and modules of its own).
+INSTRUMENTATION_FLOORS = (
+    ("spanfold.instrumentation.toolkit",),
+    ("spanfold.instrumentation.providers", "spanfold.instrumentation.frameworks"),
+    ("spanfold.instrumentation.registry",),
+)
+EXPORTER_FLOORS = (
+    ("spanfold.exporter.records", "spanfold.exporter.steps", "spanfold.exporter.forks"),
+    ("spanfold.exporter.dialects",),
+    ("spanfold.exporter.fold",),
+    ("spanfold.exporter.otlp",),
+    ("spanfold.exporter.files",),
+    ("spanfold.exporter.pipeline",),
+)
+#: A folder of more modules than this no longer says what is inside it.
+MAX_MODULES_PER_FOLDER = 13
 
 
 def _name(path: Path) -> str:
@@ -74,7 +91,10 @@ def _under(module: str, prefixes: tuple[str, ...]) -> bool:
 
 def test_floors() -> None:
     setup = {_resolve(n) for n in _imports(MODULES["spanfold.setup"], top_level_only=False)}
-    assert {"spanfold.exporter.processor", "spanfold.instrumentation.registry"} <= setup  # the checker sees imports
+    assert {
+        "spanfold.exporter.pipeline.processor",
+        "spanfold.instrumentation.registry",
+    } <= setup  # the checker sees imports
     problems = []
     for module, path in MODULES.items():
         targets = {t for t in (_resolve(n) for n in _imports(path, top_level_only=False)) if t}
@@ -86,6 +106,67 @@ def test_floors() -> None:
             if _under(module, ("spanfold.exporter",)) and _under(target, ("spanfold.instrumentation", *ABOVE)):
                 problems.append(f"{module} imports {target}")
     assert problems == []
+
+
+def _floor(module: str, floors: tuple[tuple[str, ...], ...]) -> int | None:
+    return next((i for i, floor in enumerate(floors) if _under(module, floor)), None)
+
+
+def test_floors_inside_each_half() -> None:
+    """The toolkit imports no provider or framework, providers and frameworks not each other, the registry them only by
+    name; records/steps -> dialects -> fold -> otlp codecs -> files -> pipeline, each importing only what is below."""
+    problems = []
+    for floors in (INSTRUMENTATION_FLOORS, EXPORTER_FLOORS):
+        for module, path in MODULES.items():
+            here = _floor(module, floors)
+            if here is None:
+                continue
+            for target in {t for t in (_resolve(n) for n in _imports(path, top_level_only=False)) if t}:
+                there = _floor(target, floors)
+                if there is None:
+                    continue
+                if there > here or (there == here and _package(module, floors) != _package(target, floors)):
+                    problems.append(f"{module} imports {target}")
+    assert problems == []
+
+
+def _package(module: str, floors: tuple[tuple[str, ...], ...]) -> str:
+    """The package of its floor a module is in (providers and frameworks share a floor and import neither other)."""
+    return next(p for floor in floors for p in floor if _under(module, (p,)))
+
+
+def test_every_module_has_a_floor() -> None:
+    """A new module lands in a folder the floors name, so the checks above cover it."""
+    homeless = [
+        m
+        for m in MODULES
+        if _under(m, HALVES)
+        and m not in HALVES
+        and _floor(m, INSTRUMENTATION_FLOORS) is None
+        and _floor(m, EXPORTER_FLOORS) is None
+    ]
+    assert homeless == []
+
+
+def test_ui_sits_below_the_commands() -> None:
+    """``spanfold ui`` is one of the commands: ``commands/ui.py`` imports the ``ui`` package, never the other way."""
+    problems = [
+        f"{module} imports {target}"
+        for module, path in MODULES.items()
+        if _under(module, ("spanfold.ui",))
+        for target in {t for t in (_resolve(n) for n in _imports(path, top_level_only=False)) if t}
+        if _under(target, ("spanfold.commands", "spanfold.cli"))
+    ]
+    assert problems == []
+
+
+def test_no_folder_holds_more_than_about_a_dozen_modules() -> None:
+    folders: dict[Path, int] = {}
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            folders[path.parent] = folders.get(path.parent, 0) + 1
+    crowded = {str(p.relative_to(SRC)): n for p, n in folders.items() if n > MAX_MODULES_PER_FOLDER}
+    assert crowded == {}
 
 
 def test_no_module_imports_one_that_imports_it_back() -> None:

@@ -16,7 +16,7 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from spanfold import counters as _counters
-from spanfold.instrumentation.tools import agent, tool
+from spanfold.instrumentation.toolkit.tools import agent, tool
 from spanfold.version import __version__
 
 if TYPE_CHECKING:  # the SDK-side modules load on first init(), not on import
@@ -51,7 +51,7 @@ def init(
       default on): record prompts, completions and tool arguments and results. Off, a trace still folds: roles, tool
       names, ids, timings and errors.
     * ``redact`` (``SPANFOLD_REDACT``, default off): ``True`` for the built-in patterns (emails, API keys, tokens,
-      card numbers), or a callable (text -> text, run after them), or a ``spanfold.redaction.Redaction``.
+      card numbers), or a callable (text -> text, run after them), or a ``spanfold.content.redaction.Redaction``.
     * ``stitch`` (``SPANFOLD_STITCH``, default on): give the calls and tool runs of one run that opens no agent span
       one trace, when the evidence names one run only (never two users' runs); ``stitch_idle``
       (``SPANFOLD_STITCH_IDLE``, 30 s): how long such a run stays open without a call (ten times as long while it

@@ -244,7 +244,7 @@ class Config:
         _bool,
         False,
         "redact recorded content: true (built-in patterns: emails, API keys, tokens, card numbers), or pass a "
-        "callable (text -> text, run after them) or a spanfold.redaction.Redaction to init()",
+        "callable (text -> text, run after them) or a spanfold.content.redaction.Redaction to init()",
     )
 
 

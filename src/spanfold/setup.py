@@ -20,12 +20,14 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from spanfold import config as config_module
-from spanfold import counters, runtime
+from spanfold import counters
 from spanfold.config import Config
-from spanfold.exporter.processor import FoldingSpanProcessor
-from spanfold.exporter.writers import MemoryWriter, report_unwritten, writers_for
-from spanfold.instrumentation import conversations, registry
-from spanfold.redaction import from_option
+from spanfold.content import runtime
+from spanfold.content.redaction import from_option
+from spanfold.exporter.files.writers import MemoryWriter, report_unwritten, writers_for
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
+from spanfold.instrumentation import registry
+from spanfold.instrumentation.toolkit import conversations
 from spanfold.trace.model import Trace
 
 logger = logging.getLogger("spanfold")
@@ -117,7 +119,7 @@ def _listen_to_genai_events() -> None:
         from opentelemetry._logs import get_logger_provider
         from opentelemetry.sdk._logs import LoggerProvider
 
-        from spanfold.exporter.genai_event_logs import GenAIEventLogProcessor
+        from spanfold.exporter.dialects.genai_event_logs import GenAIEventLogProcessor
 
         logs = get_logger_provider()
         if isinstance(logs, LoggerProvider) and id(logs) not in _events_listened:

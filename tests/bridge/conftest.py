@@ -16,10 +16,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import spanfold
 from spanfold import demo
-from spanfold.exporter.fold import fold
+from spanfold.content.runtime import Runtime
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, scenarios
 
 #: The weather agent's folded trace, role by role (two parallel get_weather calls, then convert_temperature).
@@ -69,7 +69,7 @@ def run_weather_agent(provider: Any, agent: str | None = "bridge-bot", *, source
     and tool run is its own trace (as another producer makes them) unless ``source_stitch``."""
     import openai
 
-    from spanfold.instrumentation import conversations
+    from spanfold.instrumentation.toolkit import conversations
 
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))

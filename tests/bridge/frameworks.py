@@ -10,11 +10,11 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from spanfold.exporter.fold import fold
-from spanfold.exporter.otlp_json import decode_request
+from spanfold.content.runtime import Runtime
+from spanfold.exporter.fold.folding import fold
+from spanfold.exporter.otlp.json_in import decode_request
 from spanfold.exporter.records import SpanRecord, from_readable
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 from spanfold.trace.model import Trace
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings" / "frameworks"

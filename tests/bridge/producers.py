@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import spanfold.setup
 from spanfold import demo
-from spanfold.exporter.fold import fold
-from spanfold.exporter.genai_event_logs import GenAIEventLogProcessor
+from spanfold.exporter.dialects.genai_event_logs import GenAIEventLogProcessor
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
 from spanfold.instrumentation import registry
 from spanfold.testing import MockLLMServer, scenarios
@@ -259,9 +259,9 @@ class Harness:
 
 
 def run_spanfold(h: Harness, *, api: str = "openai") -> Run:
-    from spanfold.instrumentation.anthropic import AnthropicInstrumentor
-    from spanfold.instrumentation.openai import OpenAIInstrumentor
-    from spanfold.runtime import Runtime
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 
     instrumentor = AnthropicInstrumentor() if api == "anthropic" else OpenAIInstrumentor()
     with (

@@ -14,7 +14,7 @@ import pytest
 from opentelemetry import context
 
 from spanfold import demo
-from spanfold.exporter import dialect_langsmith as dialect
+from spanfold.exporter.dialects import langsmith as dialect
 from spanfold.exporter.records import from_readable
 from spanfold.testing import scenarios
 

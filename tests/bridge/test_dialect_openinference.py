@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from spanfold import counters, demo
-from spanfold.exporter import dialect_openinference as dialect
+from spanfold.exporter.dialects import openinference as dialect
 from spanfold.exporter.records import from_readable
 from spanfold.testing import Reply, ToolCallSpec
 

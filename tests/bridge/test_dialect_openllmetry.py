@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from spanfold import counters
-from spanfold.exporter import dialect_openllmetry as dialect
-from spanfold.exporter.dialects import REWRITERS
+from spanfold.exporter.dialects import openllmetry as dialect
+from spanfold.exporter.dialects.dispatch import REWRITERS
 from spanfold.exporter.records import from_readable
 
 from .producers import Harness, environ, run_openllmetry
@@ -152,7 +152,7 @@ def test_other_openllmetry_spans_are_not_steps() -> None:
 def test_a_tool_result_with_text_and_an_image_keeps_its_text() -> None:
     """An Anthropic ``tool_result`` whose content mixes text and an image (the JSON content list OpenLLMetry writes)
     keeps both: the text part is converted once (it used to be converted twice, which lost its text)."""
-    from spanfold.exporter.fold import fold
+    from spanfold.exporter.fold.folding import fold
     from spanfold.exporter.records import SpanRecord
 
     blocks = [

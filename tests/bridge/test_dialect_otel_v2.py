@@ -19,12 +19,12 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from spanfold import counters
-from spanfold.exporter import dialect_genai_events as events
-from spanfold.exporter.dialects import REWRITERS
-from spanfold.exporter.genai_event_logs import GenAIEventLogProcessor
-from spanfold.exporter.processor import FoldingSpanProcessor
+from spanfold.exporter.dialects import genai_events as events
+from spanfold.exporter.dialects.dispatch import REWRITERS
+from spanfold.exporter.dialects.genai_event_logs import GenAIEventLogProcessor
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.exporter.records import from_readable
-from spanfold.exporter.writers import MemoryWriter
 from spanfold.testing import MockLLMServer, scenarios
 
 from .producers import Harness, chat_agent, environ, instrumented, plain_tool, run_otel_v2_events, run_otel_v2_latest

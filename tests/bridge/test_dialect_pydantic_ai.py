@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from spanfold import counters, demo
-from spanfold.exporter import dialect_pydantic_ai as dialect
+from spanfold.exporter.dialects import pydantic_ai as dialect
 from spanfold.exporter.records import SpanRecord
 from spanfold.testing import scenarios
 
@@ -203,8 +203,8 @@ def test_into_spanfolds_processor() -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
     from spanfold import config
-    from spanfold.exporter.processor import FoldingSpanProcessor
-    from spanfold.exporter.writers import MemoryWriter
+    from spanfold.exporter.files.writers import MemoryWriter
+    from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
     from spanfold.testing import MockLLMServer
 
     writer = MemoryWriter()

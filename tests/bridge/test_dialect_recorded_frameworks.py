@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from spanfold import counters
-from spanfold.exporter import dialect_adk
+from spanfold.exporter.dialects import adk as dialect_adk
 
 from .frameworks import RECORDINGS, folded, invariant, recording, renumbered
 from .test_producers_equivalence import expected

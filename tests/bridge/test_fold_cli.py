@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import config
 from spanfold.cli import main
-from spanfold.commands import spanfiles
+from spanfold.exporter.pipeline import span_files as spanfiles
 
 from .conftest import (
     WEATHER_ROLES,

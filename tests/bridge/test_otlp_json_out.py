@@ -21,9 +21,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import config
 from spanfold.cli import main
-from spanfold.exporter.assembler import Assembler
+from spanfold.exporter.files.writers import JsonFileWriter, JsonlWriter
+from spanfold.exporter.pipeline.assembler import Assembler
 from spanfold.exporter.records import from_readable
-from spanfold.exporter.writers import JsonFileWriter, JsonlWriter
 from spanfold.trace.model import Trace, TraceMeta
 
 from .conftest import WEATHER_ROLES, run_weather_agent
@@ -173,7 +173,7 @@ def test_file_per_trace_writes_the_request_and_show_opens_it(tmp_path: Path, wea
 
 
 def test_a_lone_surrogate_keeps_its_trace(tmp_path: Path) -> None:
-    from spanfold.exporter.otlp_json import read_file
+    from spanfold.exporter.otlp.json_in import read_file
     from spanfold.exporter.records import SpanRecord
 
     text = "half \ud800 of a pair"
@@ -196,7 +196,7 @@ def test_serve_writes_otlp_json(tmp_path: Path, weather_spans: list[ReadableSpan
     """``spanfold serve --format otlp-json``: the spans it received for a trace, one line, folded back the same."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    from spanfold.exporter.receiver import ReceiverThread, ServeOptions
+    from spanfold.exporter.pipeline.receiver import ReceiverThread, ServeOptions
 
     out = tmp_path / "out"
     thread = ReceiverThread(ServeOptions(port=0, output=str(out), format="otlp-json", wait=60))

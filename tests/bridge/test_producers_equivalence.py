@@ -156,7 +156,7 @@ def test_same_flat_trace(harness: Harness, name: str) -> None:
 
 def test_rewriters_leave_spanfold_spans_alone(harness: Harness) -> None:
     """spanfold's own spans (and plain user spans) are read by the generic path: no producer's rewriter claims them."""
-    from spanfold.exporter.dialects import REWRITERS
+    from spanfold.exporter.dialects.dispatch import REWRITERS
     from spanfold.exporter.records import from_readable
 
     run = run_spanfold(harness)

@@ -31,9 +31,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanfold import counters
-from spanfold.exporter import otlp_json as otlp_json_module
-from spanfold.exporter.receiver import Receiver, ReceiverThread, ServeOptions
-from spanfold.exporter.writers import MemoryWriter
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.otlp import json_in as otlp_json_module
+from spanfold.exporter.pipeline.receiver import Receiver, ReceiverThread, ServeOptions
 
 from .conftest import WEATHER_ROLES, folded_in_process, otlp_json, proto_body
 

@@ -21,9 +21,9 @@ from typing import IO, Any
 import pytest
 
 from spanfold import config
-from spanfold.exporter.assembler import Assembler, Policy, trace_root
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.pipeline.assembler import Assembler, Policy, trace_root
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.writers import MemoryWriter
 
 pytest.importorskip("aiohttp")
 

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanContext
 
-from spanfold.exporter.receiver import ReceiverThread, ServeOptions
-from spanfold.exporter.writers import MemoryWriter
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.pipeline.receiver import ReceiverThread, ServeOptions
 
 from .conftest import folded_in_process
 

@@ -13,10 +13,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
 from spanfold import config, counters, demo
-from spanfold.exporter.span_exporter import FoldingSpanExporter
-from spanfold.exporter.writers import MemoryWriter
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.pipeline.span_exporter import FoldingSpanExporter
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, scenarios
 from spanfold.trace.model import Trace
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from spanfold import counters
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
 
 from .producers import Harness, run_openllmetry

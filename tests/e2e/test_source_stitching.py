@@ -221,7 +221,7 @@ def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
     monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.8))
     spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.5)
     try:
-        from spanfold.instrumentation import conversations
+        from spanfold.instrumentation.toolkit import conversations
 
         assert conversations.active() is not None and conversations.active().idle == 0.5  # type: ignore[union-attr]
         _one_run_one_trace(tmp_path, global_spans, server)

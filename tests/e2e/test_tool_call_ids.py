@@ -21,7 +21,7 @@ from opentelemetry.trace import SpanKind
 import spanfold
 from spanfold import demo
 from spanfold.cli import main
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 from spanfold.trace.compact import compact_messages

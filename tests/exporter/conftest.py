@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from spanfold import config
-from spanfold.exporter.processor import FoldingSpanProcessor
-from spanfold.exporter.writers import MemoryWriter
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.trace.model import Trace
 
 T0 = 1_700_000_000_000_000_000  # 2023-11-14T22:13:20Z

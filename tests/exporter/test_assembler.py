@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from spanfold import config, counters
-from spanfold.exporter.assembler import Assembler, Policy, trace_root
-from spanfold.exporter.fold import fold
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.fold.folding import fold
+from spanfold.exporter.pipeline.assembler import Assembler, Policy, trace_root
 from spanfold.exporter.records import SpanRecord, from_readable
-from spanfold.exporter.writers import MemoryWriter
 
 from ..bridge.conftest import run_weather_agent
 

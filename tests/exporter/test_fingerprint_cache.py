@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spanfold.exporter.events import FingerprintCache, fingerprint, message_events
+from spanfold.exporter.fold.events import FingerprintCache, fingerprint, message_events
 
 
 def _msg(i: int) -> dict[str, object]:

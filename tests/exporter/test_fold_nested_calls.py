@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from spanfold import counters
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
 
 QUESTION = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]

@@ -7,8 +7,8 @@ import copy
 import json
 from typing import Any
 
-from spanfold.exporter import dialects
-from spanfold.exporter.fold import fold
+from spanfold.exporter.dialects import dispatch as dialects
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import ModelStep
 

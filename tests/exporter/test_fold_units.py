@@ -5,9 +5,9 @@ from __future__ import annotations
 import gc
 import types
 
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
-from spanfold.pairing import Pairing
+from spanfold.stitching.pairing import Pairing
 
 from .conftest import A, Spans, T, U, assistant, call, dumps, tool_msg, user
 

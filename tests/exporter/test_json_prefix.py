@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spanfold.json_prefix import ArrayPrefixCache
+from spanfold.codecs.json_prefix import ArrayPrefixCache
 
 
 def history(n: int) -> list[dict[str, object]]:

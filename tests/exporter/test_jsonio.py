@@ -1,4 +1,5 @@
-"""spanfold.jsonio: orjson / msgspec with the standard library's exact output, and the structures the calling thread
+"""spanfold.codecs.jsonio: orjson / msgspec with the standard library's exact output, and the structures the calling
+thread
 shares with the folding worker (taken back by the text's identity, never for another text)."""
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from spanfold import jsonio
 from spanfold.cli import main
-from spanfold.exporter import dialects
-from spanfold.exporter.fold import fold
+from spanfold.codecs import jsonio
+from spanfold.exporter.dialects import dispatch as dialects
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
-from spanfold.instrumentation.history import FragmentCache
+from spanfold.instrumentation.toolkit.history import FragmentCache
 from spanfold.trace import formats
 
 

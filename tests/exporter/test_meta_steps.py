@@ -1,10 +1,10 @@
-"""exporter/meta.py's steps and status on their own (issue 36, items 6 and 7): each model call and tool run as the
+"""exporter/fold/meta.py's steps and status on their own (issue 36, items 6 and 7): each model call and tool run as the
 metadata lists it, how a run ended, and each step linked to its first event as the writers write it. Pure units over
 real step objects; the end to end tests (the real SDK, spanfold.init()) are tests/e2e/test_run_status.py."""
 
 from __future__ import annotations
 
-from spanfold.exporter.meta import Tally, ending_error, step_time, trace_meta, worst
+from spanfold.exporter.fold.meta import Tally, ending_error, step_time, trace_meta, worst
 from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
 from spanfold.trace.formats import meta_dict
 from spanfold.trace.model import Message, ToolCall, Trace, TraceMeta, Usage

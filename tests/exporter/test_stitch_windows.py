@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from spanfold.config import ASKING_IDLE_FACTOR
+from spanfold.exporter.fold.stitch import Stitcher
 from spanfold.exporter.steps import ModelStep
-from spanfold.exporter.stitch import Stitcher
 
 USER = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
 ASKS = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {}}]}

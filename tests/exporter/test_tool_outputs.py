@@ -10,7 +10,7 @@ from typing import Any
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
 from spanfold.trace.compact import compact_messages
 from spanfold.trace.formats import agentv_events

@@ -6,11 +6,11 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import spanfold
 from spanfold import config, counters
-from spanfold.exporter.assembler import Policy
-from spanfold.exporter.processor import FoldingSpanProcessor
+from spanfold.exporter.files.writers import MemoryWriter
+from spanfold.exporter.pipeline.assembler import Policy
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
+from spanfold.exporter.pipeline.worker import FoldWorker
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.worker import FoldWorker
-from spanfold.exporter.writers import MemoryWriter
 
 
 def test_span_starts_dropped_over_the_queue_limit_are_counted_in_stats() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
 from spanfold.trace.model import Trace
 
@@ -23,5 +23,3 @@ def folded(exporter: Any) -> list[Trace]:
 def span_ids(exporter: Any, name_prefix: str) -> set[str]:
     """The hex ids of the finished spans whose name starts with ``name_prefix``."""
     return {format(s.context.span_id, "016x") for s in exporter.get_finished_spans() if s.name.startswith(name_prefix)}
-
-

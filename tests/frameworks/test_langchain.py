@@ -16,9 +16,9 @@ from langgraph.types import Command
 
 import spanfold
 from spanfold import counters
+from spanfold.content.redaction import Redaction
+from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.langchain import LangChainInstrumentor
-from spanfold.redaction import Redaction
-from spanfold.runtime import Runtime
 from spanfold.testing import MockLLMServer, scenarios
 
 from ..conftest import Traced

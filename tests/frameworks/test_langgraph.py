@@ -46,8 +46,6 @@ def agent_spans(global_spans: Any) -> list[str]:
     return [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent")]
 
 
-
-
 # --- the weather agent: the same flat trace as the plain-openai agent -------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The fold's rule for one tool run seen by two producers (exporter/nested_tools.py), on span records: a tool step
+"""The fold's rule for one tool run seen by two producers (exporter/fold/nested_tools.py), on span records: a tool step
 nested (through any spans) in a tool step of the same name is that step; what the outer lacks comes from the inner."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spanfold.exporter.fold import fold
+from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
 
 CALL = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {}}]}]

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanfold.exporter import dialect_anthropic_native as native
+from spanfold.exporter.dialects import anthropic_native as native
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
 MODEL = "claude-mock-4"

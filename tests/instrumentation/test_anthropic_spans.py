@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from spanfold.instrumentation.anthropic import AnthropicInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
 from .conftest import Spans, spans_of

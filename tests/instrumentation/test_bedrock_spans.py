@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from spanfold import counters
-from spanfold.instrumentation.bedrock import BedrockInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.bedrock.instrumentor import BedrockInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"

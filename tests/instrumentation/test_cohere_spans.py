@@ -9,8 +9,8 @@ import cohere
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from spanfold.instrumentation.cohere import CohereInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.cohere import CohereInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from .conftest import Spans, spans_of

@@ -11,9 +11,9 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from spanfold import semconv
-from spanfold.instrumentation import conversations, tools
-from spanfold.instrumentation.conversations import Conversations
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import conversations, tools
+from spanfold.instrumentation.toolkit.conversations import Conversations
 
 TRACER = TracerProvider().get_tracer("test")
 RT = Runtime(capture_content=True)

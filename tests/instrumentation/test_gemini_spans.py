@@ -13,9 +13,9 @@ from google import genai
 from google.genai import types
 
 import spanfold
-from spanfold.instrumentation.gemini import GeminiInstrumentor
-from spanfold.instrumentation.gemini_stream import GeminiStreamAccumulator
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+from spanfold.instrumentation.providers.gemini.stream import GeminiStreamAccumulator
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage
 
 from .conftest import Spans, spans_of
@@ -244,7 +244,7 @@ def test_a_fault_in_spanfold_leaves_the_call_alone(
     gspans: Spans, server: MockLLMServer, client: genai.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from spanfold import counters
-    from spanfold.instrumentation import gemini_content
+    from spanfold.instrumentation.providers.gemini import content as gemini_content
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("spanfold bug")

@@ -10,8 +10,8 @@ import groq
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from spanfold.instrumentation.groq import GroqInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.groq import GroqInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from .conftest import Spans, spans_of

@@ -12,11 +12,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanfold.instrumentation.anthropic import AnthropicInstrumentor
-from spanfold.instrumentation.groq import GroqInstrumentor
-from spanfold.instrumentation.litellm import LiteLLMInstrumentor
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+from spanfold.instrumentation.providers.groq import GroqInstrumentor
+from spanfold.instrumentation.providers.litellm import LiteLLMInstrumentor
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from .conftest import Spans

@@ -9,8 +9,8 @@ import pytest
 from mistralai.client import Mistral, models
 from opentelemetry.sdk.trace import TracerProvider
 
-from spanfold.instrumentation.mistral import MistralInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.mistral import MistralInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from .conftest import Spans, spans_of

@@ -9,8 +9,8 @@ import ollama
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from spanfold.instrumentation.ollama import OllamaInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.ollama import OllamaInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from .conftest import Spans, spans_of

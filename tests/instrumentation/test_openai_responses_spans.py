@@ -13,7 +13,7 @@ import pydantic
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
 from .conftest import Spans

@@ -21,9 +21,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from spanfold import counters
-from spanfold.instrumentation.blocks import IndexedBlocks
-from spanfold.instrumentation.calls import ModelApi, Result, async_wrapper, sync_wrapper
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, sync_wrapper
 
 
 class Chunks:
@@ -206,7 +206,7 @@ LAZY = textwrap.dedent(
         return isinstance(vars(cls)[name], wrapt.FunctionWrapper)
     spanfold.init(output=sys.argv[1])
     assert "openai" not in sys.modules and "anthropic" not in sys.modules, "init() imported an SDK"
-    for later in ("spanfold.exporter.fold", "spanfold.exporter.dialects", "opentelemetry.sdk._logs"):
+    for later in ("spanfold.exporter.fold.folding", "spanfold.exporter.dialects.dispatch", "opentelemetry.sdk._logs"):
         assert later not in sys.modules, f"init() imported {later} (loaded with the first trace, or never)"
     import openai
     lazy = "openai.resources.responses.responses"

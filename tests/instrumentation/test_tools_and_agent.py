@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 import spanfold
-from spanfold import runtime
+from spanfold.content import runtime
 
 
 def _attrs(span: Any) -> dict[str, Any]:

@@ -28,9 +28,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold import counters
-from spanfold.instrumentation.anthropic import AnthropicInstrumentor
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 
 #: Slow tests: marked ``slow`` and skipped unless SPANFOLD_SLOW=1.
 SLOW = [

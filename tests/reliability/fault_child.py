@@ -21,9 +21,9 @@ import signal
 import sys
 
 import spanfold
-import spanfold.exporter.dialects  # the fold loads with the first trace: imported before dropping privileges, as
-import spanfold.exporter.fold  # ``nobody`` may not read this interpreter's standard library
-import spanfold.exporter.stitch
+import spanfold.exporter.dialects.dispatch  # the fold loads with the first trace: imported before dropping
+import spanfold.exporter.fold.folding  # privileges, as ``nobody`` may not read this interpreter's standard library
+import spanfold.exporter.fold.stitch
 import spanfold.setup
 
 PAYLOAD = 20_000

@@ -14,7 +14,7 @@ import httpx
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 from hypothesis import strategies as st
 
-from spanfold.testing.eventstream import EventMessage
+from spanfold.testing.wire.eventstream import EventMessage
 
 from .conftest import Answer, Boom
 from .strategies import (

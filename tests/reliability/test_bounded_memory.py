@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from spanfold import config, counters
-from spanfold.exporter.processor import FoldingSpanProcessor
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 
 _BENCH = Path(__file__).resolve().parents[2] / "bench" / "memory_1m.py"
 _spec = importlib.util.spec_from_file_location("spanfold_bench_memory_1m", _BENCH)

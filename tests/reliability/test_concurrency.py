@@ -21,9 +21,9 @@ import pytest
 import spanfold
 from spanfold import counters, setup
 from spanfold.testing import Reply, ToolCallSpec
-from spanfold.testing.render_base import RenderContext
 from spanfold.testing.request import MockRequest
 from spanfold.testing.server import RENDERERS
+from spanfold.testing.wire.base import RenderContext
 from spanfold.trace.model import Trace
 
 from .conftest import OPENAI_KEY, SLOW

@@ -16,7 +16,7 @@ from typing import Any
 
 import spanfold
 from spanfold import counters
-from spanfold.exporter.writers import JsonlWriter
+from spanfold.exporter.files.writers import JsonlWriter
 from spanfold.trace.model import Message, Trace, TraceMeta
 
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import spanfold
-from spanfold.exporter import writers
+from spanfold.exporter.files import writers
 
 from .test_crash_safety import check_directory
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from spanfold import config, counters
-from spanfold.exporter.processor import FoldingSpanProcessor
-from spanfold.exporter.writers import JsonlWriter
+from spanfold.exporter.files.writers import JsonlWriter
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.trace.model import Message, Trace, TraceMeta
 
 from .test_bounded_memory import bench as _bench_module

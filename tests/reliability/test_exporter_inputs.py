@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanfold import config, counters
-from spanfold.exporter.processor import FoldingSpanProcessor
+from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 
 from .conftest import FaultLog
 from .strategies import JSON, TEXT

@@ -23,15 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spanfold
-from spanfold.instrumentation.bedrock import BedrockInstrumentor
-from spanfold.instrumentation.cohere import CohereInstrumentor
-from spanfold.instrumentation.gemini import GeminiInstrumentor
-from spanfold.instrumentation.groq import GroqInstrumentor
-from spanfold.instrumentation.litellm import LiteLLMInstrumentor
-from spanfold.instrumentation.mistral import MistralInstrumentor
-from spanfold.instrumentation.ollama import OllamaInstrumentor
-from spanfold.instrumentation.openai import OpenAIInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.bedrock.instrumentor import BedrockInstrumentor
+from spanfold.instrumentation.providers.cohere import CohereInstrumentor
+from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+from spanfold.instrumentation.providers.groq import GroqInstrumentor
+from spanfold.instrumentation.providers.litellm import LiteLLMInstrumentor
+from spanfold.instrumentation.providers.mistral import MistralInstrumentor
+from spanfold.instrumentation.providers.ollama import OllamaInstrumentor
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 
 from . import provider_clients as pc
 from .conftest import FaultLog, Harness, Returned, Script, _recorder, unwrapped

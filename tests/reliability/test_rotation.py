@@ -21,8 +21,8 @@ import pytest
 
 from spanfold import config, counters
 from spanfold.commands.inputs import trace_files
-from spanfold.exporter.rotation import Rotation
-from spanfold.exporter.writers import JsonlWriter, writers_for
+from spanfold.exporter.files.rotation import Rotation
+from spanfold.exporter.files.writers import JsonlWriter, writers_for
 from spanfold.trace.model import Message, Trace, TraceMeta
 from spanfold.ui.index import Index
 

@@ -18,9 +18,9 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
 from spanfold.testing import Reply, ToolCallSpec
-from spanfold.testing.render_base import RenderContext
 from spanfold.testing.request import MockRequest
 from spanfold.testing.server import RENDERERS
+from spanfold.testing.wire.base import RenderContext
 
 from .conftest import Answer, Boom, FaultLog, Harness, anthropic_client, openai_client
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from spanfold.instrumentation import registry, versions
-from spanfold.instrumentation.anthropic import AnthropicInstrumentor
-from spanfold.instrumentation.openai import OpenAIInstrumentor
+from spanfold.instrumentation import registry
+from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.toolkit import versions
 
 from . import agents
 from .test_zero_code_every_major import INSTRUMENT, zero_code_env

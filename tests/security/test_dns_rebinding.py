@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from tests.ui.conftest import UiServer
 from tests.ui.traces import trace, write
 
-from spanfold.exporter.receiver import Receiver, ReceiverThread, ServeOptions
+from spanfold.exporter.pipeline.receiver import Receiver, ReceiverThread, ServeOptions
 
 from ..bridge.conftest import folded_in_process, proto_body, run_weather_agent
 

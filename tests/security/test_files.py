@@ -14,7 +14,7 @@ import openai
 import pytest
 
 import spanfold
-from spanfold.exporter.writers import file_name
+from spanfold.exporter.files.writers import file_name
 from spanfold.testing import MockLLMServer, Reply
 
 from .conftest import OPENAI_KEY

@@ -11,8 +11,8 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import redaction as redact
-from spanfold import runtime
+from spanfold.content import redaction as redact
+from spanfold.content import runtime
 from spanfold.testing import MockLLMServer, Reply
 
 from .conftest import OPENAI_KEY, Session, Texts, run_everything

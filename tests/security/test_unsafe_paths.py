@@ -19,7 +19,7 @@ import pytest
 
 import spanfold
 from spanfold import counters
-from spanfold.exporter.writers import JsonFileWriter, JsonlWriter, file_name
+from spanfold.exporter.files.writers import JsonFileWriter, JsonlWriter, file_name
 from spanfold.testing import MockLLMServer, Reply
 from spanfold.trace.model import Message, Trace, TraceMeta
 

@@ -12,8 +12,8 @@ from botocore.config import Config
 from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
 
 from spanfold.testing import MockLLMServer
-from spanfold.testing.eventstream import EventMessage, encode_message
 from spanfold.testing.server import api_for_path
+from spanfold.testing.wire.eventstream import EventMessage, encode_message
 
 
 def client_for(server: MockLLMServer) -> Any:

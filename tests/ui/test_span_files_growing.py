@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from tests.ui.test_span_files import renamed
 
-from spanfold.commands.spanfiles import fold_spans
+from spanfold.exporter.pipeline.span_files import fold_spans
 from spanfold.ui.index import Index
 from spanfold.ui.span_files import SpanFile
 

@@ -18,7 +18,7 @@ from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
 from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, trace_files
-from spanfold.commands.spanfiles import read_any
+from spanfold.exporter.pipeline.span_files import read_any
 from spanfold.text import clip, clip_left, plural, visible
 from spanfold.trace.read import Problem
 

@@ -4,7 +4,8 @@ Reads OTLP/JSON export requests and the OpenTelemetry Collector file exporter's 
 time; the spans of one trace may be spread over any of the files (several processes, several runs of the Collector).
 Every trace is folded once all files are read, with un-parented calls stitched as in-process. The traces are then
 appended to ``traces.jsonl`` + ``traces.meta.jsonl`` (or ``traces.agentv.jsonl``) in ``OUT_DIR`` by the usual
-:class:`~spanfold.exporter.writers.JsonlWriter` (whole lines, under its lock, as ``spanfold.init()`` and ``spanfold
+:class:`~spanfold.exporter.files.writers.JsonlWriter` (whole lines, under its lock, as ``spanfold.init()`` and
+``spanfold
 serve`` append): bad input (``FILE:LINE: problem``, exit 2) leaves ``OUT_DIR`` as it was, or not there at all.
 
 Nothing limits what is held (the input bounds it) and the ``SPANFOLD_*`` environment is not read: only the command's
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import click
 
-from spanfold.commands.spanfiles import SpanFileError, fold_spans
-from spanfold.exporter.writers import EVENTS_FILES, META_FILE, SPAN_FORMATS, JsonlWriter
+from spanfold.exporter.files.writers import EVENTS_FILES, META_FILE, SPAN_FORMATS, JsonlWriter
+from spanfold.exporter.pipeline.span_files import SpanFileError, fold_spans
 from spanfold.trace.model import Trace
 
 

@@ -18,7 +18,7 @@ from typing import IO, Final
 
 import click
 
-from spanfold.commands.spanfiles import read_any
+from spanfold.exporter.pipeline.span_files import read_any
 from spanfold.text import visible
 from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_values
 

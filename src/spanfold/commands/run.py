@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from spanfold.exporter.writers import EVENTS_FILES
+from spanfold.exporter.files.writers import EVENTS_FILES
 
 
 @click.command(

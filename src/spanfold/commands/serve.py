@@ -1,4 +1,5 @@
-"""``spanfold serve``: an OTLP/HTTP endpoint that folds the spans it is sent (:mod:`spanfold.exporter.receiver`).
+"""``spanfold serve``: an OTLP/HTTP endpoint that folds the spans it is sent
+(:mod:`spanfold.exporter.pipeline.receiver`).
 
 Point any OpenTelemetry SDK or Collector at it (``OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318``); traces
 land in ``--output``. SIGTERM or Ctrl-C writes everything still buffered, then exits. ``--ui`` also serves the
@@ -20,12 +21,12 @@ import click
 
 from spanfold.commands.ui import allow_host_option
 from spanfold.config import OPTIONS, ConfigError
-from spanfold.exporter.writers import EVENTS_FILES
+from spanfold.exporter.files.writers import EVENTS_FILES
 from spanfold.text import clip, visible
 from spanfold.trace.model import Trace
 
 if TYPE_CHECKING:
-    from spanfold.exporter.receiver import Receiver
+    from spanfold.exporter.pipeline.receiver import Receiver
 
 _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
 
@@ -195,7 +196,7 @@ def command(
     agent, model steps, tool calls, file); nothing when stdout is a pipe.
     """
     try:
-        from spanfold.exporter.receiver import ServeOptions, serve
+        from spanfold.exporter.pipeline.receiver import ServeOptions, serve
     except ImportError as exc:
         click.echo(f"spanfold serve needs its extra: pip install 'spanfold[serve]' ({exc})", err=True)
         sys.exit(2)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from spanfold.commands.inputs import Reporter, finish, no_traces, trace_files, values
-from spanfold.commands.spanfiles import is_span_file, span_records
+from spanfold.exporter.pipeline.span_files import is_span_file, span_records
 from spanfold.text import plural, visible
 from spanfold.trace import formats
 from spanfold.trace.read import Opened, Problem, Value, open_input, open_problem

@@ -4,8 +4,8 @@
 * :class:`ToolStep`: one tool run (name, call id, arguments, result, error);
 * :class:`AgentSpan`: an agent run, grouping only (the thread its steps belong to).
 
-Plain data: :mod:`spanfold.exporter.dialects` makes them, :mod:`~spanfold.exporter.fold` and
-:mod:`~spanfold.exporter.stitch` read them. Messages are semconv messages (``{"role", "parts": [...]}``), shared
+Plain data: :mod:`spanfold.exporter.dialects.dispatch` makes them, :mod:`~spanfold.exporter.fold.folding` and
+:mod:`~spanfold.exporter.fold.stitch` read them. Messages are semconv messages (``{"role", "parts": [...]}``), shared
 between steps that re-send the same history: never mutate them.
 """
 

@@ -19,21 +19,21 @@ from typing import Any
 import wrapt
 
 from spanfold import counters
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
 
 logger = logging.getLogger("spanfold")
 
 #: name -> (the client library's import name, "module:Instrumentor")
 INSTRUMENTORS: dict[str, tuple[str, str]] = {
-    "openai": ("openai", "spanfold.instrumentation.openai:OpenAIInstrumentor"),
-    "anthropic": ("anthropic", "spanfold.instrumentation.anthropic:AnthropicInstrumentor"),
-    "gemini": ("google.genai", "spanfold.instrumentation.gemini:GeminiInstrumentor"),
-    "bedrock": ("botocore", "spanfold.instrumentation.bedrock:BedrockInstrumentor"),
-    "groq": ("groq", "spanfold.instrumentation.groq:GroqInstrumentor"),
-    "mistral": ("mistralai.client", "spanfold.instrumentation.mistral:MistralInstrumentor"),
-    "ollama": ("ollama", "spanfold.instrumentation.ollama:OllamaInstrumentor"),
-    "cohere": ("cohere", "spanfold.instrumentation.cohere:CohereInstrumentor"),
-    "litellm": ("litellm", "spanfold.instrumentation.litellm:LiteLLMInstrumentor"),
+    "openai": ("openai", "spanfold.instrumentation.providers.openai.instrumentor:OpenAIInstrumentor"),
+    "anthropic": ("anthropic", "spanfold.instrumentation.providers.anthropic.instrumentor:AnthropicInstrumentor"),
+    "gemini": ("google.genai", "spanfold.instrumentation.providers.gemini.instrumentor:GeminiInstrumentor"),
+    "bedrock": ("botocore", "spanfold.instrumentation.providers.bedrock.instrumentor:BedrockInstrumentor"),
+    "groq": ("groq", "spanfold.instrumentation.providers.groq:GroqInstrumentor"),
+    "mistral": ("mistralai.client", "spanfold.instrumentation.providers.mistral:MistralInstrumentor"),
+    "ollama": ("ollama", "spanfold.instrumentation.providers.ollama:OllamaInstrumentor"),
+    "cohere": ("cohere", "spanfold.instrumentation.providers.cohere:CohereInstrumentor"),
+    "litellm": ("litellm", "spanfold.instrumentation.providers.litellm:LiteLLMInstrumentor"),
     "mcp": ("mcp", "spanfold.instrumentation.frameworks.mcp:MCPInstrumentor"),
     "openai_agents": ("agents", "spanfold.instrumentation.frameworks.openai_agents:OpenAIAgentsInstrumentor"),
     "langchain": ("langchain_core", "spanfold.instrumentation.frameworks.langchain:LangChainInstrumentor"),
@@ -49,12 +49,6 @@ _generation = 0
 def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
-
-
-def library_of(instrumentor: type) -> str | None:
-    """The import name of the client library an instrumentor class patches (None: not one of spanfold's)."""
-    path = f"{instrumentor.__module__}:{instrumentor.__qualname__}"
-    return next((lib for lib, target in INSTRUMENTORS.values() if target == path), None)
 
 
 def available() -> list[str]:

@@ -145,7 +145,8 @@ EXCEPTION_MESSAGE: Final = "exception.message"
 #: Resource attribute: the service a span came from (trace metadata).
 SERVICE_NAME: Final = "service.name"
 #: Resource attribute: which process of the service (opentelemetry-sdk sets a random one from 1.43 on; older releases
-#: and many other SDKs leave it out): the receiver tells senders apart by it (exporter/assembler.py ``process_key``).
+#: and many other SDKs leave it out): the receiver tells senders apart by it (exporter/pipeline/assembler.py
+#: ``process_key``).
 SERVICE_INSTANCE_ID: Final = "service.instance.id"
 
 # =========================================================================================================
@@ -153,7 +154,7 @@ SERVICE_INSTANCE_ID: Final = "service.instance.id"
 # spanfold). One section per dialect; each dialect module says how it maps them onto the contract above.
 # =========================================================================================================
 
-# --- the anthropic SDK's own spans (exporter/dialect_anthropic_native.py) ---------------------------------
+# --- the anthropic SDK's own spans (exporter/dialects/anthropic_native.py) ---------------------------------
 #: The SDK's instrumentation scope; platform clients append their platform (``com.anthropic.sdk.python.bedrock``).
 ANTHROPIC_NATIVE_SCOPE: Final = "com.anthropic.sdk.python"
 ANTHROPIC_NATIVE_MODEL_SPAN: Final = "anthropic.messages.create"
@@ -168,7 +169,7 @@ ANTHROPIC_NATIVE_STOP_REASON: Final = "anthropic.message.stop_reason"
 ANTHROPIC_NATIVE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
 ANTHROPIC_NATIVE_TOOL_RESULT_CONTENT: Final = "anthropic.tool_result.content"
 
-# --- OpenLLMetry / traceloop (exporter/dialect_openllmetry.py) ---------------------------------------------
+# --- OpenLLMetry / traceloop (exporter/dialects/openllmetry.py) ---------------------------------------------
 OPENLLMETRY_REQUEST_TYPE: Final = "llm.request.type"
 OPENLLMETRY_SPAN_KIND: Final = "traceloop.span.kind"
 OPENLLMETRY_ENTITY_NAME: Final = "traceloop.entity.name"
@@ -193,7 +194,7 @@ OPENLLMETRY_USAGE_ALIASES: Final = {
     "gen_ai.usage.cache_creation_input_tokens": USAGE_CACHE_CREATION_INPUT_TOKENS,
 }
 
-# --- OpenInference (exporter/dialect_openinference.py) -----------------------------------------------------
+# --- OpenInference (exporter/dialects/openinference.py) -----------------------------------------------------
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 #: Indexed message attributes: ``llm.input_messages.{N}.message.{field}``, the same under ``llm.output_messages``.
 OPENINFERENCE_INPUT_MESSAGES: Final = "llm.input_messages."
@@ -230,7 +231,7 @@ OPENINFERENCE_LLM_ATTRIBUTES: Final = {
     OPENINFERENCE_SESSION_ID: CONVERSATION_ID,
 }
 
-# --- GenAI per-message log events, semconv 1.28-1.30 (exporter/dialect_genai_events.py) --------------------
+# --- GenAI per-message log events, semconv 1.28-1.30 (exporter/dialects/genai_events.py) --------------------
 #: Log record attribute naming the event, for emitters older than the Logs API's event names.
 EVENT_NAME: Final = "event.name"
 #: Event name -> the role of the input message it carries (``gen_ai.choice`` is the output).
@@ -261,7 +262,7 @@ OPENAI_AGENTS_GUARDRAIL_TRIGGERED: Final = "openai_agents.guardrail.triggered"
 #: The SDK's workflow name and trace id, on the run's root ``invoke_agent`` span.
 OPENAI_AGENTS_WORKFLOW_NAME: Final = "openai_agents.workflow.name"
 OPENAI_AGENTS_TRACE_ID: Final = "openai_agents.trace.id"
-# --- framework spans (exporter/dialect_pydantic_ai.py, _strands, _adk, _vercel_ai, _langsmith) ------------
+# --- framework spans (exporter/dialects/pydantic_ai.py, _strands, _adk, _vercel_ai, _langsmith) ------------
 #: pydantic-ai: its instrumentation scope; the older span names and attributes (instrumentation versions 1-4).
 PYDANTIC_AI_SCOPE: Final = "pydantic-ai"
 PYDANTIC_AI_AGENT_SPAN: Final = "agent run"

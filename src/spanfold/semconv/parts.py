@@ -1,6 +1,7 @@
 """Typed message parts and the only builders that make them.
 
-Every piece of content a span records enters through a builder here, which applies the :class:`~spanfold.runtime.
+Every piece of content a span records enters through a builder here, which applies the
+:class:`~spanfold.content.runtime.
 Runtime` it is given: with content capture off a part keeps its structure (type, tool-call id and name, modality)
 and loses every piece of content; with redaction on, text, reasoning, tool-call arguments, tool results and URIs are
 redacted. Base64 blob data is recorded as it comes (it is not text to redact) and only with capture on.
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-from spanfold import jsonio
-from spanfold.runtime import Runtime
+from spanfold.codecs import jsonio
+from spanfold.content.runtime import Runtime
 
 
 class TextPart(TypedDict, total=False):

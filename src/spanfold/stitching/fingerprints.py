@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from spanfold.pairing import args_key
+from spanfold.stitching.pairing import args_key
 
 Fingerprint = Hashable
 

@@ -17,22 +17,22 @@ from urllib.parse import urlsplit
 
 from spanfold.testing.conversation import Api
 from spanfold.testing.errors import openai_error
-from spanfold.testing.render_anthropic import MessagesRenderer
-from spanfold.testing.render_base import RenderContext, Renderer
-from spanfold.testing.render_bedrock import ConverseRenderer, InvokeRenderer
-from spanfold.testing.render_chat import ChatRenderer
-from spanfold.testing.render_cohere import CohereRenderer
-from spanfold.testing.render_gemini import GeminiRenderer
-from spanfold.testing.render_groq import GroqChatRenderer
-from spanfold.testing.render_mistral import MistralRenderer
-from spanfold.testing.render_ollama import OllamaRenderer
-from spanfold.testing.render_responses import ResponsesRenderer
 from spanfold.testing.replay import RecordingReplay
 from spanfold.testing.replies import Reply
 from spanfold.testing.request import MockRequest
 from spanfold.testing.scenarios import echo
-from spanfold.testing.sse import SSE_CONTENT_TYPE
 from spanfold.testing.state import Ids, ResponseStore
+from spanfold.testing.wire.anthropic import MessagesRenderer
+from spanfold.testing.wire.base import RenderContext, Renderer
+from spanfold.testing.wire.bedrock import ConverseRenderer, InvokeRenderer
+from spanfold.testing.wire.chat import ChatRenderer
+from spanfold.testing.wire.cohere import CohereRenderer
+from spanfold.testing.wire.gemini import GeminiRenderer
+from spanfold.testing.wire.groq import GroqChatRenderer
+from spanfold.testing.wire.mistral import MistralRenderer
+from spanfold.testing.wire.ollama import OllamaRenderer
+from spanfold.testing.wire.responses import ResponsesRenderer
+from spanfold.testing.wire.sse import SSE_CONTENT_TYPE
 
 Responder = Callable[[MockRequest], Reply]
 

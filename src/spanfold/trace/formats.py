@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from spanfold import jsonio
+from spanfold.codecs import jsonio
 from spanfold.trace.model import TIMESTAMP_INFERRED, Message, Trace
 from spanfold.trace.timing import steps_by_event
 
@@ -37,7 +37,7 @@ _PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, default=str)
 
 
 def _dumps(value: Any, encoder: json.JSONEncoder = _ENCODER) -> str:
-    if encoder is _ENCODER:  # the same text, faster (:mod:`spanfold.jsonio`)
+    if encoder is _ENCODER:  # the same text, faster (:mod:`spanfold.codecs.jsonio`)
         return writable(jsonio.dumps(value, str))
     return writable(encoder.encode(value))
 

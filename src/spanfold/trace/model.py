@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from spanfold import jsonio
+from spanfold.codecs import jsonio
 
 #: AgentV event metadata flag written by :mod:`spanfold.trace.formats` on a timestamp it had to fill in (and read
 #: back by :mod:`spanfold.trace.decode`).

@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from spanfold import jsonio
+from spanfold.codecs import jsonio
 from spanfold.config import parse_size as parse_size  # the CLI's --max-line-bytes reads it from here
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError

@@ -9,7 +9,9 @@ again when its size or time changes. The ``NAME.meta.jsonl`` sibling of ``NAME.j
 its N-th record fills the N-th trace's metadata.
 
 An OTLP JSON span file (``traces.otlp.jsonl``, a Collector file exporter's output) is folded as every command folds
-it (:func:`spanfold.commands.spanfiles.fold_spans`), then at each look only its appended lines are read and only the
+it (:func:`spanfold.exporter.pipeline.span_files.fold_spans`), then at each look only its appended lines are read and
+only
+the
 traces they touch folded again (:mod:`spanfold.ui.span_files`); its folded traces are held in memory.
 """
 
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spanfold import counters
-from spanfold.commands.spanfiles import SHAPE, is_span_file
+from spanfold.exporter.pipeline.span_files import SHAPE, is_span_file
 from spanfold.trace.decode import Decoded, decode
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta, TraceSummary

@@ -1,12 +1,13 @@
 """An OTLP JSON span file under watch (``serve --format otlp-json --ui``, a Collector file exporter's output): each
 look reads only the lines appended since the last, and folds again only the traces those lines touched.
 
-The traces come out exactly as a fold of the whole file (:func:`spanfold.commands.spanfiles.fold_spans`) gives them:
+The traces come out exactly as a fold of the whole file (:func:`spanfold.exporter.pipeline.span_files.fold_spans`) gives
+them:
 
 * a trace whose spans hold an agent span, or whose run the source decided (``spanfold.stitched``: its trace id says
   which run it is), is folded on its own: a line of its spans folds it again, alone;
 * traces that may be stitched into one run (another producer's un-parented calls of no agent:
-  :mod:`spanfold.exporter.stitch`) are folded together whenever one of them is touched, since a later call may
+  :mod:`spanfold.exporter.fold.stitch`) are folded together whenever one of them is touched, since a later call may
   continue any of them.
 
 Where each trace's spans are is kept (the offset and length of each line holding some), never the spans: a trace is
@@ -29,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from spanfold.commands.spanfiles import SpanFileError, fold_records, fold_spans
-from spanfold.exporter.otlp_common import OtlpError
-from spanfold.exporter.otlp_json import decode_body
+from spanfold.exporter.fold.stitch import placed_at_source
+from spanfold.exporter.otlp.common import OtlpError
+from spanfold.exporter.otlp.json_in import decode_body
+from spanfold.exporter.pipeline.span_files import SpanFileError, fold_records, fold_spans
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.stitch import placed_at_source
 from spanfold.trace.model import Trace
 
 #: Seconds a span file whose last line has no newline yet is left alone (a writer is appending to it).

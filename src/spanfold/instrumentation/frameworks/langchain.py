@@ -22,11 +22,12 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters, semconv
-from spanfold.instrumentation.calls import Wrapper
-from spanfold.instrumentation.messages import dumps
-from spanfold.instrumentation.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.spans import end_span
-from spanfold.instrumentation.tools import (
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.spans import end_span
+from spanfold.instrumentation.toolkit.tools import (
     end_tool_span,
     end_tool_span_with_error_result,
     fail_tool_span,
@@ -34,7 +35,6 @@ from spanfold.instrumentation.tools import (
     framework_tool_run_end,
     start_tool_span,
 )
-from spanfold.runtime import Runtime
 
 SUPPORTED = "langchain-core >= 1.0, < 2"
 MODULE = "langchain_core.tools.base"
@@ -181,6 +181,8 @@ PATCHES = (
 
 class LangChainInstrumentor(TableInstrumentor):
     """LangChain tool runs as ``execute_tool`` spans."""
+
+    library = "langchain_core"
 
     dependencies = (SUPPORTED,)
 

@@ -24,12 +24,12 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
-from spanfold.instrumentation.calls import Wrapper
-from spanfold.instrumentation.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.spans import ModelSpan
-from spanfold.instrumentation.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
-from spanfold.instrumentation.tools import agent_open
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.spans import ModelSpan
+from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
+from spanfold.instrumentation.toolkit.tools import agent_open
 
 SUPPORTED = "langgraph >= 1.0, < 2"
 MODULE = "langgraph.pregel.main"
@@ -175,6 +175,8 @@ PATCHES = (
 
 class LangGraphInstrumentor(TableInstrumentor):
     """LangGraph graph runs as ``invoke_agent`` spans."""
+
+    library = "langgraph.pregel"
 
     dependencies = (SUPPORTED,)
 

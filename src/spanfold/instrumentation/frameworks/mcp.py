@@ -10,9 +10,9 @@ The model's tool-call id, when the agent passes it (``session.call_tool(name, ar
 keyword ``@spanfold.tool`` takes), is recorded as ``gen_ai.tool.call.id`` and taken off before the SDK sees the call;
 without it the fold pairs the run with the model's call by name and arguments, and in a zero-code run the source,
 which pairs it the same way to place the span, records the id of the call whose name and arguments it matched
-(:func:`~spanfold.instrumentation.tools.start_tool_span`). The SDK's own ``MCP send tools/call``
+(:func:`~spanfold.instrumentation.toolkit.tools.start_tool_span`). The SDK's own ``MCP send tools/call``
 span nests under this one and is not a tool step; a server's ``tools/call`` span (same process, or received by
-``spanfold serve``) nested under it is folded into this one (:mod:`spanfold.exporter.nested_tools`).
+``spanfold serve``) nested under it is folded into this one (:mod:`spanfold.exporter.fold.nested_tools`).
 
 The SDK has no synchronous client: ``call_tool`` is the one path (``mcp.client.Client`` and ``ClientSessionGroup``
 call it). mcp 1.x takes the same path; its result names its fields in camelCase (``isError``,
@@ -28,12 +28,12 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
-from spanfold.instrumentation import messages as m
-from spanfold.instrumentation.calls import Wrapper
-from spanfold.instrumentation.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.spans import set_failure
-from spanfold.instrumentation.tools import CALL_ID_KEYWORD, end_tool_span, fail_tool_span, start_tool_span
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.spans import set_failure
+from spanfold.instrumentation.toolkit.tools import CALL_ID_KEYWORD, end_tool_span, fail_tool_span, start_tool_span
 
 SUPPORTED = "mcp >= 1.0, < 3"
 
@@ -129,6 +129,8 @@ PATCHES: Sequence[Patch] = (Patch("mcp.client.session", "ClientSession.call_tool
 
 class MCPInstrumentor(TableInstrumentor):
     """Traces MCP tool calls made through the ``mcp`` SDK's client sessions."""
+
+    library = "mcp"
 
     dependencies = (SUPPORTED,)
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from opentelemetry.trace import get_tracer
 
-from spanfold import runtime
+from spanfold.content import runtime
+from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.openai_agents_processor import AgentsTracing
-from spanfold.instrumentation.patching import Patch, TableInstrumentor
-from spanfold.runtime import Runtime
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.version import __version__
 
 SUPPORTED = "openai-agents >= 0.24, < 0.25"
@@ -45,6 +45,8 @@ def processor() -> AgentsTracing:
 
 class OpenAIAgentsInstrumentor(TableInstrumentor):
     """Traces OpenAI Agents SDK runs: agents, tool runs, handoffs and guardrails."""
+
+    library = "agents"
 
     dependencies = (SUPPORTED,)
 

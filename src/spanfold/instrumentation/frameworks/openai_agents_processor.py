@@ -33,10 +33,10 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
-from spanfold.instrumentation import messages as m
-from spanfold.instrumentation.spans import clean, end_span, set_failure
-from spanfold.instrumentation.tools import end_tool_span, start_tool_span
-from spanfold.runtime import Runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.spans import clean, end_span, set_failure
+from spanfold.instrumentation.toolkit.tools import end_tool_span, start_tool_span
 
 #: SDK traces open at once (a trace started and never finished is closed when this many newer ones are open).
 MAX_OPEN_RUNS = 10_000

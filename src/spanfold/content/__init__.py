@@ -1,0 +1,1 @@
+"""What content a span may carry: the Runtime (capture and redaction) and the redaction engine."""

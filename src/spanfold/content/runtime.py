@@ -1,0 +1,48 @@
+"""What every recording of content depends on, as one object: content capture and redaction.
+
+``setup`` builds one :class:`Runtime` from the config and passes it down: to each instrumentor (``runtime=``), whose
+wrappers hand it to the part builders of :mod:`spanfold.semconv.parts`, the only code that puts content into a span.
+``@spanfold.tool`` functions are decorated before ``init()`` runs, so they read the runtime ``setup`` made
+:func:`active` (the default one until then: capture from the environment, no redaction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from spanfold.config import capture_content_default
+from spanfold.content.redaction import Redaction
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Runtime:
+    """Content capture and redaction. Immutable: a new configuration is a new Runtime (caches of converted content
+    are kept per Runtime, so nothing converted under one is reused under another)."""
+
+    capture_content: bool = True
+    redaction: Redaction | None = None
+
+    def content(self, value: Any) -> Any:
+        """``value`` as it may be recorded: redacted when redaction is on (strings inside lists and dicts too)."""
+        redaction = self.redaction
+        return value if redaction is None else redaction.value(value)
+
+
+def default() -> Runtime:
+    """Capture as the environment says (``SPANFOLD_CAPTURE_CONTENT`` / ``OTEL_INSTRUMENTATION_GENAI_...``), no
+    redaction."""
+    return Runtime(capture_content=capture_content_default())
+
+
+_active: list[Runtime] = [default()]
+
+
+def active() -> Runtime:
+    """The runtime of the running ``init()`` (the default one outside it)."""
+    return _active[-1]
+
+
+def activate(runtime: Runtime | None) -> None:
+    """``setup``'s hand-over: ``runtime`` is in force from now on (None: back to the default)."""
+    _active[-1] = runtime if runtime is not None else default()

@@ -1,0 +1,85 @@
+"""``FoldingSpanProcessor``: fold every trace on a background worker and hand it to the writers. Modelled on the OTel
+SDK's ``BatchSpanProcessor``:
+
+* ``on_start`` / ``on_end`` only queue the span on a :class:`~spanfold.exporter.pipeline.worker.FoldWorker` (a start
+  marker,
+  then the span), bounded by twice ``max_queue_size``; over it the worker drops and counts (``dropped_span_starts``,
+  ``dropped_spans``);
+* the worker folds in batches on its own thread: the shared :class:`~spanfold.exporter.pipeline.assembler.Assembler`
+  groups
+  spans by trace id and folds a trace once its local root and every span it saw start have ended, stitches
+  un-parented calls and bounds memory;
+* fork-safe: a forked child drops what it inherited and starts its own worker.
+
+``FoldWorker``, ``POLL_INTERVAL_S`` and ``WAKE_AT`` live in :mod:`spanfold.exporter.pipeline.worker` (re-exported here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from spanfold import config as config_module
+from spanfold.config import Config
+from spanfold.exporter.files.writers import Writer
+from spanfold.exporter.fold.meta import trace_hex
+from spanfold.exporter.pipeline.assembler import Policy
+from spanfold.exporter.pipeline.worker import POLL_INTERVAL_S, WAKE_AT, FoldWorker
+
+__all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor", "trace_hex"]
+
+
+class FoldingSpanProcessor(SpanProcessor):
+    """Folds every trace into a flat :class:`~spanfold.trace.model.Trace` and hands it to each writer."""
+
+    def __init__(
+        self,
+        writers: Iterable[Writer] = (),
+        config: Config | None = None,
+        *,
+        stitch: bool | None = None,
+        poll_interval: float = POLL_INTERVAL_S,
+    ) -> None:
+        self.config = config if config is not None else config_module.load()
+        limit = 2 * self.config.max_queue_size  # start markers and spans
+        stitched = self.config.stitch if stitch is None else stitch  # the stitch option (SPANFOLD_STITCH) by default
+        self._fold = FoldWorker(
+            writers, self.config, Policy(stitch=stitched), poll_interval=poll_interval, max_depth=limit
+        )
+
+    # --- SpanProcessor (hot path: append only) -----------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        ctx = span.context
+        if ctx is not None:
+            self._fold.start(ctx.trace_id, ctx.span_id)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._fold.end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Block until every span ended before the call is folded and written (open conversations included) and
+        the writers flushed. False when ``timeout_millis`` passed first."""
+        return self._fold.flush(timeout_millis / 1000)
+
+    def shutdown(self, timeout_millis: int = 30000) -> None:
+        """Flush everything (traces still open are written as incomplete), close the writers, stop the worker."""
+        self._fold.flush(timeout_millis / 1000, final=True)
+
+    # --- writers -----------------------------------------------------------------------------------------
+
+    def add_writer(self, writer: Writer) -> None:
+        self._fold.add_writer(writer)
+
+    def remove_writer(self, writer: Writer) -> None:
+        self._fold.remove_writer(writer)
+
+    @property
+    def writers(self) -> tuple[Writer, ...]:
+        return self._fold.assembler.writers
+
+    def stats(self) -> dict[str, int]:
+        """Queue depth, traces in flight and open stitched conversations (approximate, read without locks)."""
+        return self._fold.stats()

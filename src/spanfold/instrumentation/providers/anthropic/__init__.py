@@ -1,0 +1,1 @@
+"""anthropic: Messages."""

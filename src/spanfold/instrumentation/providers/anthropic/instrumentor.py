@@ -1,0 +1,332 @@
+"""Anthropic instrumentation: which ``anthropic`` SDK methods are wrapped, and how the SDK's own spans are handled.
+
+Supported: ``anthropic`` >= 0.40, < 3: the httpx-based 0.x and 1.x and the httpx2-based 2.x (the range is
+:data:`SUPPORTED`). Wrapped: ``messages.create`` (sync and async, streaming or not, through ``with_raw_response``
+too), ``messages.parse`` (where the SDK has it), the ``messages.stream()`` helper, and the same methods of
+``beta.messages`` (the same code path: the beta tool runner and message threads call ``beta.messages.create``) and of
+the 0.x ``beta.prompt_caching.messages``. Messages was the module ``anthropic.resources.messages`` in the oldest 0.x
+(a package since): the table lists both places, and what a version lacks is skipped. The mapping of the shapes is in
+:mod:`spanfold.instrumentation.providers.anthropic.messages`.
+
+The SDK's own spans, and why spanfold suppresses its call span under ours
+-------------------------------------------------------------------------
+anthropic traces itself (2.x, and 1.x from 1.14 on; older SDKs do not, and the hooks below are skipped there): every API
+call gets a CLIENT span ``anthropic.messages.create`` (scope ``com.anthropic.sdk.python``) from the global tracer
+provider, or the one its ``open_telemetry`` client option names, unless that option or
+``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off. Content is recorded only in its ``content`` mode
+(``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``). Its tool runner adds ``anthropic.messages.tool_runner``
+(``invoke_agent``) and ``anthropic.custom_tool_use {name}`` (``execute_tool``) spans. With both spanfold's wrapper and
+the SDK's span, one API call would be two model steps. The three ways out, and the choice:
+
+* *Enrich the SDK's span* (no span of ours): only exists when the user's client has tracing on and on a provider
+  spanfold may never see (the client's own ``tracer_provider``); its name is ``anthropic.messages.create``, not
+  ``chat {model}``; and ours would have to be written from inside the SDK's private call machinery.
+* *Turn its content mode on*: a per-client option resolved at construction, so spanfold would have to rewrite
+  users' clients; and even then a raw ``stream=True`` read without the helper gets no output content, images and
+  documents are reduced to their type, ``tool_result`` blocks stay inside user messages, content is cut at 750 kB,
+  and the finish reason is not in the semconv attribute.
+* **Suppress it under ours (chosen).** spanfold's ``chat {model}`` span is complete in every mode (raw streams,
+  helper, raw responses, async), identical in shape to the OpenAI spans, governed by spanfold's one content switch,
+  and independent of the client's options. While spanfold's wrapper has its span current, the SDK's
+  ``start_api_call_span`` is answered with a non-recording span that carries *our* span context: the SDK runs its
+  usual traced path (nothing recorded), and when its ``propagation`` is on, the ``traceparent`` it sends names our
+  span, just as it would have named its own. A call spanfold did not wrap (a fault before our span started, other
+  endpoints such as ``count_tokens``) keeps its native span. The tool runner's spans are kept; with content capture
+  on spanfold adds ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` to its tool spans (the SDK records
+  them only in content mode, and then as ``anthropic.tool_result.content``).
+
+Users who never call ``spanfold.init()`` still fold: ``spanfold.exporter.dialects.anthropic_native`` reads the SDK's
+native spans (content mode on or off).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Any, Final
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
+from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.calls import (
+    ModelApi,
+    Result,
+    Wrapper,
+    async_wrapper,
+    base_url_server,
+    sync_wrapper,
+)
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, plain
+from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
+
+#: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
+SUPPORTED: Final = "anthropic >= 0.40, < 3"
+
+_MESSAGES = "anthropic.resources.messages.messages"
+_OLD_MESSAGES = "anthropic.resources.messages"  # a module, not a package, in the oldest 0.x
+_PROMPT_CACHING_MESSAGES = "anthropic.resources.beta.prompt_caching.messages"  # 0.x only
+_BETA_MESSAGES = "anthropic.resources.beta.messages.messages"
+#: Every module that holds a ``Messages`` / ``AsyncMessages`` resource in some supported release (the same class
+#: reached through the old and the new path is wrapped once).
+_MODULES = (_MESSAGES, _BETA_MESSAGES, _OLD_MESSAGES, _PROMPT_CACHING_MESSAGES)
+#: The span name the SDK gives the call span of every Messages create/parse/stream request.
+NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
+#: The SDK's header that marks ``with_raw_response`` ("raw") and ``with_streaming_response`` ("stream") calls.
+_RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
+
+
+def classify(result: Any) -> Result:
+    import anthropic
+    from anthropic._response import APIResponse, AsyncAPIResponse
+
+    if isinstance(result, anthropic.Stream):
+        return Result.STREAM
+    if isinstance(result, anthropic.AsyncStream):
+        return Result.ASYNC_STREAM
+    if _is_legacy_raw(result):  # with_raw_response in 0.x: ``parse()`` is sync, sync client or async
+        return Result.RAW
+    if isinstance(result, (APIResponse, AsyncAPIResponse)):
+        headers = getattr(getattr(result, "_options", None), "headers", None)
+        if isinstance(headers, Mapping) and headers.get(_RAW_RESPONSE_HEADER) == "stream":
+            return Result.OPAQUE  # with_streaming_response: the user reads the body; spanfold must not
+        return Result.ASYNC_RAW if isinstance(result, AsyncAPIResponse) else Result.RAW
+    if isinstance(result, anthropic.BaseModel):
+        return Result.RESPONSE
+    return Result.OPAQUE
+
+
+def _is_legacy_raw(result: Any) -> bool:
+    legacy = sys.modules.get("anthropic._legacy_response")  # 0.x only; imported by the SDK's resources there
+    return legacy is not None and isinstance(result, legacy.LegacyAPIResponse)
+
+
+def _stream_instancecheck(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """anthropic 0.x: the metaclass of ``Stream`` / ``AsyncStream`` answers ``isinstance()`` itself, True only for a
+    ``MessageStream`` (a real stream passes by its type before it is asked), so the user's ``isinstance(stream,
+    anthropic.Stream)`` would be False for our proxy of a stream: ask about the stream it proxies."""
+    obj = args[0] if args else None
+    if isinstance(obj, (SyncStreamProxy, AsyncStreamProxy)):
+        return isinstance(obj.__wrapped__, instance)
+    return wrapped(*args, **kwargs)
+
+
+MESSAGES = ModelApi(
+    kind="anthropic.messages",
+    provider=semconv.PROVIDER_ANTHROPIC,
+    operation=semconv.OP_CHAT,
+    request=anthropic_messages.request_attributes,
+    response=anthropic_messages.response_attributes,
+    accumulator=anthropic_messages.MessageStreamAccumulator,
+    classify=classify,
+    server=base_url_server,
+)
+
+#: (module, "Class.method", is_async): methods that make the request themselves.
+METHODS: tuple[tuple[str, str, bool], ...] = tuple(
+    (module, f"{prefix}Messages.{method}", prefix == "Async")
+    for module in _MODULES
+    for prefix in ("", "Async")
+    for method in ("create", "parse")
+)
+
+#: (module, "Class.method", is_async): ``stream()`` helpers. They return a manager holding the request (a callable, or
+#: an un-awaited coroutine for async) that it makes on ``__enter__``; the span starts there, and the helper's
+#: ``close()`` closes our stream proxy, which ends the span at once.
+STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
+    (module, f"{prefix}Messages.stream", prefix == "Async") for module in _MODULES for prefix in ("", "Async")
+)
+
+# --- one model step per API call -----------------------------------------------------------------------
+
+#: The span that was current when spanfold's wrapper was entered; while a different one is current, it is ours.
+_CALLER: ContextVar[Span | None] = ContextVar("spanfold_anthropic_caller", default=None)
+
+
+def _marked_sync(inner: Wrapper) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        token = _CALLER.set(otel_trace.get_current_span())
+        try:
+            return inner(wrapped, instance, args, kwargs)
+        finally:
+            _CALLER.reset(token)
+
+    return wrapper
+
+
+def _marked_async(inner: Wrapper) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        token = _CALLER.set(otel_trace.get_current_span())
+        try:
+            return await inner(wrapped, instance, args, kwargs)
+        finally:
+            _CALLER.reset(token)
+
+    return wrapper
+
+
+def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``anthropic._base_client.start_api_call_span``: under spanfold's model span, a non-recording stand-in with our
+    span context (so the SDK propagates ours), instead of a second model span."""
+    try:
+        caller = _CALLER.get()
+        if caller is not None:
+            current = otel_trace.get_current_span()
+            options = args[2] if len(args) > 2 else kwargs.get("options")
+            if current is not caller and getattr(options, "span_name", None) == NATIVE_CALL_SPAN:
+                return otel_trace.NonRecordingSpan(current.get_span_context())
+    except Exception as exc:
+        counters.fault("anthropic.native_span", exc)
+    return wrapped(*args, **kwargs)
+
+
+def _tool_span_enricher(rt: Runtime) -> Wrapper:
+    """``anthropic.lib._tracing._tools.end_tool_use_span(client, span, input, run)``: the tool runner's tool span gets
+    the standard arguments and result attributes when spanfold captures content."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            if rt.capture_content and len(args) >= 4 and args[1].is_recording():
+                span, arguments, run = args[1], args[2], args[3]
+                span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(m.dumps(arguments)))
+                result = run.result
+                if result is not None:
+                    content = run.content or m.get(result, "content")
+                    response = anthropic_messages.tool_result_response(content, rt)
+                    text = response if isinstance(response, str) else m.dumps(response)
+                    span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(text))
+        except Exception as exc:
+            counters.fault("anthropic.tool_span", exc)
+        return wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+# --- stream helpers ------------------------------------------------------------------------------------
+
+
+def _stream_helper(start: Wrapper, is_async: bool) -> Wrapper:
+    """Wrap ``stream()``: the manager's deferred request goes through ``start`` (our span) when it is entered."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")  # the SDK keeps what it is given
+        except Exception as exc:
+            counters.fault("anthropic.stream_helper", exc)
+        manager = wrapped(*args, **kwargs)
+        try:
+            name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
+            if name is None:
+                return manager
+            request = getattr(manager, name)
+            if is_async:
+
+                async def send(**_: Any) -> Any:
+                    return await request
+
+                async def started() -> Any:
+                    return _kept(manager, await start(send, instance, (), kwargs))
+
+                setattr(manager, name, started())  # a coroutine the manager awaits
+            else:
+                setattr(manager, name, lambda: _kept(manager, start(lambda **_: request(), instance, (), kwargs)))
+        except Exception as exc:
+            counters.fault("anthropic.stream_helper", exc)
+        return manager
+
+    return wrapper
+
+
+#: The attribute of a stream manager that holds the stream our wrapper returned.
+_OUR_STREAM: Final = "_spanfold_stream"
+
+
+def _kept(manager: Any, stream: Any) -> Any:
+    setattr(manager, _OUR_STREAM, stream)
+    return stream
+
+
+def _adopt(manager: Any, helper_stream: Any) -> None:
+    """Older SDKs (0.40, the 0.x prompt-caching beta) make the helper's ``MessageStream`` a new ``Stream`` over the
+    HTTP response of the one the request returned, so our proxy would never be read: the helper reads it instead
+    (the same response, not yet read). Newer SDKs hand the helper our proxy itself: nothing to do."""
+    try:
+        ours = vars(manager).get(_OUR_STREAM)
+        raw = getattr(helper_stream, "_raw_stream", None)
+        if ours is not None and raw is not None and raw is not ours and raw.response is ours.response:
+            helper_stream._raw_stream = ours
+    except Exception as exc:
+        counters.fault("anthropic.stream_helper", exc)
+
+
+def _enter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    helper_stream = wrapped(*args, **kwargs)
+    _adopt(instance, helper_stream)
+    return helper_stream
+
+
+async def _aenter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    helper_stream = await wrapped(*args, **kwargs)
+    _adopt(instance, helper_stream)
+    return helper_stream
+
+
+#: The stream managers' ``__enter__`` / ``__aenter__`` (module, "Class.method", wrapper).
+MANAGER_ENTERS: tuple[tuple[str, str, Wrapper], ...] = tuple(
+    (module, f"{prefix}{cls}.{method}", wrapper)
+    for module, cls in (
+        ("anthropic.lib.streaming._messages", "MessageStreamManager"),
+        ("anthropic.lib.streaming._prompt_caching_beta_messages", "PromptCachingBetaMessageStreamManager"),
+    )
+    for prefix, method, wrapper in (("", "__enter__", _enter), ("Async", "__aenter__", _aenter))
+)
+
+
+def _helper_patch(module: str, name: str, is_async: bool) -> Patch:
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        start = (
+            _marked_async(async_wrapper(MESSAGES, tracer, rt))
+            if is_async
+            else _marked_sync(sync_wrapper(MESSAGES, tracer, rt))
+        )
+        return _stream_helper(start, is_async)
+
+    return Patch(module, name, factory)
+
+
+def _method_patch(module: str, name: str, is_async: bool) -> Patch:
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        if is_async:
+            return _marked_async(async_wrapper(MESSAGES, tracer, rt))
+        return _marked_sync(sync_wrapper(MESSAGES, tracer, rt))
+
+    return Patch(module, name, factory)
+
+
+PATCHES: tuple[Patch, ...] = (
+    *(_method_patch(module, name, is_async) for module, name, is_async in METHODS),
+    *(_helper_patch(module, name, is_async) for module, name, is_async in STREAM_HELPERS),
+    *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
+    plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only
+    plain("anthropic._streaming", "_AsyncStreamMeta.__instancecheck__", _stream_instancecheck),
+    # hooks into the SDK's own tracing (absent in SDKs without it)
+    plain("anthropic._base_client", "start_api_call_span", _native_call_span),
+    Patch("anthropic.lib._tracing._tools", "end_tool_use_span", lambda tracer, rt: _tool_span_enricher(rt)),
+)
+
+
+class AnthropicInstrumentor(TableInstrumentor):
+    """``AnthropicInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores it."""
+
+    library = "anthropic"
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

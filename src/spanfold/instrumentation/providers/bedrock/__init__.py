@@ -1,0 +1,1 @@
+"""botocore's bedrock-runtime: Converse and InvokeModel, streamed or not."""

@@ -1,0 +1,303 @@
+"""Bedrock Converse shapes -> GenAI semconv span attributes (request, response, ConverseStream events).
+
+The Amazon Nova model bodies of ``invoke_model`` are the same shapes (``system``, ``messages[].content[]``,
+``toolConfig``, ``output.message``, ``stopReason``, ``usage``; their stream chunks are ConverseStream events), so
+:mod:`spanfold.instrumentation.providers.bedrock.invoke` maps them through this module too.
+
+Mapping:
+
+* ``system`` text blocks -> ``gen_ai.system_instructions``; ``inferenceConfig`` -> the request parameters;
+* content blocks (one key each; the ``ContentBlock`` union of the Converse API reference): ``text``; ``image`` /
+  ``document`` / ``video`` / ``audio`` by ``source``: ``bytes`` -> ``blob`` (base64, as the wire carries it),
+  ``s3Location`` -> ``uri``, a document's ``text`` / ``content`` -> ``text``; ``guardContent`` (text or an image a
+  guardrail checks, which the model reads too) -> ``text`` / ``blob``; ``citationsContent`` (the model's cited text)
+  and ``searchResult`` (search results the model reads) -> ``text``; ``toolUse`` -> ``tool_call``; ``toolResult`` ->
+  its own ``tool`` message (``shapes.split_tool_responses``); ``reasoningContent`` -> ``reasoning`` (redacted
+  reasoning keeps its type only); ``cachePoint`` -> nothing; others (``toolAddition``, ``toolRemoval``) keep their
+  type;
+* ``toolConfig.tools[].toolSpec`` -> ``gen_ai.tool.definitions``;
+* ``stopReason`` -> ``finish_reason`` (``shapes.BEDROCK_FINISH_REASONS``), raw in ``gen_ai.response.finish_reasons``;
+* ``gen_ai.usage.input_tokens`` = input + cache read + cache write tokens, the two cache counts beside it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, Final
+
+from spanfold import semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit import params
+from spanfold.instrumentation.toolkit.blocks import Block, IndexedBlocks
+from spanfold.instrumentation.toolkit.history import HistoryCache
+from spanfold.semconv import parts as p
+from spanfold.semconv import shapes
+
+#: ``inferenceConfig`` keys (Converse camelCase; the Nova body's snake_case aliases).
+REQUEST_PARAMS: Final = {
+    "maxTokens": semconv.REQUEST_MAX_TOKENS,
+    "max_new_tokens": semconv.REQUEST_MAX_TOKENS,
+    "temperature": semconv.REQUEST_TEMPERATURE,
+    "topP": semconv.REQUEST_TOP_P,
+    "top_p": semconv.REQUEST_TOP_P,
+    "topK": semconv.REQUEST_TOP_K,
+    "top_k": semconv.REQUEST_TOP_K,
+}
+#: The content blocks that carry media by ``source``.
+_MEDIA: Final = ("image", "document", "video", "audio")
+_MIME_PREFIX: Final = {"image": "image/", "video": "video/", "audio": "audio/"}
+_DOCUMENT_MIME: Final = {
+    "pdf": "application/pdf",
+    "csv": "text/csv",
+    "html": "text/html",
+    "txt": "text/plain",
+    "md": "text/markdown",
+    "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+# --- content blocks ------------------------------------------------------------------------------------
+
+
+def _mime(kind: str, fmt: Any) -> Any:
+    if not isinstance(fmt, str):
+        return None
+    return _DOCUMENT_MIME.get(fmt) if kind == "document" else _MIME_PREFIX.get(kind, "") + fmt
+
+
+def _media_part(kind: str, media: Any, rt: Runtime) -> p.Part:
+    """An ``image`` / ``document`` / ``video`` / ``audio`` block by its ``source``."""
+    source = m.get(media, "source")
+    data = m.get(source, "bytes")
+    if data is not None:  # boto3 takes raw bytes (and base64-encodes them); a Nova body carries base64 text
+        if rt.capture_content and isinstance(data, (bytes, bytearray)):
+            data = base64.b64encode(data).decode("ascii")
+        return p.blob(data, _mime(kind, m.get(media, "format")), kind, rt)
+    location = m.get(source, "s3Location")
+    if location is not None:
+        return p.uri(m.get(location, "uri"), kind, rt, _mime(kind, m.get(media, "format")))
+    if m.get(source, "text") is not None:
+        return p.text(m.get(source, "text"), rt)
+    if m.get(source, "content") is not None:
+        return p.text(_joined(m.get(source, "content")), rt)
+    return p.other(kind)
+
+
+def _joined(blocks: Any) -> str:
+    """The texts of ``{"text": ...}`` blocks (a document's, a search result's, cited content), joined."""
+    texts = [m.get(block, "text") for block in m.as_list(blocks)]
+    return "".join(str(t) for t in texts if t is not None)
+
+
+def _guarded(guard: Any, rt: Runtime) -> list[p.Part]:
+    """A ``guardContent`` block: its ``text`` (with qualifiers, which only tell the guardrail what it is) or image."""
+    text = m.get(guard, "text")
+    if text is not None:
+        return [p.text(m.get(text, "text"), rt)]
+    image = m.get(guard, "image")
+    return [_media_part("image", image, rt)] if image is not None else [p.other("guardContent")]
+
+
+def _tool_result(content: Any, rt: Runtime) -> Any:
+    """A ``toolResult``'s content: its text (JSON items as JSON text), or parts when it has media."""
+    blocks = m.as_list(content)
+    if all(m.get(b, "text") is not None or m.get(b, "json") is not None for b in blocks):
+        texts = [m.get(b, "text") if m.get(b, "text") is not None else m.dumps(m.get(b, "json")) for b in blocks]
+        return "".join(str(t) for t in texts)
+    return [part for b in blocks for part in block_parts(b, rt)]
+
+
+def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
+    """The parts of one content block (a dict with one key naming its kind)."""
+    if not isinstance(block, Mapping):
+        return []
+    if "text" in block:
+        return [p.text(block["text"], rt)]
+    if "json" in block:  # an item of a tool result's content
+        return [p.text(m.dumps(block["json"]), rt)]
+    if "toolUse" in block:
+        use = block["toolUse"]
+        return [p.tool_call(m.get(use, "toolUseId"), m.get(use, "name"), m.get(use, "input"), rt)]
+    if "toolResult" in block:
+        result = block["toolResult"]
+        return [p.tool_response(m.get(result, "toolUseId"), _tool_result(m.get(result, "content"), rt), rt)]
+    for kind in _MEDIA:
+        if kind in block:
+            return [_media_part(kind, block[kind], rt)]
+    if "guardContent" in block:
+        return _guarded(block["guardContent"], rt)
+    if "reasoningContent" in block:
+        text = m.get(m.get(block["reasoningContent"], "reasoningText"), "text")
+        return [p.reasoning(text, rt) if text is not None else p.other(semconv.PART_REASONING)]
+    for kind in ("citationsContent", "searchResult"):
+        if kind in block:
+            return [p.text(_joined(m.get(block[kind], "content")), rt)]
+    if "cachePoint" in block:
+        return []
+    return [p.other(next(iter(block), "unknown"))]
+
+
+def content_messages(role: Any, content: Any, rt: Runtime, **extra: Any) -> list[p.Message]:
+    """One Bedrock message as semconv messages: tool results become ``tool`` messages of their own."""
+    parts = [part for block in m.as_list(content) for part in block_parts(block, rt)]
+    return shapes.split_tool_responses(role, parts, lambda r, ps: p.message(r, ps, **extra))
+
+
+def input_messages(msg: Any, rt: Runtime) -> list[p.Message]:
+    return content_messages(m.get(msg, "role"), m.get(msg, "content"), rt)
+
+
+_HISTORY = HistoryCache(input_messages)
+
+
+def tool_definition(tool: Any) -> dict[str, Any] | None:
+    spec = m.get(tool, "toolSpec")
+    if spec is None:  # a cachePoint or a system tool
+        return None
+    return {
+        "type": "function",
+        "name": m.get(spec, "name"),
+        "description": m.get(spec, "description"),
+        "parameters": m.get(m.get(spec, "inputSchema"), "json"),
+    }
+
+
+def request_attributes(request: Mapping[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
+    """The span name target (the model id) and the request attributes of a Converse request (or a Nova body)."""
+    model = params.model_name(request.get("modelId"))
+    config = request.get("inferenceConfig")
+    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model, **params.numbers(config, REQUEST_PARAMS)}
+    stops = params.string_list(m.get(config, "stopSequences"))
+    if stops:
+        attrs[semconv.REQUEST_STOP_SEQUENCES] = stops
+    system = request.get("system")
+    if system:
+        parts = [part for block in m.as_list(system) for part in block_parts(block, rt)]
+        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(parts)
+    messages = request.get("messages")
+    if messages is not None:
+        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_flat_list(m.as_list(messages), rt)
+    tools = m.get(request.get("toolConfig"), "tools")
+    if rt.capture_content and tools:
+        definitions = [d for d in (tool_definition(t) for t in m.as_list(tools)) if d is not None]
+        attrs[semconv.TOOL_DEFINITIONS] = m.dumps(definitions)
+    return model, attrs
+
+
+# --- output --------------------------------------------------------------------------------------------
+
+#: (Converse key, Nova body key) of the two cache counts.
+_CACHE_READ: Final = ("cacheReadInputTokens", "cacheReadInputTokenCount")
+_CACHE_WRITE: Final = ("cacheWriteInputTokens", "cacheWriteInputTokenCount")
+
+
+def _first(usage: Any, keys: tuple[str, ...]) -> Any:
+    return next((value for value in (m.get(usage, key) for key in keys) if value is not None), None)
+
+
+def usage_attributes(usage: Any) -> dict[str, Any]:
+    if usage is None:
+        return {}
+    cache_read, cache_write = _first(usage, _CACHE_READ), _first(usage, _CACHE_WRITE)
+    input_tokens = m.get(usage, "inputTokens")
+    if isinstance(input_tokens, int):
+        input_tokens += (cache_read or 0) + (cache_write or 0)
+    return {
+        semconv.USAGE_INPUT_TOKENS: input_tokens,
+        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "outputTokens"),
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read,
+        semconv.USAGE_CACHE_CREATION_INPUT_TOKENS: cache_write,
+    }
+
+
+def result_attributes(content: Any, stop_reason: Any, usage: Any, rt: Runtime, model: Any = None) -> dict[str, Any]:
+    reason = shapes.finish_reason(shapes.BEDROCK_FINISH_REASONS, stop_reason)
+    outputs = content_messages("assistant", content, rt, finish_reason=reason)
+    reasons = [stop_reason] if stop_reason else None
+    return m.result_attributes(None, model, reasons, m.dumps(outputs), usage_attributes(usage))
+
+
+def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
+    """Attributes of a Converse response dict (or a Nova body)."""
+    message = m.get(m.get(response, "output"), "message")
+    attrs = result_attributes(m.get(message, "content"), m.get(response, "stopReason"), m.get(response, "usage"), rt)
+    attrs[semconv.AWS_REQUEST_ID] = m.get(m.get(response, "ResponseMetadata"), "RequestId")
+    return attrs
+
+
+def _streamed_block(block: Block) -> dict[str, Any]:
+    """A content block as the stream built it: the start (a tool use, a server tool's result, an image) or the
+    deltas' kind, with its text."""
+    kind = block.fields.get("kind", "text")
+    if kind == "toolUse":
+        use = m.get(block.start, "toolUse")
+        return {"toolUse": {"toolUseId": m.get(use, "toolUseId"), "name": m.get(use, "name"), "input": block.text()}}
+    if kind == "toolResult":
+        result = m.get(block.start, "toolResult")
+        return {"toolResult": {"toolUseId": m.get(result, "toolUseId"), "content": block.fields.get("items", [])}}
+    if kind == "image":
+        return {"image": {"format": m.get(m.get(block.start, "image"), "format"), "source": block.fields.get("source")}}
+    if kind == "reasoningContent":
+        if block.fields.get("redacted"):
+            return {"reasoningContent": {"redactedContent": b""}}
+        return {"reasoningContent": {"reasoningText": {"text": block.text()}}}
+    return {"text": block.text()}
+
+
+#: The blocks a ``contentBlockStart`` opens (a text or reasoning block starts with its first delta).
+_STARTED_KINDS: Final = frozenset({"toolUse", "toolResult", "image"})
+
+
+class ConverseStreamAccumulator:
+    """Accumulates ConverseStream events (dicts with one key): ``contentBlockStart`` (a tool use, a server tool's
+    result, an image), per-index ``contentBlockDelta`` fragments (text, tool input JSON, reasoning, a tool result's
+    items, an image's source; a citation's metadata is not content: its text comes as text), ``messageStop`` (the
+    stop reason), ``metadata`` (usage)."""
+
+    __slots__ = ("blocks", "rt", "stop_reason", "usage")
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.blocks = IndexedBlocks()
+        self.stop_reason: Any = None
+        self.usage: Any = None
+
+    def add(self, event: Any) -> None:
+        delta = event.get("contentBlockDelta")
+        if delta is not None:
+            block = self.blocks.open(delta.get("contentBlockIndex", 0))
+            body = delta.get("delta") or {}
+            if "text" in body:
+                block.fragments.append(body["text"])
+            elif "toolUse" in body:
+                block.fields.setdefault("kind", "toolUse")
+                block.fragments.append(body["toolUse"].get("input") or "")
+            elif "reasoningContent" in body:
+                block.fields["kind"] = "reasoningContent"
+                reasoning = body["reasoningContent"]
+                if "text" in reasoning:
+                    block.fragments.append(reasoning["text"])
+                elif "redactedContent" in reasoning:
+                    block.fields["redacted"] = True
+            elif "toolResult" in body:
+                block.fields.setdefault("items", []).extend(body["toolResult"] or ())
+            elif "image" in body:
+                block.fields["source"] = body["image"].get("source")
+        elif "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            block = self.blocks.start(start.get("contentBlockIndex", 0), start.get("start"))
+            kind = next(iter(start.get("start") or ()), None)
+            if kind in _STARTED_KINDS:
+                block.fields["kind"] = kind
+        elif "messageStop" in event:
+            self.stop_reason = event["messageStop"].get("stopReason")
+        elif "metadata" in event:
+            self.usage = event["metadata"].get("usage")
+
+    def attributes(self) -> dict[str, Any]:
+        content = [_streamed_block(block) for block in self.blocks.ordered()]
+        return result_attributes(content, self.stop_reason, self.usage, self.rt)

@@ -1,0 +1,221 @@
+"""Amazon Bedrock Runtime instrumentation (boto3 / botocore, and aiobotocore when installed).
+
+Supported: ``botocore`` >= 1.43, < 2 (tested with 1.43.117) and ``aiobotocore`` >= 3.10, < 4 (tested with 3.10).
+Traced: the ``bedrock-runtime`` operations ``Converse``, ``ConverseStream``, ``InvokeModel`` and
+``InvokeModelWithResponseStream``; the shapes are mapped in
+:mod:`~spanfold.instrumentation.providers.bedrock.converse` and
+:mod:`~spanfold.instrumentation.providers.bedrock.invoke`.
+
+Only Bedrock Runtime clients are touched. botocore builds a class per client (``ClientCreator._create_client_class``);
+spanfold wraps that factory, and when the class it built is a ``bedrock-runtime`` client, wraps that class's
+``_make_api_call``. Every other client (S3, DynamoDB, ...) keeps botocore's own method: no wrapper runs on its calls.
+A client created before ``spanfold.init()`` is not traced.
+
+botocore calls ``_make_api_call(operation_name, api_params)``: the wrapper looks the operation up in a dict and
+hands model calls to the toolkit's wrapper for that operation (``ModelApi.bind`` takes ``api_params``); other
+Bedrock Runtime operations (``ApplyGuardrail``, ``CountTokens``, ...) run untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import wrapt
+from opentelemetry.trace import Tracer, get_tracer
+
+from spanfold import counters, semconv
+from spanfold.content import runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
+from spanfold.instrumentation.providers.bedrock import invoke as bedrock_invoke
+from spanfold.instrumentation.providers.bedrock.body import AsyncBody, SyncBody
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, Wrapper, async_wrapper, sync_wrapper
+from spanfold.instrumentation.toolkit.history import FragmentCache
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, scope_name
+from spanfold.instrumentation.toolkit.streams import StreamState
+from spanfold.version import __version__
+
+SERVICE: Final = "bedrock-runtime"
+
+
+def _params(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    params = args[1] if len(args) > 1 else kwargs.get("api_params")
+    return params if isinstance(params, dict) else None
+
+
+_SERVERS = FragmentCache(limit=64)
+
+
+def _server_attributes(url: Any) -> Mapping[str, Any]:
+    parts = urlsplit(url)
+    return {semconv.SERVER_ADDRESS: parts.hostname, semconv.SERVER_PORT: parts.port or 443}
+
+
+def server(instance: Any) -> Mapping[str, Any]:
+    """``server.address`` / ``server.port`` of the client's endpoint URL."""
+    attrs: Mapping[str, Any] = _SERVERS.cached(instance.meta.endpoint_url, _server_attributes)
+    return attrs
+
+
+def _nested(key: str) -> Callable[[Any], Result]:
+    """A response dict holding a stream (or a readable body) under ``key``: async when its reads are coroutines."""
+
+    def classify(result: Any) -> Result:
+        value = result.get(key) if isinstance(result, dict) else None
+        if value is None:
+            return Result.RESPONSE
+        kind = type(value)
+        if hasattr(kind, "__aiter__") or inspect.iscoroutinefunction(getattr(kind, "read", None)):
+            return Result.NESTED_ASYNC_STREAM
+        return Result.NESTED_STREAM
+
+    return classify
+
+
+def _body_proxy(response: dict[str, Any], state: StreamState, is_async: bool) -> Any:
+    """``invoke_model``'s body, proxied so the span sees what the user reads; usage from the headers meanwhile."""
+    if isinstance(state.accumulator, bedrock_invoke.BodyAccumulator):
+        state.accumulator.base = bedrock_invoke.header_attributes(response)
+    return (AsyncBody if is_async else SyncBody)(response["body"], state)
+
+
+def _api(kind: str, **shape: Any) -> ModelApi:
+    return ModelApi(
+        kind=f"bedrock.{kind}", provider=semconv.PROVIDER_AWS_BEDROCK, operation=semconv.OP_CHAT, server=server,
+        bind=_params, **shape,
+    )  # fmt: skip
+
+
+CONVERSE = dict(
+    request=bedrock_converse.request_attributes,
+    response=bedrock_converse.response_attributes,
+    accumulator=bedrock_converse.ConverseStreamAccumulator,
+)
+INVOKE = dict(request=bedrock_invoke.request_attributes, response=lambda result, rt: {})
+
+#: operation name -> how its model call maps onto a span.
+APIS: Final[dict[str, ModelApi]] = {
+    "Converse": _api("converse", classify=lambda result: Result.RESPONSE, **CONVERSE),
+    "ConverseStream": _api("converse_stream", classify=_nested("stream"), nested_stream="stream", **CONVERSE),
+    "InvokeModel": _api(
+        "invoke_model",
+        classify=_nested("body"),
+        nested_stream="body",
+        nested_proxy=_body_proxy,
+        accumulator=bedrock_invoke.BodyAccumulator,
+        **INVOKE,
+    ),
+    "InvokeModelWithResponseStream": _api(
+        "invoke_model_stream",
+        classify=_nested("body"),
+        nested_stream="body",
+        accumulator=bedrock_invoke.StreamAccumulator,
+        **INVOKE,
+    ),
+}
+
+
+def operations(tracer: Tracer, rt: Runtime, is_async: bool) -> Wrapper:
+    """The wrapper of a Bedrock Runtime client's ``_make_api_call``: model operations traced, others untouched."""
+    make = async_wrapper if is_async else sync_wrapper
+    wrappers = {operation: make(api, tracer, rt) for operation, api in APIS.items()}
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        traced = wrappers.get(args[0] if args else kwargs.get("operation_name"))  # type: ignore[arg-type]
+        if traced is None:
+            return wrapped(*args, **kwargs)
+        return traced(wrapped, instance, args, kwargs)
+
+    return wrapper
+
+
+#: Client classes whose ``_make_api_call`` spanfold wrapped (unwrapped by ``uninstrument()``).
+_WRAPPED: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _patch_class(cls: Any, service_name: Any, tracer: Tracer, rt: Runtime) -> None:
+    try:
+        if service_name == SERVICE and "_make_api_call" not in vars(cls):
+            is_async = inspect.iscoroutinefunction(cls._make_api_call)
+            wrapt.wrap_function_wrapper(cls, "_make_api_call", operations(tracer, rt, is_async))
+            _WRAPPED.add(cls)
+    except Exception as exc:
+        counters.fault("bedrock.patch_client", exc)
+
+
+def _service(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[0] if args else kwargs.get("service_name")
+
+
+def _class_factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ClientCreator._create_client_class``: a Bedrock Runtime client class gets the operations wrapper."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        cls = wrapped(*args, **kwargs)
+        _patch_class(cls, _service(args, kwargs), tracer, rt)
+        return cls
+
+    return wrapper
+
+
+def _async_class_factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """aiobotocore's ``AioClientCreator._create_client_class`` (a coroutine)."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        cls = await wrapped(*args, **kwargs)
+        _patch_class(cls, _service(args, kwargs), tracer, rt)
+        return cls
+
+    return wrapper
+
+
+PATCHES: Final = (Patch("botocore.client", "ClientCreator._create_client_class", _class_factory),)
+#: aiobotocore's client factory, patched when the application imports it (never imported by spanfold).
+AIO_PATCH: Final = Patch("aiobotocore.client", "AioClientCreator._create_client_class", _async_class_factory)
+#: Bumped by every instrument / uninstrument: an aiobotocore hook of an older one does nothing when it fires.
+_generation = 0
+
+
+class BedrockInstrumentor(TableInstrumentor):
+    """``BedrockInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores botocore,
+    aiobotocore and the client classes it wrapped."""
+
+    library = "botocore"
+
+    dependencies = ("botocore >= 1.43, < 2",)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES
+
+    def _instrument(self, **kwargs: Any) -> None:
+        global _generation
+        super()._instrument(**kwargs)
+        _generation += 1
+        tracer = get_tracer(scope_name(__name__), __version__, kwargs.get("tracer_provider"))
+        rt = kwargs.get("runtime") or runtime.active()
+        hook = functools.partial(self._patch_aio, _generation, tracer, rt)
+        wrapt.register_post_import_hook(hook, "aiobotocore.client")
+
+    def _patch_aio(self, generation: int, tracer: Tracer, rt: Runtime, module: Any) -> None:
+        if generation != _generation:
+            return
+        try:
+            owner = module.AioClientCreator
+            wrapt.wrap_function_wrapper(owner, "_create_client_class", AIO_PATCH.factory(tracer, rt))
+            type(self)._applied.append((owner, "_create_client_class"))
+        except Exception as exc:
+            counters.fault("bedrock.patch_aiobotocore", exc)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        global _generation
+        _generation += 1
+        super()._uninstrument(**kwargs)
+        for cls in list(_WRAPPED):  # the wrapper was the class's own attribute: without it, the inherited method
+            if isinstance(vars(cls).get("_make_api_call"), wrapt.FunctionWrapper):
+                delattr(cls, "_make_api_call")
+        _WRAPPED.clear()

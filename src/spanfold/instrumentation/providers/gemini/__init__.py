@@ -1,0 +1,1 @@
+"""google-genai: generate_content, streamed or not."""

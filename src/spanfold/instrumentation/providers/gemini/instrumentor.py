@@ -1,0 +1,117 @@
+"""Google Gemini instrumentation: which ``google-genai`` SDK methods are wrapped.
+
+Supported: ``google-genai`` >= 1.0, < 4 (tested with 3.3 and 3.4), the Gemini Developer API and Vertex AI alike
+(``gen_ai.provider.name`` ``gcp.gemini`` or ``gcp.vertex_ai``, from the client). The shapes are mapped in
+:mod:`spanfold.instrumentation.providers.gemini.content` and :mod:`spanfold.instrumentation.providers.gemini.stream`.
+
+What is wrapped, and why there:
+
+* one ``chat {model}`` span per API request: ``Models._generate_content`` / ``_generate_content_stream`` and their
+  ``AsyncModels`` twins, the methods that send one ``generateContent`` / ``streamGenerateContent`` request.
+  ``generate_content`` and ``generate_content_stream`` (sync and ``client.aio``), and ``client.chats``'
+  ``send_message`` / ``send_message_stream``, all go through them, so a call that runs automatic function calling
+  (several model turns) or automatic continuation (several requests) gets a span per request, each with the history
+  that request sent;
+* automatic function calling: the SDK runs the user's Python functions through
+  ``_extra_utils.invoke_function_from_dict_args`` (and ``_async``); each function is run as a ``@spanfold.tool``
+  (an ``execute_tool`` span: arguments, result, errors), unless it is one already. Gemini function calls often carry
+  no id: the fold pairs the calls, the tool runs and the results the next request sends by name and order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from types import AsyncGeneratorType, GeneratorType
+from typing import Any
+from urllib.parse import urlsplit
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.gemini import content as gemini_content
+from spanfold.instrumentation.providers.gemini import stream as gemini_stream
+from spanfold.instrumentation.toolkit import tools
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
+
+_MODELS = "google.genai.models"
+_FUNCTIONS = "google.genai._extra_utils"
+
+
+def classify(result: Any) -> Result:
+    from google.genai import types
+
+    if isinstance(result, types.GenerateContentResponse):
+        return Result.RESPONSE
+    if isinstance(result, GeneratorType):
+        return Result.STREAM
+    if isinstance(result, AsyncGeneratorType):
+        return Result.ASYNC_STREAM
+    return Result.OPAQUE
+
+
+@functools.lru_cache(maxsize=64)
+def _endpoint(base_url: str, vertex: bool) -> Mapping[str, Any]:
+    url = urlsplit(base_url)
+    return {
+        semconv.SERVER_ADDRESS: url.hostname,
+        semconv.SERVER_PORT: url.port,
+        semconv.PROVIDER_NAME: semconv.PROVIDER_GCP_VERTEX_AI if vertex else semconv.PROVIDER_GCP_GEMINI,
+    }
+
+
+def endpoint(instance: Any) -> Mapping[str, Any]:
+    """Where the request goes, and so who serves it: ``server.*`` from the client's base URL, and the provider
+    (Vertex AI or the Developer API; it replaces the API's default)."""
+    client = instance._api_client
+    return _endpoint(str(client._http_options.base_url or ""), bool(client.vertexai))
+
+
+GENERATE_CONTENT = ModelApi(
+    kind="gemini.generate_content",
+    provider=semconv.PROVIDER_GCP_GEMINI,
+    operation=semconv.OP_CHAT,
+    request=gemini_content.request_attributes,
+    response=gemini_content.response_attributes,
+    accumulator=gemini_stream.GeminiStreamAccumulator,
+    classify=classify,
+    server=endpoint,
+)
+
+#: (module, "Class.method", is_async): the methods that send one request each.
+METHODS: tuple[tuple[str, str, bool], ...] = (
+    (_MODELS, "Models._generate_content", False),
+    (_MODELS, "Models._generate_content_stream", False),
+    (_MODELS, "AsyncModels._generate_content", True),
+    (_MODELS, "AsyncModels._generate_content_stream", True),
+)
+
+
+def _run_traced(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``invoke_function_from_dict_args(args, function_to_invoke)``: the function runs as a ``@spanfold.tool``."""
+    try:
+        if len(args) >= 2:
+            args = (args[0], tools.traced(args[1]), *args[2:])
+        elif "function_to_invoke" in kwargs:
+            kwargs = {**kwargs, "function_to_invoke": tools.traced(kwargs["function_to_invoke"])}
+    except Exception as exc:
+        counters.fault("gemini.tool", exc)
+    return wrapped(*args, **kwargs)
+
+
+PATCHES: tuple[Patch, ...] = (
+    *(model_method(module, name, GENERATE_CONTENT, is_async) for module, name, is_async in METHODS),
+    plain(_FUNCTIONS, "invoke_function_from_dict_args", _run_traced),
+    plain(_FUNCTIONS, "invoke_function_from_dict_args_async", _run_traced),
+)
+
+
+class GeminiInstrumentor(TableInstrumentor):
+    """``GeminiInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
+
+    library = "google.genai"
+
+    dependencies = ("google-genai >= 1.0, < 4",)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

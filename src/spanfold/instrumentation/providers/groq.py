@@ -1,0 +1,68 @@
+"""Groq instrumentation: the ``groq`` SDK's Chat Completions, mapped by
+:mod:`spanfold.instrumentation.providers.openai.chat`.
+
+Supported: ``groq`` >= 1.0, < 2 (tested with 1.7). Wrapped: ``chat.completions.create``, sync and async, streaming or
+not, through ``with_raw_response`` too (``with_streaming_response`` is left alone). Groq's API is OpenAI's Chat
+Completions, so the request, response and chunk shapes are OpenAI's; what differs is the SDK's own types (``classify``),
+the ``reasoning`` field (read by the shared shape map), and streamed usage, which Groq sends in the last chunk's
+``x_groq.usage`` whether or not ``stream_options.include_usage`` was asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spanfold import semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server, stainless_result
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
+
+_COMPLETIONS = "groq.resources.chat.completions"
+
+
+def classify(result: Any) -> Result:
+    import groq
+    from groq._response import APIResponse, AsyncAPIResponse
+
+    return stainless_result(result, groq.Stream, groq.AsyncStream, APIResponse, AsyncAPIResponse, groq.BaseModel)
+
+
+class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
+    """OpenAI's chunk accumulator, plus the usage Groq sends in ``x_groq`` (the last chunk's)."""
+
+    __slots__ = ()
+
+    def add(self, chunk: Any) -> None:
+        super().add(chunk)
+        extra = chunk.__dict__.get("x_groq")
+        if extra is not None and extra.usage is not None:
+            self.usage = extra.usage
+
+
+CHAT = ModelApi(
+    kind="groq.chat",
+    provider=semconv.PROVIDER_GROQ,
+    operation=semconv.OP_CHAT,
+    request=openai_chat.request_attributes,
+    response=openai_chat.response_attributes,
+    accumulator=GroqStreamAccumulator,
+    classify=classify,
+    server=base_url_server,
+)
+
+PATCHES: tuple[Patch, ...] = (
+    model_method(_COMPLETIONS, "Completions.create", CHAT, False),
+    model_method(_COMPLETIONS, "AsyncCompletions.create", CHAT, True),
+)
+
+
+class GroqInstrumentor(TableInstrumentor):
+    """``GroqInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
+
+    library = "groq"
+
+    dependencies = ("groq >= 1.0, < 2",)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

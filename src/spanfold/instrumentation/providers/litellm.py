@@ -1,0 +1,149 @@
+"""LiteLLM instrumentation: ``litellm.completion`` / ``acompletion``, streaming or not, as one model step per call.
+
+Supported: ``litellm`` >= 1.60, < 2 (tested with 1.83, the last release that installs beside openai 3.x; later ones
+pin ``openai < 3``). LiteLLM routes a call to a provider, through that provider's SDK (openai, azure) or its own HTTP
+client. spanfold makes the step's span at LiteLLM's level, named after the upstream model and provider
+(``gen_ai.provider.name`` is the provider LiteLLM routed to: ``openai``, ``anthropic``, ``groq``...), and the SDK calls
+LiteLLM makes inside it get no span of their own (``ModelApi.outer``): one step, its tokens counted once, whatever
+the route.
+
+LiteLLM answers in OpenAI's shapes (``ModelResponse``; a ``CustomStreamWrapper`` of ``ModelResponseStream`` chunks),
+so the request, response and chunks go through :mod:`spanfold.instrumentation.providers.openai.chat`. The provider is
+read from
+the request (``custom_llm_provider``, or the ``provider/`` prefix of the model), then from the response's
+``_hidden_params`` (the route LiteLLM took).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spanfold import semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, url_server
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
+
+#: LiteLLM's provider names -> ``gen_ai.provider.name`` (others are kept as LiteLLM names them).
+PROVIDERS = {
+    "openai": semconv.PROVIDER_OPENAI,
+    "text-completion-openai": semconv.PROVIDER_OPENAI,
+    "azure": "azure.ai.openai",
+    "anthropic": semconv.PROVIDER_ANTHROPIC,
+    "groq": semconv.PROVIDER_GROQ,
+    "mistral": semconv.PROVIDER_MISTRAL,
+    "cohere": semconv.PROVIDER_COHERE,
+    "cohere_chat": semconv.PROVIDER_COHERE,
+    "ollama": semconv.PROVIDER_OLLAMA,
+    "ollama_chat": semconv.PROVIDER_OLLAMA,
+    "gemini": "gcp.gemini",
+    "vertex_ai": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
+    "deepseek": "deepseek",
+    "xai": "x_ai",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+}
+#: Before LiteLLM has routed the call (no prefix, no ``custom_llm_provider``).
+UNROUTED = "litellm"
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``completion(model, messages, ...)``: the first two may be positional."""
+    m.materialize(kwargs, "messages", "tools")
+    return {**dict(zip(("model", "messages"), args, strict=False)), **kwargs}
+
+
+def _provider(name: Any) -> str | None:
+    return PROVIDERS.get(name, name) if isinstance(name, str) and name else None
+
+
+def request_attributes(request: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
+    model = request.get("model")
+    routed, _, upstream = model.partition("/") if isinstance(model, str) else ("", "", "")
+    provider = request.get("custom_llm_provider")
+    if provider is None and upstream:
+        from litellm import provider_list
+
+        provider = routed if routed in provider_list else None
+        model = upstream if provider is not None else model
+    target, attrs = openai_chat.request_attributes({**request, "model": model}, rt)
+    attrs[semconv.PROVIDER_NAME] = _provider(provider) or UNROUTED
+    attrs.update(url_server(request.get("api_base") or request.get("base_url")))
+    return target, attrs
+
+
+def _routed(obj: Any) -> dict[str, Any]:
+    hidden = getattr(obj, "_hidden_params", None)
+    provider = _provider(hidden.get("custom_llm_provider")) if isinstance(hidden, dict) else None
+    return {semconv.PROVIDER_NAME: provider} if provider else {}
+
+
+def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
+    return {**openai_chat.response_attributes(response, rt), **_routed(response)}
+
+
+class StreamAccumulator(openai_chat.ChatStreamAccumulator):
+    """The chat chunk accumulator; the provider LiteLLM routed to, from the chunks' hidden parameters."""
+
+    __slots__ = ("routed",)
+
+    def __init__(self, rt: Runtime) -> None:
+        super().__init__(rt)
+        self.routed: dict[str, Any] = {}
+
+    def add(self, chunk: Any) -> None:
+        if not self.routed:
+            self.routed = _routed(chunk)
+        super().add(chunk)
+
+    def attributes(self) -> dict[str, Any]:
+        return {**super().attributes(), **self.routed}
+
+
+def _classify(stream: Result) -> Any:
+    def classify(result: Any) -> Result:
+        from litellm import CustomStreamWrapper, ModelResponse
+
+        if isinstance(result, CustomStreamWrapper):
+            return stream
+        return Result.RESPONSE if isinstance(result, ModelResponse) else Result.OPAQUE
+
+    return classify
+
+
+def _api(stream: Result) -> ModelApi:
+    return ModelApi(
+        kind="litellm.completion",
+        provider=UNROUTED,
+        operation=semconv.OP_CHAT,
+        request=request_attributes,
+        response=response_attributes,
+        accumulator=StreamAccumulator,
+        classify=_classify(stream),
+        bind=_bind,
+        outer=True,
+    )
+
+
+COMPLETION = _api(Result.STREAM)
+ACOMPLETION = _api(Result.ASYNC_STREAM)
+
+#: ``litellm.completion`` is ``litellm.main.completion``: both names are wrapped (calls through either are one step).
+PATCHES: tuple[Patch, ...] = tuple(
+    model_method(module, name, api, name == "acompletion")
+    for module in ("litellm", "litellm.main")
+    for name, api in (("completion", COMPLETION), ("acompletion", ACOMPLETION))
+)
+
+
+class LiteLLMInstrumentor(TableInstrumentor):
+    """``LiteLLMInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores it."""
+
+    library = "litellm"
+
+    dependencies = ("litellm >= 1.60, < 2",)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

@@ -1,0 +1,1 @@
+"""openai: Chat Completions and Responses."""

@@ -1,0 +1,175 @@
+"""OpenAI instrumentation: which ``openai`` SDK methods are wrapped, and with which API description.
+
+Supported: ``openai`` >= 1.40, < 4: the httpx-based 1.x and 2.x and the httpx2-based 3.x (1.40.0 is the first release
+with the ``parse()`` and ``stream()`` helpers; the range is :data:`SUPPORTED`). Chat Completions: ``create``
+(sync/async, streaming or not, through ``with_raw_response`` too), ``parse``, and the ``stream()`` helper (it calls
+``create``; closing the helper ends the span at once). Responses API
+(:mod:`spanfold.instrumentation.providers.openai.responses`,
+from 1.66 on): the same for ``responses.create`` / ``responses.parse`` / ``responses.stream()``.
+
+Where the SDK moved things, the table lists every place (what a version lacks is skipped): Chat Completions lived in
+the module ``openai.resources.chat.completions`` before 1.66 (a package since); ``parse()`` and ``stream()`` were
+``client.beta.chat.completions`` methods before 1.92, and the beta ``parse()`` called ``create`` itself in the
+oldest releases (1.40): only the outermost of nested model calls gets a span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, Final
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.providers.openai import responses as openai_responses
+from spanfold.instrumentation.toolkit.calls import (
+    ModelApi,
+    Result,
+    Wrapper,
+    async_wrapper,
+    base_url_server,
+    sync_wrapper,
+)
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, plain
+from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
+
+#: The releases spanfold traces (the ``openai`` extra and ``instruments-any`` in pyproject.toml say the same).
+SUPPORTED: Final = "openai >= 1.40, < 4"
+
+_CHAT_MODULE = "openai.resources.chat.completions.completions"
+_OLD_CHAT_MODULE = "openai.resources.chat.completions"  # a module, not a package, before 1.66
+_BETA_CHAT_MODULE = "openai.resources.beta.chat.completions"  # parse() and stream() before 1.92
+_STREAM_HELPER_MODULE = "openai.lib.streaming.chat._completions"
+_RESPONSES_MODULE = "openai.resources.responses.responses"
+_RESPONSES_HELPER_MODULE = "openai.lib.streaming.responses._responses"
+
+
+def classify(result: Any) -> Result:
+    import openai
+    from openai._legacy_response import LegacyAPIResponse
+
+    if isinstance(result, openai.Stream):
+        return Result.STREAM
+    if isinstance(result, openai.AsyncStream):
+        return Result.ASYNC_STREAM
+    if isinstance(result, LegacyAPIResponse):
+        return Result.RAW
+    if isinstance(result, openai.AsyncAPIResponse):  # with_streaming_response (the Agents SDK streams through it)
+        return Result.ASYNC_STREAMED_RAW
+    if isinstance(result, openai.APIResponse):
+        return Result.STREAMED_RAW
+    if isinstance(result, openai.BaseModel):
+        return Result.RESPONSE
+    return Result.OPAQUE
+
+
+CHAT = ModelApi(
+    kind="openai.chat",
+    provider=semconv.PROVIDER_OPENAI,
+    operation=semconv.OP_CHAT,
+    request=openai_chat.request_attributes,
+    response=openai_chat.response_attributes,
+    accumulator=openai_chat.ChatStreamAccumulator,
+    classify=classify,
+    server=base_url_server,
+)
+
+RESPONSES = ModelApi(
+    kind="openai.responses",
+    provider=semconv.PROVIDER_OPENAI,
+    operation=semconv.OP_CHAT,
+    request=openai_responses.request_attributes,
+    response=openai_responses.response_attributes,
+    accumulator=openai_responses.ResponseStreamAccumulator,
+    classify=classify,
+    server=base_url_server,
+)
+
+#: The model methods: (module, "Class.method", api, is_async).
+METHODS: tuple[tuple[str, str, ModelApi, bool], ...] = (
+    (_CHAT_MODULE, "Completions.create", CHAT, False),
+    (_CHAT_MODULE, "Completions.parse", CHAT, False),
+    (_CHAT_MODULE, "AsyncCompletions.create", CHAT, True),
+    (_CHAT_MODULE, "AsyncCompletions.parse", CHAT, True),
+    (_OLD_CHAT_MODULE, "Completions.create", CHAT, False),
+    (_OLD_CHAT_MODULE, "AsyncCompletions.create", CHAT, True),
+    (_BETA_CHAT_MODULE, "Completions.parse", CHAT, False),
+    (_BETA_CHAT_MODULE, "AsyncCompletions.parse", CHAT, True),
+    (_RESPONSES_MODULE, "Responses.create", RESPONSES, False),
+    (_RESPONSES_MODULE, "Responses.parse", RESPONSES, False),
+    (_RESPONSES_MODULE, "AsyncResponses.create", RESPONSES, True),
+    (_RESPONSES_MODULE, "AsyncResponses.parse", RESPONSES, True),
+)
+
+#: The ``stream()`` helpers close the HTTP response, not the raw stream: end our span there too.
+HELPER_CLOSES = (
+    (_STREAM_HELPER_MODULE, "ChatCompletionStream.close"),
+    (_STREAM_HELPER_MODULE, "AsyncChatCompletionStream.close"),
+    (_RESPONSES_HELPER_MODULE, "ResponseStream.close"),
+    (_RESPONSES_HELPER_MODULE, "AsyncResponseStream.close"),
+)
+
+
+def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        raw = getattr(instance, "_raw_stream", None)
+        if isinstance(raw, (SyncStreamProxy, AsyncStreamProxy)):
+            raw._self_state.finish()
+    except Exception as exc:
+        counters.fault("openai.stream_helper", exc)
+    return wrapped(*args, **kwargs)
+
+
+#: True while a wrapped model method runs: a model method it calls (the beta ``parse()`` of openai 1.40 calls
+#: ``create``) is the same API call, and runs untouched.
+_IN_CALL: ContextVar[bool] = ContextVar("spanfold_openai_call", default=False)
+
+
+def _outermost_sync(inner: Wrapper) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _IN_CALL.get():
+            return wrapped(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            return inner(wrapped, instance, args, kwargs)
+        finally:
+            _IN_CALL.reset(token)
+
+    return wrapper
+
+
+def _outermost_async(inner: Wrapper) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _IN_CALL.get():
+            return await wrapped(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            return await inner(wrapped, instance, args, kwargs)
+        finally:
+            _IN_CALL.reset(token)
+
+    return wrapper
+
+
+def _model_method(module: str, name: str, api: ModelApi, is_async: bool) -> Patch:
+    if is_async:
+        return Patch(module, name, lambda tracer, rt: _outermost_async(async_wrapper(api, tracer, rt)))
+    return Patch(module, name, lambda tracer, rt: _outermost_sync(sync_wrapper(api, tracer, rt)))
+
+
+PATCHES: tuple[Patch, ...] = (
+    *(_model_method(module, name, api, is_async) for module, name, api, is_async in METHODS),
+    *(plain(module, name, _close_helper) for module, name in HELPER_CLOSES),
+)
+
+
+class OpenAIInstrumentor(TableInstrumentor):
+    """``OpenAIInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
+
+    library = "openai"
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
+        return PATCHES

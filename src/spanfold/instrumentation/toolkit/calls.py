@@ -1,0 +1,430 @@
+"""The one wrapper around a model API method, for every provider: a span per call, streams proxied.
+
+A provider describes an API with a :class:`ModelApi` (how to read the request, the response, a stream) and
+gets its sync and async ``wrapt`` wrappers from :func:`sync_wrapper` / :func:`async_wrapper`. The user's call
+always runs and always returns exactly what it would have returned without spanfold (the same object; a stream
+comes back as a transparent proxy of the same stream); its exceptions propagate untouched.
+
+A ``ModelApi`` also describes methods whose shape is not ``method(**request)``:
+
+* ``bind``: the request from the positional and keyword arguments (botocore's ``_make_api_call(operation, params)``),
+  or None for a call that is not a model call (an S3 ``PutObject`` through the same method): it runs untouched, with
+  no span and no other work;
+* ``Result.NESTED_STREAM`` / ``NESTED_ASYNC_STREAM`` with ``nested_stream``: a response dict holding the stream under
+  that key (Bedrock's ``converse_stream`` returns ``{"stream": EventStream, ...}``): the very same dict comes back with
+  the stream proxied in place.
+
+The server address is read in its own fault boundary: a fault there costs the span its ``server.*`` attributes, not
+the span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import conversations
+from spanfold.instrumentation.toolkit.history import FragmentCache
+from spanfold.instrumentation.toolkit.spans import ModelSpan
+from spanfold.instrumentation.toolkit.streams import (
+    Accumulator,
+    AsyncStreamProxy,
+    StreamState,
+    SyncStreamProxy,
+    Transparent,
+)
+
+
+class Result(Enum):
+    """What an SDK method returned."""
+
+    RESPONSE = "response"  # a complete response object
+    STREAM = "stream"  # a sync stream of chunks
+    ASYNC_STREAM = "async_stream"
+    NESTED_STREAM = "nested_stream"  # a dict holding a sync stream under ``ModelApi.nested_stream``
+    NESTED_ASYNC_STREAM = "nested_async_stream"
+    RAW = "raw"  # a raw-response wrapper (``with_raw_response``); ``.parse()`` gives one of the above
+    ASYNC_RAW = "async_raw"  # the same with an ``async def parse()`` (anthropic's ``AsyncAPIResponse``)
+    OPAQUE = "opaque"  # something spanfold must not touch (``with_streaming_response`` of most SDKs)
+    #: A ``with_streaming_response`` result whose body spanfold never reads: only what the user's own ``.parse()``
+    #: gives is followed (a stream proxied); unparsed, its span ends when it is closed (openai: the Agents SDK streams
+    #: through it).
+    STREAMED_RAW = "streamed_raw"
+    ASYNC_STREAMED_RAW = "async_streamed_raw"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelApi:
+    """How one provider API maps onto a GenAI span."""
+
+    kind: str  # for fault counters, e.g. "openai.chat"
+    provider: str
+    operation: str
+    request: Callable[[dict[str, Any], Runtime], tuple[str | None, dict[str, Any]]]
+    response: Callable[[Any, Runtime], Mapping[str, Any]]
+    accumulator: Callable[[Runtime], Accumulator]
+    classify: Callable[[Any], Result]
+    #: The SDK resource (``self`` of the wrapped method) -> attributes its client decides: ``server.address`` /
+    #: ``server.port``, and ``gen_ai.provider.name`` where one SDK reaches several providers (google-genai: the Gemini
+    #: Developer API or Vertex AI). Set after the request's attributes, so they win over ``provider``.
+    server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
+    #: (args, kwargs) -> the request as keyword arguments, or None for a call that is not a model call. Unset: the
+    #: request is the keyword arguments themselves (the SDK methods take keywords only).
+    bind: Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any] | None] | None = None
+    #: The key of a response dict that holds the stream (``Result.NESTED_STREAM``).
+    nested_stream: str | None = None
+    #: ``(response dict, state, is_async) -> proxy`` of ``response[nested_stream]`` when the nested value is not a
+    #: chunk stream (Bedrock ``invoke_model``'s readable body: the proxy feeds the state the bytes the user reads).
+    #: Unset: the toolkit's chunk-stream proxies.
+    nested_proxy: Callable[[dict[str, Any], StreamState, bool], Any] | None = None
+    #: Types ``classify`` found to be complete responses (that answer depends on the type alone; never ``dict``, whose
+    #: kind depends on its keys): the next result of one of them skips ``classify``'s isinstance chain (at most
+    #: :data:`RESPONSE_TYPES_LIMIT` are remembered).
+    response_types: set[type] = field(default_factory=set, compare=False)
+    #: A router library's call (litellm): the client SDK calls it makes inside are the same model step, so while its
+    #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once).
+    outer: bool = False
+
+
+#: True while an ``outer`` API's wrapped call runs (see :attr:`ModelApi.outer`).
+_OUTER_STEP: ContextVar[bool] = ContextVar("spanfold_outer_step", default=False)
+
+
+RESPONSE_TYPES_LIMIT = 64
+
+
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+#: Server attributes per ``base_url`` object: reading the URL's host and port costs more than the rest of the request
+#: attributes, and a client keeps its URL object until it is pointed elsewhere.
+_SERVERS = FragmentCache(limit=64)
+
+
+def _server_attributes(url: Any) -> Mapping[str, Any]:
+    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
+
+
+def base_url_server(instance: Any) -> Mapping[str, Any]:
+    """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic).
+
+    Read from the client's ``_base_url`` where the SDK keeps it (every Stainless-generated SDK; its setter writes it
+    there): openai 3's ``base_url`` property imports a module on every read, a third of this call's cost."""
+    client = instance._client
+    url = getattr(client, "_base_url", None)
+    if url is None:
+        url = client.base_url
+    attrs: Mapping[str, Any] = _SERVERS.cached(url, _server_attributes)
+    return attrs
+
+
+def _url_attributes(url: str) -> Mapping[str, Any]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    return {semconv.SERVER_ADDRESS: parts.hostname or None, semconv.SERVER_PORT: port}
+
+
+def url_server(url: Any) -> Mapping[str, Any]:
+    """``server.address`` / ``server.port`` of a base URL given as a string (SDKs that keep no ``httpx.URL``: mistralai,
+    cohere); an empty or missing URL gives none."""
+    if not isinstance(url, str) or not url:
+        return {}
+    attrs: Mapping[str, Any] = _SERVERS.cached(url, _url_attributes)
+    return attrs
+
+
+def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
+    try:
+        return api.server(instance)
+    except Exception as exc:
+        counters.fault(f"{api.kind}.server", exc)
+        return {}
+
+
+def _begin(
+    api: ModelApi, tracer: Tracer, rt: Runtime, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> ModelSpan | None:
+    """The started span of a model call; None for a call that is not one, inside an outer step, or when reading the
+    request failed."""
+    if _OUTER_STEP.get():
+        return None
+    try:
+        request = kwargs if api.bind is None else api.bind(args, kwargs)
+        if request is None:
+            return None
+        model, attrs = api.request(request, rt)
+        attrs[semconv.OPERATION_NAME] = api.operation
+        attrs.setdefault(semconv.PROVIDER_NAME, api.provider)  # a router's request names the upstream provider
+    except Exception as exc:
+        counters.fault(f"{api.kind}.request", exc)
+        return None
+    attrs.update(_server(api, instance))
+    source = conversations.active()
+    turn, context = _place(api, source, request, attrs, rt) if source is not None else (None, None)
+    try:
+        call = ModelSpan(
+            tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT, rt=rt, context=context
+        )
+    except Exception as exc:
+        counters.fault(f"{api.kind}.span", exc)
+        return None
+    if turn is not None:
+        try:
+            turn.started(call.span)
+            call.turn = turn
+        except Exception as exc:
+            counters.fault(f"{api.kind}.stitch", exc)
+    return call
+
+
+def _place(
+    api: ModelApi, source: conversations.Conversations, request: dict[str, Any], attrs: dict[str, Any], rt: Runtime
+) -> tuple[conversations.Turn | None, otel_context.Context | None]:
+    """Where an un-parented call's span starts (its zero-code conversation, or the run's external parent), and its
+    turn in that conversation; nothing for a call made inside a span (its trace is decided)."""
+    if otel_trace.get_current_span().get_span_context().is_valid:
+        return None, None
+    if not source.stitch:
+        return None, source.parent
+    try:
+        full = attrs if conversations.records_all(rt) else api.request(request, conversations.FULL)[1]
+        turn = source.turn(full, conversations.request_list(request))
+    except Exception as exc:
+        counters.fault(f"{api.kind}.stitch", exc)
+        return None, source.parent
+    attrs[semconv.SPANFOLD_STITCHED] = True
+    return turn, turn.context
+
+
+def _nested(api: ModelApi, result: Any, proxy: type[SyncStreamProxy | AsyncStreamProxy], state: StreamState) -> Any:
+    """The response dict itself, its stream replaced in place by a proxy of the very same stream."""
+    key = api.nested_stream
+    if key is None or not isinstance(result, dict) or key not in result:
+        state.finish()
+        return result
+    if api.nested_proxy is not None:
+        result[key] = api.nested_proxy(result, state, proxy is AsyncStreamProxy)
+    else:
+        result[key] = proxy(result[key], state)
+    return result
+
+
+def _complete(api: ModelApi, call: ModelSpan, result: Any, rt: Runtime) -> Any:
+    """Finish the span from ``result`` (or hand it to a stream proxy); return what the user gets."""
+    try:
+        if type(result) in api.response_types:
+            kind = Result.RESPONSE
+        else:
+            kind = api.classify(result)
+            if kind is Result.RESPONSE and type(result) is not dict and len(api.response_types) < RESPONSE_TYPES_LIMIT:
+                api.response_types.add(type(result))
+        if kind is Result.RESPONSE:
+            if call.turn is not None:
+                call.full = lambda: api.response(result, conversations.FULL)
+            call.finish(api.response(result, rt))
+            return result
+        if kind is Result.STREAM:
+            return SyncStreamProxy(result, StreamState(call, api.accumulator(rt), api.kind))
+        if kind is Result.ASYNC_STREAM:
+            return AsyncStreamProxy(result, StreamState(call, api.accumulator(rt), api.kind))
+        if kind is Result.NESTED_STREAM:
+            return _nested(api, result, SyncStreamProxy, StreamState(call, api.accumulator(rt), api.kind))
+        if kind is Result.NESTED_ASYNC_STREAM:
+            return _nested(api, result, AsyncStreamProxy, StreamState(call, api.accumulator(rt), api.kind))
+        if kind is Result.RAW:
+            return RawResponseProxy(result, api, call, rt)
+        if kind is Result.ASYNC_RAW:
+            return AsyncRawResponseProxy(result, api, call, rt)
+        if kind is Result.STREAMED_RAW:
+            return StreamedRawProxy(result, api, call, rt)
+        if kind is Result.ASYNC_STREAMED_RAW:
+            return AsyncStreamedRawProxy(result, api, call, rt)
+        call.finish()
+        return result
+    except Exception as exc:
+        counters.fault(f"{api.kind}.response", exc)
+        call.finish()
+        return result
+
+
+class _RawProxy(Transparent):
+    """A ``with_raw_response`` result whose span finishes from what ``.parse()`` gives (a stream is proxied), or
+    ends when this is collected unparsed. Subclasses say when and how the body is parsed."""
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, rt: Runtime) -> None:
+        super().__init__(wrapped)
+        self._self_api = api
+        self._self_call = call
+        self._self_rt = rt
+        self._self_parsed: Any = None
+
+    def _self_parsed_as(self, result: Any) -> Any:
+        """What the user's ``.parse()`` (no arguments) returns: the first parse finishes the span."""
+        if self._self_parsed is None:
+            self._self_parsed = _complete(self._self_api, self._self_call, result, self._self_rt)
+        return self._self_parsed
+
+    def _self_end_unparsed(self) -> None:
+        call = getattr(self, "_self_call", None)
+        if call is not None and not call.ended and self._self_parsed is None:
+            call.finish()
+
+    def __del__(self) -> None:
+        self._self_end_unparsed()
+
+
+class RawResponseProxy(_RawProxy):
+    """A non-streaming body is parsed at once (the SDK caches the parse, so the user's own ``.parse()`` returns the
+    very same object); a streaming one when the user parses it."""
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, rt: Runtime) -> None:
+        super().__init__(wrapped, api, call, rt)
+        if not _streams(wrapped):
+            self._self_parsed_as(wrapped.parse())
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.__wrapped__.parse(*args, **kwargs)
+        return result if args or kwargs else self._self_parsed_as(result)
+
+
+def _streams(raw: Any) -> bool:
+    """Whether a raw response holds a stream (openai: ``_stream``; anthropic: ``_is_sse_stream``)."""
+    return bool(getattr(raw, "_stream", False) or getattr(raw, "_is_sse_stream", False))
+
+
+class AsyncRawResponseProxy(_RawProxy):
+    """For raw responses whose ``parse()`` is a coroutine: the async wrapper awaits :meth:`_self_prime` before
+    returning it, which parses a non-streaming body at once (the SDK caches the parse)."""
+
+    async def _self_prime(self) -> None:
+        if _streams(self.__wrapped__):
+            return
+        try:
+            parsed = await self.__wrapped__.parse()
+        except Exception as exc:  # the user's own .parse() raises it again
+            counters.fault(f"{self._self_api.kind}.raw_parse", exc)
+            self._self_call.finish()
+            return
+        self._self_parsed_as(parsed)
+
+    async def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self.__wrapped__.parse(*args, **kwargs)
+        return result if args or kwargs else self._self_parsed_as(result)
+
+
+class StreamedRawProxy(RawResponseProxy):
+    """A ``with_streaming_response`` result (:attr:`Result.STREAMED_RAW`): never parsed by spanfold."""
+
+    def __init__(self, wrapped: Any, api: ModelApi, call: ModelSpan, rt: Runtime) -> None:
+        _RawProxy.__init__(self, wrapped, api, call, rt)
+
+    def close(self) -> Any:
+        try:
+            return self.__wrapped__.close()
+        finally:
+            self._self_end_unparsed()
+
+
+class AsyncStreamedRawProxy(AsyncRawResponseProxy):
+    """The async ``with_streaming_response`` result (:attr:`Result.ASYNC_STREAMED_RAW`): never parsed by spanfold."""
+
+    async def _self_prime(self) -> None:
+        return None
+
+    async def close(self) -> Any:
+        try:
+            return await self.__wrapped__.close()
+        finally:
+            self._self_end_unparsed()
+
+
+def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = _begin(api, tracer, rt, instance, args, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        call.activate()
+        outer = _OUTER_STEP.set(True) if api.outer else None
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.deactivate()
+            call.fail(exc)
+            raise
+        finally:
+            if outer is not None:
+                _OUTER_STEP.reset(outer)
+        call.deactivate()
+        return _complete(api, call, result, rt)
+
+    return wrapper
+
+
+def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(
+        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = _begin(api, tracer, rt, instance, args, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        call.activate()
+        outer = _OUTER_STEP.set(True) if api.outer else None
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.deactivate()
+            call.fail(exc)
+            raise
+        finally:
+            if outer is not None:
+                _OUTER_STEP.reset(outer)
+        call.deactivate()
+        out = _complete(api, call, result, rt)
+        if isinstance(out, AsyncRawResponseProxy):
+            await out._self_prime()
+        return out
+
+    return wrapper
+
+
+def stainless_result(result: Any, stream: type, async_stream: type, raw: type, async_raw: type, model: type) -> Result:
+    """``classify`` for the Stainless-generated SDKs (anthropic, groq), given that SDK's own types: its streams, its raw
+    responses (``with_raw_response``; ``with_streaming_response`` marks its requests ``X-Stainless-Raw-Response:
+    stream`` and is left to the user), its response models."""
+    if isinstance(result, stream):
+        return Result.STREAM
+    if isinstance(result, async_stream):
+        return Result.ASYNC_STREAM
+    if isinstance(result, (raw, async_raw)):
+        headers = getattr(getattr(result, "_options", None), "headers", None)
+        if isinstance(headers, Mapping) and headers.get("X-Stainless-Raw-Response") == "stream":
+            return Result.OPAQUE
+        return Result.ASYNC_RAW if isinstance(result, async_raw) else Result.RAW
+    if isinstance(result, model):
+        return Result.RESPONSE
+    return Result.OPAQUE
+
+
+def iterator_result(result: Any) -> Result:
+    """``classify`` for SDKs that answer with a pydantic model, or stream as a (sync or async) generator of them
+    (ollama, cohere)."""
+    from pydantic import BaseModel
+
+    if isinstance(result, BaseModel):
+        return Result.RESPONSE
+    if isinstance(result, Iterator):
+        return Result.STREAM
+    if isinstance(result, AsyncIterator):
+        return Result.ASYNC_STREAM
+    return Result.OPAQUE

@@ -1,0 +1,60 @@
+"""Request parameters -> span attributes, from a table: which keyword (or config field) fills which attribute.
+
+A provider lists its parameters once (``{"temperature": semconv.REQUEST_TEMPERATURE, ...}``); :func:`numbers` reads
+them from the call's keyword arguments or from a config object the call was given (google-genai's
+``config=GenerateContentConfig(...)``, Bedrock's ``inferenceConfig`` dict), whichever the provider hands it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from spanfold.instrumentation.toolkit.messages import as_list, get
+
+
+def given(value: Any) -> bool:
+    """True for a value the caller passed (the SDKs mark absent ones with ``omit`` / ``NOT_GIVEN``; speakeasy-generated
+    ones, mistralai, with ``UNSET``)."""
+    return value is not None and type(value).__name__ not in ("Omit", "NotGiven", "Unset")
+
+
+def listed(kwargs: dict[str, Any], key: str) -> list[Any] | None:
+    """The request's ``key`` (messages, tools) as a list; None when not given. A one-shot iterator is made a list in
+    ``kwargs`` first, so the SDK sends the very items spanfold read (:func:`~spanfold.instrumentation.toolkit.messages.
+    materialize`); a list, nearly always, comes back as it is, with no other check."""
+    value = kwargs.get(key)
+    if type(value) is list:
+        return value
+    if isinstance(value, Iterator):
+        value = kwargs[key] = list(value)
+    return as_list(value) if given(value) else None
+
+
+def numbers(source: Any, table: Mapping[str, str]) -> dict[str, Any]:
+    """Attribute -> value for the numeric parameters of ``table`` that ``source`` (keyword arguments, a dict or a
+    config object) holds; booleans and anything not a number are left out."""
+    out: dict[str, Any] = {}
+    if source is None:
+        return out
+    for key, attr in table.items():
+        value = get(source, key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[attr] = value
+    return out
+
+
+def model_name(value: Any) -> str | None:
+    """The model a request names, when it is a string."""
+    return value if isinstance(value, str) else None
+
+
+def string_list(value: Any) -> list[str] | None:
+    """A parameter that is one string or several (stop sequences) as a list of strings; None when not given."""
+    if not given(value):
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return None

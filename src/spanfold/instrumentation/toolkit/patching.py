@@ -1,0 +1,181 @@
+"""A provider's patches as a table, applied and removed by one instrumentor base class.
+
+A provider module lists :class:`Patch` entries (module, ``"Class.method"`` or function, and the wrapper factory) and
+subclasses :class:`TableInstrumentor` with its library's name and supported range. Methods an SDK version does not
+have (``Responses`` in an old openai 1.x, a beta namespace, the SDK's own tracing hooks) are skipped quietly: the
+instrumentor wraps what exists. A patch is applied when its module is imported (a post-import hook; at once when it
+already is), so an SDK that loads its resource modules lazily still loads only those the application uses.
+``uninstrument()`` restores exactly what was wrapped, and hooks that have not fired yet will not patch.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import threading
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, ClassVar
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import Tracer, get_tracer
+
+from spanfold import counters
+from spanfold.content import runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import conversations, versions
+from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
+from spanfold.version import __version__
+
+#: Held while a table is applied or removed (post-import hooks fire on whichever thread imports the module).
+_LOCK = threading.RLock()
+
+#: (tracer, runtime) -> the wrapt wrapper of one patched function.
+WrapperFactory = Callable[[Tracer, Runtime], Wrapper]
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """``module``'s ``name`` (``"Class.method"`` or a function) wrapped by ``factory(tracer, runtime)``."""
+
+    module: str
+    name: str
+    factory: WrapperFactory
+
+
+def model_method(module: str, name: str, api: ModelApi, is_async: bool) -> Patch:
+    """A model API method: a span per call from ``api``."""
+    make = async_wrapper if is_async else sync_wrapper
+    return Patch(module, name, lambda tracer, rt: make(api, tracer, rt))
+
+
+def plain(module: str, name: str, wrapper: Wrapper) -> Patch:
+    """A function wrapped by a fixed wrapper (a hook that needs neither tracer nor runtime)."""
+    return Patch(module, name, lambda tracer, rt: wrapper)
+
+
+def _owner(patch: Patch) -> tuple[Any, str] | None:
+    """(the object holding the attribute, the attribute) when both exist in the installed SDK."""
+    try:
+        owner: Any = importlib.import_module(patch.module)
+    except ImportError:
+        return None
+    *path, attr = patch.name.split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    return (owner, attr) if hasattr(owner, attr) else None
+
+
+def scope_name(module: str) -> str:
+    """The instrumentation scope a spanfold instrumentor's spans carry: ``spanfold.instrumentation.<provider>`` for a
+    provider (whichever module of its folder patches it), the module's name for a framework."""
+    head, sep, tail = module.partition(".providers.")
+    return f"{head}.{tail.split('.')[0]}" if sep else module
+
+
+class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """``Instrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the library.
+
+    Subclasses set :attr:`library` and :attr:`dependencies` and implement :meth:`patches` (they may also add setup in
+    :meth:`_prepare`)."""
+
+    #: The import name of the library it patches (the registry's key for it: checked by a test).
+    library: ClassVar[str]
+    #: The pip requirement(s) the instrumented library must satisfy (``instrumentation_dependencies``).
+    dependencies: ClassVar[tuple[str, ...]] = ()
+    _applied: ClassVar[list[tuple[Any, str]]]
+    _generation: ClassVar[int]
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return self.dependencies
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        raise NotImplementedError
+
+    def instrument(self, **kwargs: Any) -> Any:
+        """Patch the library when its installed version is in :attr:`dependencies`; otherwise say so once and patch
+        nothing. The check runs even when the caller skipped OpenTelemetry's (zero-code passes ``skip_dep_check``
+        after checking the whole distribution, which holds several instrumentors): it is per library, and the same
+        for ``init()`` and ``opentelemetry-instrument``."""
+        kwargs.pop("skip_dep_check", None)
+        kwargs.pop("raise_exception_on_conflict", None)
+        if not versions.supported(self.instrumentation_dependencies()):
+            return None
+        if "runtime" not in kwargs and self._defer(kwargs):
+            return None
+        return super().instrument(skip_dep_check=True, **kwargs)
+
+    def _defer(self, kwargs: dict[str, Any]) -> bool:
+        """``opentelemetry-instrument`` instruments every installed library at start-up: a library the program has
+        not imported is patched when it imports it (a post-import hook), never imported by spanfold (importing every
+        installed SDK would cost seconds, and some reach the network when imported)."""
+        library = type(self).library
+        if library in sys.modules:
+            return False
+
+        def on_import(module: ModuleType) -> None:
+            try:
+                if not self.is_instrumented_by_opentelemetry:
+                    BaseInstrumentor.instrument(self, skip_dep_check=True, **kwargs)
+            except Exception as exc:
+                counters.fault(f"instrument.{library}", exc)
+
+        wrapt.register_post_import_hook(on_import, library)
+        return True
+
+    def _instrument(self, **kwargs: Any) -> None:
+        """Wrap each patch's method when its module is imported (at once when it already is): an SDK that loads its
+        resources lazily (openai's ``client.responses``) loads only those the application uses, not every one
+        spanfold can trace."""
+        tracer: Tracer = get_tracer(scope_name(type(self).__module__), __version__, kwargs.get("tracer_provider"))
+        rt: Runtime = kwargs.get("runtime") or runtime.active()
+        conversations.ensure()
+        cls = type(self)
+        with _LOCK:
+            cls._generation = getattr(cls, "_generation", 0) + 1
+            cls._applied = []
+            generation = cls._generation
+        by_module: dict[str, list[Patch]] = {}
+        for patch in self.patches(rt):
+            by_module.setdefault(patch.module, []).append(patch)
+        for module, patches in by_module.items():
+            hook = functools.partial(self._apply, generation, tracer, rt, patches)
+            wrapt.register_post_import_hook(hook, module)
+
+    def _apply(self, generation: int, tracer: Tracer, rt: Runtime, patches: list[Patch], module: ModuleType) -> None:
+        """The post-import hook of one module: wrap its patches, unless a later (un)instrument made it stale."""
+        cls = type(self)
+        found: list[tuple[Patch, tuple[Any, str]]] = []
+        for patch in patches:  # outside the lock: looking a module up may wait on another thread's import of it
+            try:
+                target = _owner(patch)
+            except Exception as exc:
+                counters.fault(f"patch.{patch.module}", exc)
+                continue
+            if target is not None:  # else not in this version of the SDK
+                found.append((patch, target))
+        with _LOCK:
+            if generation != cls._generation:
+                return
+            for patch, (owner, attr) in found:
+                try:
+                    if any(o is owner and a == attr for o, a in cls._applied):
+                        continue  # the same class reached through an old and a new module path
+                    wrapt.wrap_function_wrapper(owner, attr, patch.factory(tracer, rt))
+                    cls._applied.append((owner, attr))
+                except Exception as exc:
+                    counters.fault(f"patch.{patch.module}", exc)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        cls = type(self)
+        with _LOCK:
+            cls._generation = getattr(cls, "_generation", 0) + 1  # hooks not yet fired will not patch
+            for owner, attr in getattr(cls, "_applied", []):
+                unwrap(owner, attr)
+            cls._applied = []

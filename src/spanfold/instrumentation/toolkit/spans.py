@@ -1,0 +1,167 @@
+"""Start and finish GenAI spans; record errors. Shared by every provider module.
+
+A :class:`ModelSpan` finishes exactly once, whichever of success, error, stream end, ``close()`` or garbage
+collection comes first. Every method here is fault-proof: a fault inside spanfold is counted and logged once
+(:mod:`spanfold.counters`), never raised into the user's call.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from spanfold import counters, semconv
+from spanfold.content.redaction import secrets
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.conversations import Turn, records_all
+
+
+def error_type(exc: BaseException) -> str:
+    """``error.type``: the exception's public qualified name (``openai.InternalServerError``, ``ValueError``)."""
+    cls = type(exc)
+    if cls.__module__ in ("builtins", "__main__"):
+        return cls.__qualname__
+    public = [part for part in cls.__module__.split(".") if not part.startswith("_")]
+    return ".".join([*public, cls.__qualname__])
+
+
+def set_error(span: Span, exc: BaseException, rt: Runtime) -> None:
+    """Status ERROR, ``error.type``, and the exception event (before the span ends).
+
+    An error message is content (a tool's exception quotes its input; a provider's 400 echoes the prompt): with content
+    capture off the span gets the exception's type and the stack frames, never its message; with capture on the
+    message goes through the runtime's redaction. Credentials (a server echoing the key it rejected) are masked
+    whatever the settings (:func:`~spanfold.content.redaction.secrets`)."""
+    kind = error_type(exc)
+    span.set_attribute(semconv.ERROR_TYPE, kind)
+    if rt.capture_content:
+        message = secrets(str(rt.content(str(exc))))
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        stack = secrets(str(rt.content("".join(frames))))
+        attributes = {"exception.type": kind, "exception.message": message, "exception.stacktrace": stack}
+        description = f"{type(exc).__name__}: {message}"
+    else:
+        frames = traceback.format_tb(exc.__traceback__)
+        stack = "Traceback (most recent call last):\n" + "".join(frames) + kind
+        attributes = {"exception.type": kind, "exception.message": "", "exception.stacktrace": stack}
+        description = type(exc).__name__
+    span.record_exception(exc, attributes=attributes, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, description))
+
+
+def set_failure(span: Span, kind: str, message: str | None, rt: Runtime) -> None:
+    """Status ERROR and ``error.type`` for a failure that is not an exception (a tool result flagged as an error, a
+    framework's own error record). ``message`` is content, as in :func:`set_error`: the status description with
+    capture on (redacted, credentials masked), ``kind`` alone with capture off."""
+    span.set_attribute(semconv.ERROR_TYPE, kind)
+    description = kind
+    if rt.capture_content and message:
+        description = secrets(str(rt.content(message)))
+    span.set_status(Status(StatusCode.ERROR, description))
+
+
+def end_span(span: Span) -> None:
+    """``span.end()``; another span processor that raises when a span ends never reaches the user's call."""
+    try:
+        span.end()
+    except Exception as exc:
+        counters.fault("span.end", exc)
+
+
+def clean(attributes: Mapping[str, Any]) -> Mapping[str, AttributeValue]:
+    """Drop None values: OTel attributes cannot hold them (the mapping itself when it holds none: the SDK copies it)."""
+    for value in attributes.values():
+        if value is None:
+            return {k: v for k, v in attributes.items() if v is not None}
+    return attributes
+
+
+class ModelSpan:
+    """One started GenAI span and the promise to end it exactly once."""
+
+    __slots__ = ("_lock", "_token", "ended", "full", "rt", "span", "turn")
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        name: str,
+        attributes: Mapping[str, Any],
+        *,
+        kind: SpanKind,
+        rt: Runtime,
+        context: otel_context.Context | None = None,
+    ) -> None:
+        self.rt = rt
+        self.span: Span = tracer.start_span(name, context=context, kind=kind, attributes=clean(attributes))
+        self.ended = False
+        self._lock = threading.Lock()
+        self._token: object | None = None
+        #: A zero-code call's place in its conversation (:mod:`~spanfold.instrumentation.toolkit.conversations`), told
+        #: how the
+        #: call ended; ``full``: its result attributes with capture on and no redaction, when ``rt`` differs.
+        self.turn: Turn | None = None
+        self.full: Callable[[], Mapping[str, Any]] | None = None
+
+    def activate(self) -> None:
+        """Make the span current until :meth:`deactivate` (so spans the SDK call makes nest under it)."""
+        self._token = otel_context.attach(otel_trace.set_span_in_context(self.span))
+
+    def deactivate(self) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            try:
+                otel_context.detach(token)  # type: ignore[arg-type]
+            except Exception as exc:  # a context switched under us (generators, threads): keep going
+                counters.fault("context.detach", exc)
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self.ended:
+                return False
+            self.ended = True
+            return True
+
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
+        """Set the result attributes and end the span (no-op when already ended)."""
+        if not self._claim():
+            return
+        try:
+            if attributes:
+                self.span.set_attributes(clean(attributes))
+        except Exception as exc:
+            counters.fault("span.finish", exc)
+        end_span(self.span)
+        if self.turn is not None:
+            self._told(attributes or {})
+
+    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
+        """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""
+        if not self._claim():
+            return
+        try:
+            if attributes:
+                self.span.set_attributes(clean(attributes))
+            set_error(self.span, exc, self.rt)
+        except Exception as fault:
+            counters.fault("span.fail", fault)
+        end_span(self.span)
+        if self.turn is not None:
+            self._told(None)
+
+    def _told(self, attributes: Mapping[str, Any] | None) -> None:
+        """Tell the call's conversation how it ended (``None``: it failed)."""
+        turn, self.turn = self.turn, None
+        try:
+            if attributes is not None and self.full is not None and not records_all(self.rt):
+                attributes = self.full()
+            if turn is not None:
+                turn.done(attributes)
+        except Exception as exc:
+            counters.fault("stitch.done", exc)

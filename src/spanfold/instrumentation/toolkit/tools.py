@@ -1,0 +1,486 @@
+"""``@spanfold.tool`` (an ``execute_tool`` span per call) and ``spanfold.agent`` (an ``invoke_agent`` span).
+
+Both use the global tracer provider, so they work with ``spanfold.init()`` and with any other OTel setup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content import runtime
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import conversations
+from spanfold.instrumentation.toolkit.messages import dumps, get
+from spanfold.instrumentation.toolkit.spans import clean, end_span, set_error
+from spanfold.semconv.parts import parse_json_arguments
+from spanfold.version import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The keyword a caller may add to a tool call to record the model's tool-call id (``tool_call_id="call_1"``).
+#: It is passed on to the function only when the function declares it.
+CALL_ID_KEYWORD = "tool_call_id"
+
+_tracer: Tracer | None = None
+
+
+def _get_tracer() -> Tracer:
+    global _tracer
+    if _tracer is None:
+        _tracer = otel_trace.get_tracer("spanfold", __version__)
+    return _tracer
+
+
+def _result_text(value: Any) -> str:
+    return value if isinstance(value, str) else dumps(value)
+
+
+class _ToolSpec:
+    """What a decorated function needs per call: its name, description, how to read its arguments, and whether it is
+    a dispatcher (one function running many tools, named by each call)."""
+
+    __slots__ = ("accepts_call_id", "description", "dispatch", "name", "signature")
+
+    def __init__(self, fn: Callable[..., Any], name: str | None, description: str | None, dispatch: bool) -> None:
+        self.name = name or getattr(fn, "__name__", "tool")
+        self.dispatch = dispatch
+        doc = description if description is not None else (None if dispatch else inspect.getdoc(fn))
+        self.description = doc.strip().splitlines()[0] if doc else None
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
+        params = self.signature.parameters if self.signature else {}
+        self.accepts_call_id = CALL_ID_KEYWORD in params or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+        )
+
+    def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, dict[str, Any]]:
+        """Start the span; return it and the kwargs to call the function with."""
+        call_id = kwargs.get(CALL_ID_KEYWORD)
+        if CALL_ID_KEYWORD in kwargs and not self.accepts_call_id:  # None too: APIs without ids (Gemini, Ollama)
+            kwargs = {k: v for k, v in kwargs.items() if k != CALL_ID_KEYWORD}
+        if self in _FRAMEWORK_RUNS.get():  # a framework's tool run is calling us: its span is this call's
+            _FRAMEWORK_RUNS.set(())
+            return None, kwargs
+        try:
+            rt = runtime.active()
+            name: Any = self.name
+            values = self.arguments(args, kwargs)
+            if self.dispatch:
+                name, given_id, values = dispatched(values, name)
+                call_id = call_id if call_id is not None else given_id
+            arguments = dumps(values) if rt.capture_content else None
+            extra = {semconv.TOOL_DESCRIPTION: self.description} if self.description else None
+            span = start_tool_span(
+                _get_tracer(),
+                str(name),
+                rt,
+                call_id=call_id,
+                arguments=arguments,
+                attributes=extra,
+                argument_values=values,
+            )
+        except Exception as exc:
+            counters.fault("tool.start", exc)
+            return None, kwargs
+        return span, kwargs
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.signature is None:
+            return {"args": list(args), **kwargs}
+        try:
+            bound = self.signature.bind_partial(*args, **kwargs)
+        except TypeError:
+            return {"args": list(args), **kwargs}
+        out = dict(bound.arguments)
+        for name in ("self", "cls"):
+            if name in out and next(iter(self.signature.parameters), None) == name:
+                del out[name]
+        return out
+
+
+def _call_fields(call: Any) -> tuple[Any, Any, Any] | None:
+    """(name, call id, arguments) of a tool call as an SDK returned it (an object or its dict): OpenAI chat's
+    ``{id, function: {name, arguments}}``, Responses' ``function_call`` (``call_id``), Anthropic's ``tool_use``
+    (``input``), Gemini's ``function_call`` (``args``), Bedrock's ``{"toolUse": {toolUseId, name, input}}``,
+    Ollama's ``{function: {name, arguments}}``; None when ``call`` is none of them."""
+    if isinstance(call, (str, bytes, int, float)) or call is None:
+        return None
+    function = get(call, "function")
+    if function is not None:
+        return get(function, "name"), get(call, "id"), get(function, "arguments")
+    use = get(call, "toolUse")
+    if use is not None:
+        call = use
+    name = get(call, "name")
+    if not isinstance(name, str):
+        return None
+    call_id = next((v for v in (get(call, k) for k in ("call_id", "toolUseId", "id")) if v is not None), None)
+    arguments = next((v for v in (get(call, k) for k in ("arguments", "input", "args")) if v is not None), None)
+    return name, call_id, arguments
+
+
+def dispatched(values: Mapping[str, Any], default: Any) -> tuple[Any, Any, Any]:
+    """(tool name, call id or None, the tool's arguments) of a call of a dispatcher, from its bound arguments in
+    order: the first names the tool (a string), the second holds its arguments (a mapping, or JSON text), the
+    others are the dispatcher's own; or the first is the tool call itself (:func:`_call_fields`). Anything else
+    keeps the function's own name and arguments."""
+    items = list(values.items())
+    if not items:
+        return default, None, values
+    first = items[0][1]
+    if isinstance(first, str):
+        if len(items) == 1:
+            return first, None, {}
+        rest = items[1][1]
+        return first, None, parse_json_arguments(rest)
+    fields = _call_fields(first)
+    if fields is None:
+        return default, None, values
+    name, call_id, arguments = fields
+    return name, call_id, parse_json_arguments(arguments) if arguments is not None else {}
+
+
+def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Context | None:
+    """The context a tool run's span starts in: the current one, or for an un-parented run the zero-code conversation
+    whose model asked for it (by ``call_id``, else ``name`` and ``arguments``), else the run's external parent
+    (:mod:`~spanfold.instrumentation.toolkit.conversations`). For every ``execute_tool`` span spanfold starts."""
+    return _placed(call_id, name, arguments)[0]
+
+
+def _placed(
+    call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
+) -> tuple[otel_context.Context | None, tuple[conversations.Conversations, Any] | None, bool, str | None]:
+    """:func:`tool_context`, the zero-code conversations and conversation the run joins (None: none), whether the
+    source decided the run's place (stitching on, an un-parented run), and the id of the model's call the source
+    matched a run without one to (by name and arguments)."""
+    source = conversations.active()
+    if source is None or otel_trace.get_current_span().get_span_context().is_valid:
+        return None, None, False, None
+    if not source.stitch:
+        return source.parent, None, False, None
+    try:
+        context, conv, answered = source.tool_context(call_id, name, arguments, conversation_id)
+    except Exception as exc:
+        counters.fault("tool.stitch", exc)
+        return source.parent, None, False, None
+    return context, ((source, conv) if conv is not None else None), True, answered
+
+
+def start_tool_span(
+    tracer: Tracer,
+    name: str,
+    rt: Runtime,
+    *,
+    call_id: Any = None,
+    arguments: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+    argument_values: Any = None,
+) -> Span:
+    """An ``execute_tool {name}`` span (not made current), for every tool producer: ``@tool`` functions, MCP calls,
+    framework tool runs. ``arguments``: the call's arguments as JSON, recorded (through ``rt``'s redaction) only with
+    content capture on; ``attributes``: the producer's own (``gen_ai.tool.type`` defaults to ``function``);
+    ``argument_values``: the arguments as values, for an un-parented run to find the zero-code conversation whose model
+    asked for it (:func:`tool_context`)."""
+    attrs: dict[str, Any] = {
+        semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+        semconv.TOOL_NAME: name,
+        semconv.TOOL_TYPE: "function",
+    }
+    if attributes:
+        attrs.update(clean(attributes))
+    if call_id is not None:
+        attrs[semconv.TOOL_CALL_ID] = str(call_id)
+    if arguments is not None and rt.capture_content:
+        attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
+    context, joined, decided, answered = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
+    if decided:
+        attrs[semconv.SPANFOLD_STITCHED] = True
+    if answered is not None and call_id is None:  # the model's call the source paired the run with
+        attrs[semconv.TOOL_CALL_ID] = answered
+    span = tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
+    if joined is not None:
+        try:
+            joined[0].running(joined[1], span)  # the conversation stays open while the tool runs, however long
+        except Exception as exc:
+            counters.fault("tool.stitch", exc)
+    return span
+
+
+def end_tool_span(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
+    """Record a tool's result (content capture on: text as it is, anything else as JSON) and end its span."""
+    _end_ok(span, result, rt)
+
+
+def fail_tool_span(span: Span | None, exc: BaseException, rt: Runtime | None = None) -> None:
+    """Record ``exc`` on a tool's span (:func:`~spanfold.instrumentation.toolkit.spans.set_error`) and end it."""
+    _end_error(span, exc, rt)
+
+
+def _end_ok(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
+    if span is None:
+        return
+    try:
+        rt = rt or runtime.active()
+        if rt.capture_content:
+            span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(_result_text(result)))
+    except Exception as exc:
+        counters.fault("tool.result", exc)
+    end_span(span)
+
+
+def _end_error(span: Span | None, exc: BaseException, rt: Runtime | None = None) -> None:
+    if span is None:
+        return
+    try:
+        set_error(span, exc, rt or runtime.active())
+    except Exception as fault:
+        counters.fault("tool.error", fault)
+    end_span(span)
+
+
+#: Marks the functions :func:`tool` made.
+_TRACED_MARK = "__spanfold_tool__"
+#: Where a traced function keeps its :class:`_ToolSpec`.
+_SPEC_ATTRIBUTE = "__spanfold_tool_spec__"
+#: The ``@tool`` functions a framework's own tool run (with its own span) is calling now, as their specs: their call
+#: makes no second span (see :func:`framework_tool_run`).
+_FRAMEWORK_RUNS: ContextVar[tuple[_ToolSpec, ...]] = ContextVar("spanfold_framework_tool_runs", default=())
+
+
+def traced(fn: F) -> F:
+    """``fn`` traced as ``@tool`` traces it, for a function a library runs for the model itself (google-genai's
+    automatic function calling): ``fn`` itself when it is a ``@tool`` already, else a traced twin for this call."""
+    if getattr(fn, _TRACED_MARK, False):
+        return fn
+    return _wrap_tool(fn, None, None)
+
+
+def _wrap_tool(fn: F, name: str | None, description: str | None, dispatch: bool = False) -> F:
+    wrapped = _make_tool(fn, name, description, dispatch)
+    setattr(wrapped, _TRACED_MARK, True)  # a function made here: it takes attributes
+    return wrapped
+
+
+def _make_tool(fn: F, name: str | None, description: str | None, dispatch: bool) -> F:
+    spec = _ToolSpec(fn, name, description, dispatch)
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        # A generator's body runs after the call returns, item by item: a span around the call would record neither
+        # its time nor its result, and hide the result the model is sent next. Untraced (``tool_call_id=`` still
+        # taken off), its output reaches the flat trace from the next model call's inputs.
+        @functools.wraps(fn)
+        def untraced(*args: Any, **kwargs: Any) -> Any:
+            if not spec.accepts_call_id:
+                kwargs.pop(CALL_ID_KEYWORD, None)
+            return fn(*args, **kwargs)
+
+        return untraced  # type: ignore[return-value]
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            span, kwargs = spec.start(args, kwargs)
+            if span is None:
+                return await fn(*args, **kwargs)
+            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    _end_error(span, exc)
+                    raise
+            _end_ok(span, result)
+            return result
+
+        setattr(run_async, _SPEC_ATTRIBUTE, spec)
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        span, kwargs = spec.start(args, kwargs)
+        if span is None:
+            return fn(*args, **kwargs)
+        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                _end_error(span, exc)
+                raise
+        _end_ok(span, result)
+        return result
+
+    setattr(run, _SPEC_ATTRIBUTE, spec)
+    return run  # type: ignore[return-value]
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None, dispatch: bool = False) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: F | None = None, /, *, name: str | None = None, description: str | None = None, dispatch: bool = False
+) -> Any:
+    """Trace every call of a tool function as an ``execute_tool {name}`` span.
+
+    Use bare (``@spanfold.tool``) or with options (``@spanfold.tool(name="search")``), on sync or async
+    functions; generator functions are not traced (their items reach the trace through the next model call's
+    inputs). Pass ``tool_call_id=`` in a call to record the model's tool-call id (it reaches the function only when
+    the function declares that parameter); without it the fold pairs the call by name and arguments.
+
+    ``dispatch=True``: the function runs many tools, and each call says which. Its first argument is the tool's name
+    and its second the tool's arguments (a mapping or JSON text; further arguments are the dispatcher's own), as in
+    ``run_tool(call.function.name, call.function.arguments, tool_call_id=call.id)``; or its first argument is the
+    tool call the SDK returned (OpenAI, Responses, Anthropic, Gemini, Bedrock, Ollama), which gives the name, the
+    arguments and the call id. Each call is then an ``execute_tool {that tool}`` span with that tool's arguments.
+    """
+    if fn is not None:
+        return _wrap_tool(fn, name, description, dispatch)
+    return lambda f: _wrap_tool(f, name, description, dispatch)
+
+
+#: The agent runs open in this thread / asyncio task, innermost last: ``(agent, span, context token)``. One variable for
+#: every agent object (a ContextVar per object would stay in each context for good), so one agent object may be
+#: entered concurrently and nested.
+_OPEN_AGENTS: ContextVar[tuple[tuple[agent, Span, object], ...]] = ContextVar("spanfold_agents", default=())
+
+
+class agent:
+    """One ``invoke_agent {name}`` span around a run: a context manager (sync and async) and a decorator.
+
+    Everything traced inside (model calls, tools) becomes one trace, folded into one flat trace file line.
+    """
+
+    def __init__(self, name: str, *, conversation_id: str | None = None, traceparent: str | None = None) -> None:
+        self.name = name
+        self.conversation_id = conversation_id
+        self.traceparent = traceparent
+
+    def __enter__(self) -> agent:
+        try:
+            attrs = {
+                semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+                semconv.AGENT_NAME: self.name,
+            }
+            if self.conversation_id is not None:
+                attrs[semconv.CONVERSATION_ID] = self.conversation_id
+            span = _get_tracer().start_span(
+                semconv.span_name(semconv.OP_INVOKE_AGENT, self.name),
+                context=self._parent(),
+                kind=SpanKind.INTERNAL,
+                attributes=attrs,
+            )
+            token = otel_context.attach(otel_trace.set_span_in_context(span))
+            _OPEN_AGENTS.set((*_OPEN_AGENTS.get(), (self, span, token)))
+        except Exception as exc:
+            counters.fault("agent.start", exc)
+        return self
+
+    def _parent(self) -> otel_context.Context | None:
+        """The run's parent: ``traceparent`` when given (a W3C ``traceparent`` value: the run joins the caller's
+        trace), else the current span, else ``init()``'s external parent (the ``TRACEPARENT`` environment variable)."""
+        if self.traceparent is not None:
+            return conversations.external_parent(self.traceparent)
+        source = conversations.active()
+        if source is None or otel_trace.get_current_span().get_span_context().is_valid:
+            return None
+        return source.parent
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        stack = _OPEN_AGENTS.get()
+        if not stack or stack[-1][0] is not self:  # entering failed, or exits out of order: nothing of ours is open
+            return
+        _, span, token = stack[-1]
+        _OPEN_AGENTS.set(stack[:-1])
+        try:
+            otel_context.detach(token)  # type: ignore[arg-type]
+            if exc is not None:
+                set_error(span, exc, runtime.active())
+        except Exception as fault:
+            counters.fault("agent.end", fault)
+        end_span(span)
+
+    async def __aenter__(self) -> agent:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def __call__(self, fn: F) -> F:
+        """Use as a decorator: each call of ``fn`` is one agent run (a fresh span per call)."""
+        name, conversation_id, traceparent = self.name, self.conversation_id, self.traceparent
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                async with agent(name, conversation_id=conversation_id, traceparent=traceparent):
+                    return await fn(*args, **kwargs)
+
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with agent(name, conversation_id=conversation_id, traceparent=traceparent):
+                return fn(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+
+# --- for instrumentors of frameworks that run tools themselves (LangChain, MCP, ...) ---------------------------------
+
+
+def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.Runtime | None = None) -> None:
+    """End the span of a tool run that failed but answered (an error the framework turned into the result the model
+    is sent): status ERROR, ``error.type`` ``tool_error``, the result as the error's description (with content
+    capture on)."""
+    if span is None:
+        return
+    try:
+        rt = rt or runtime.active()
+        span.set_attribute(semconv.ERROR_TYPE, semconv.TOOL_ERROR)
+        if rt.capture_content:
+            text = rt.content(_result_text(result))
+            span.set_attribute(semconv.TOOL_CALL_RESULT, text)
+            span.set_status(Status(StatusCode.ERROR, str(text)))
+        else:
+            span.set_status(Status(StatusCode.ERROR))
+    except Exception as exc:
+        counters.fault("tool.error_result", exc)
+    end_span(span)
+
+
+def agent_open() -> bool:
+    """Whether a :class:`agent` run is open in this thread or task (a framework's own agent run then opens none)."""
+    return bool(_OPEN_AGENTS.get())
+
+
+def framework_tool_run(*functions: Any) -> Token[tuple[Any, ...]] | None:
+    """A framework's tool run, which has a span of its own, is about to call ``functions``: those that are ``@tool``
+    functions make no second span for that call (a LangChain ``@tool`` around a ``@spanfold.tool`` function is one
+    tool step). Pass the token back to :func:`framework_tool_run_end` when the run ends."""
+    specs = tuple(spec for f in functions if (spec := getattr(f, _SPEC_ATTRIBUTE, None)) is not None)
+    return _FRAMEWORK_RUNS.set(specs) if specs else None
+
+
+def framework_tool_run_end(token: Token[tuple[Any, ...]] | None) -> None:
+    if token is not None:
+        with contextlib.suppress(ValueError):  # ended in another context than it began in: that value dies with it
+            _FRAMEWORK_RUNS.reset(token)
