@@ -43,8 +43,8 @@ def _content(name: str, raw: str) -> bool:
 
 def _format(name: str, raw: str) -> str:
     value = raw.strip().lower()
-    if value not in ("invariant", "agentv", "otlp-json"):
-        raise ConfigError(f"{name}={raw!r}: expected invariant, agentv or otlp-json")
+    if value not in ("invariant", "agentv", "agentv-transcript", "otlp-json"):
+        raise ConfigError(f"{name}={raw!r}: expected invariant, agentv, agentv-transcript or otlp-json")
     return value
 
 
@@ -148,7 +148,8 @@ class Config:
         ("SPANFOLD_FORMAT",),
         _format,
         "invariant",
-        "invariant, agentv or otlp-json (each trace's spans, as the Collector's file exporter writes them)",
+        "invariant, agentv, agentv-transcript (AgentV's transcript rows, what `agentv eval run --transcript` grades) "
+        "or otlp-json (each trace's spans, as the Collector's file exporter writes them)",
     )
     capture_content: bool = _option(
         ("SPANFOLD_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),

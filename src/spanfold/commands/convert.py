@@ -2,7 +2,9 @@
 
 JSON output is one trace per line (JSONL); YAML output (``--yaml``, or an OUT ending in .yaml/.yml) is one
 document per trace. Invariant event lists written to ``OUT.jsonl`` get their metadata in ``OUT.meta.jsonl``.
-Output files are written whole or not at all: a bad input line leaves no OUT behind.
+``--to agentv-transcript`` writes AgentV's transcript rows, one line per message, each run under its own
+``test_id`` (``--test-id`` names them: a template with ``{name}``, ``{trace_id}`` and ``{n}``, the run's place
+from 1). Output files are written whole or not at all: a bad input line leaves no OUT behind.
 """
 
 from __future__ import annotations
@@ -76,6 +78,37 @@ class _Output:
             f.discard()
 
 
+class _Names:
+    """The ``test_id`` of each run written as transcript rows: the template filled in, never one name twice (AgentV
+    would merge the two runs into one)."""
+
+    def __init__(self, template: str | None, target: str | None) -> None:
+        self.template = template
+        self.target = target
+        self.seen: dict[str, str] = {}
+
+    def rows(self, record: Record, n: int) -> list[dict[str, Any]]:
+        from spanfold.trace.transcript import default_test_id, transcript_rows
+
+        trace = record.trace
+        if trace is None:
+            raise ValueError("holds a trace summary but no events: no transcript rows can be made of it")
+        name = default_test_id(trace, n)
+        if self.template is not None:
+            name = (
+                self.template.replace("{name}", trace.meta.name or "")
+                .replace("{trace_id}", trace.meta.trace_id)
+                .replace("{n}", str(n))
+            )
+        if name in self.seen:
+            raise ValueError(
+                f"test id {name!r} already names the run at {self.seen[name]} (AgentV would merge the two): "
+                "give --test-id a template with {n} or {trace_id}"
+            )
+        self.seen[name] = record.label
+        return transcript_rows(trace, test_id=name, target=self.target)
+
+
 def _encode(record: Record, to: str, style: str, summary_only: bool) -> Any:
     trace = record.trace
     if trace is None:  # a summary-only AgentV record: only summary-only output can carry it
@@ -87,11 +120,15 @@ def _encode(record: Record, to: str, style: str, summary_only: bool) -> Any:
     return formats.to_value(trace, to, style=style, summary_only=summary_only)
 
 
-def _check_options(to: str, summary_only: bool, style: str | None) -> None:
+def _check_options(to: str, summary_only: bool, style: str | None, names: _Names, as_yaml: bool) -> None:
     if summary_only and to != "agentv":
         raise click.UsageError("--summary-only writes AgentV trace summaries: use it with --to agentv")
     if style is not None and to != "invariant":
         raise click.UsageError("--style applies to --to invariant")
+    if (names.template is not None or names.target is not None) and to != "agentv-transcript":
+        raise click.UsageError("--test-id and --target name transcript runs: use them with --to agentv-transcript")
+    if as_yaml and to == "agentv-transcript":
+        raise click.UsageError("AgentV transcript rows are JSON lines: --to agentv-transcript writes no YAML")
 
 
 @click.command("convert")
@@ -101,8 +138,8 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
     "to",
     required=True,
     type=click.Choice(formats.FORMATS),
-    help="Output format (agentv-cli: the JSON "
-    "a command-line agent hands AgentV: {text, output, token_usage, duration_ms}).",
+    help="Output format (agentv-transcript: AgentV's transcript rows, what `agentv eval run --transcript` grades; "
+    "agentv-cli: the JSON a command-line agent hands AgentV: {text, output, token_usage, duration_ms}).",
 )
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), help="Output file (default or -: stdout).")
 @click.option("--summary-only", is_flag=True, help="AgentV: write only each trace's summary and metadata (privacy).")
@@ -114,22 +151,41 @@ def _check_options(to: str, summary_only: bool, style: str | None) -> None:
     help="Invariant lines: bare event lists (default) or {messages, metadata} objects.",
 )
 @click.option("--trace", "pick", metavar="N|ID", default=None, help=TRACE_HELP)
+@click.option(
+    "--test-id",
+    "test_id",
+    metavar="TEMPLATE",
+    default=None,
+    help="agentv-transcript: each run's test_id; {name}, {trace_id} and {n} (its place, from 1) are filled in "
+    "(default: {name}-{trace_id}, the trace id alone for a run without an agent name).",
+)
+@click.option("--target", default=None, help="agentv-transcript: the rows' target (default: spanfold).")
 def command(
-    source: Path, to: str, out: Path | None, summary_only: bool, as_yaml: bool, style: str | None, pick: str | None
+    source: Path,
+    to: str,
+    out: Path | None,
+    summary_only: bool,
+    as_yaml: bool,
+    style: str | None,
+    pick: str | None,
+    test_id: str | None,
+    target: str | None,
 ) -> None:
     """Convert the traces in IN (any format spanfold reads; a directory: its trace files) to invariant, agentv,
-    compact or agentv-cli.
+    agentv-transcript, compact or agentv-cli.
 
-    JSON output holds one trace per line, YAML one document per trace. Invariant event lists written to
-    OUT.jsonl get their metadata in OUT.meta.jsonl. A single compact trace in YAML is a spec for `spanfold check`.
+    JSON output holds one trace per line, YAML one document per trace; agentv-transcript one line per message,
+    each run's rows under its own test_id. Invariant event lists written to OUT.jsonl get their metadata in
+    OUT.meta.jsonl. A single compact trace in YAML is a spec for `spanfold check`.
 
     Exit status 0 on success, 2 on bad input or an unwritable OUT (nothing is written then).
     """
-    _check_options(to, summary_only, style)
+    names = _Names(test_id, target)
     if out is not None and str(out) == "-":
         out = None
-    picker = Picker(pick)
     as_yaml = as_yaml or (out is not None and out.suffix.lower() in YAML_SUFFIXES)
+    _check_options(to, summary_only, style, names, as_yaml)
+    picker = Picker(pick)
     reporter = Reporter()
     try:
         output = _Output(out, meta=to == "invariant" and (style or "list") == "list" and not as_yaml, source=source)
@@ -150,11 +206,17 @@ def command(
     try:
         for record in picker(dataset_lines(read_paths([source], reporter))):
             try:
-                value = _encode(record, to, style or "list", summary_only)
+                if to == "agentv-transcript":
+                    rows = names.rows(record, written + 1)
+                else:
+                    value = _encode(record, to, style or "list", summary_only)
             except ValueError as exc:
                 reporter.problem(f"{record.label}: {exc}")
                 continue
-            output.main(_yaml_doc(value, written == 0) if as_yaml else formats.dumps(value) + "\n")
+            if to == "agentv-transcript":
+                output.main("".join(formats.dumps(row) + "\n" for row in rows))
+            else:
+                output.main(_yaml_doc(value, written == 0) if as_yaml else formats.dumps(value) + "\n")
             if output.meta is not None and record.trace is not None:
                 output.meta(formats.meta_line(record.trace) + "\n")
             written += 1

@@ -40,20 +40,38 @@ def duration_ms(start: str | None, end: str | None) -> float | None:
 
 
 @dataclass(slots=True)
-class _Pending:
+class FoldedCall:
+    """A compact tool call (``call``), whether an output answered it, and where that output is."""
+
     call: dict[str, Any]
     answered: bool = False
+    answer: int | None = None  # the position of the tool output answering it
+
+
+@dataclass(slots=True)
+class Folded:
+    """A non-tool event of a trace (at ``position`` in its event list) as a compact message, and for each of its
+    calls the position of the tool output answering it (None: unanswered)."""
+
+    position: int
+    message: dict[str, Any]
+    calls: list[FoldedCall]
+
+    @property
+    def answers(self) -> list[int | None]:
+        return [pending.answer for pending in self.calls]
 
 
 class _Folder:
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.pending: list[_Pending] = []
-        self.by_id: dict[str, _Pending] = {}
+        self.messages: list[Folded] = []
+        self.pending: list[FoldedCall] = []
+        self.by_id: dict[str, FoldedCall] = {}
         self.cursor = 0
 
-    def message(self, ev: Message) -> None:
+    def message(self, ev: Message, position: int) -> None:
         out: dict[str, Any] = {"role": ev.role}
+        folded = Folded(position, out, [])
         if ev.content is not None:
             out["content"] = ev.text()
         if ev.tool_calls:
@@ -65,19 +83,21 @@ class _Folder:
                 if ev.timestamp is not None:
                     call["start_time"] = ev.timestamp
                 out["tool_calls"].append(call)
-                pending = _Pending(call)
+                pending = FoldedCall(call)
+                folded.calls.append(pending)
                 self.pending.append(pending)
                 if tc.id is not None:
                     self.by_id.setdefault(tc.id, pending)
-        self.messages.append(out)
+        self.messages.append(folded)
 
-    def output(self, ev: Message) -> None:
+    def output(self, ev: Message, position: int) -> None:
         found = self.by_id.get(ev.tool_call_id) if ev.tool_call_id is not None else None
         if found is None or found.answered:
             found = self._oldest_waiting()
         if found is None:
             return  # an output no call asked for has no place in the compact form
         found.answered = True
+        found.answer = position
         call = found.call
         call["output"] = ev.text() if isinstance(ev.content, list) else ev.content
         if ev.timestamp is not None:
@@ -87,24 +107,30 @@ class _Folder:
         if took is not None:
             call["duration_ms"] = took
 
-    def _oldest_waiting(self) -> _Pending | None:
+    def _oldest_waiting(self) -> FoldedCall | None:
         while self.cursor < len(self.pending) and self.pending[self.cursor].answered:
             self.cursor += 1
         return self.pending[self.cursor] if self.cursor < len(self.pending) else None
 
 
+def fold(trace: Trace) -> list[Folded]:
+    """Each non-tool event of the trace as a compact message, its calls' outputs inside them (keys in any order)."""
+    folder = _Folder()
+    for position, ev in enumerate(trace.events):
+        if ev.role == "tool":
+            folder.output(ev, position)
+        else:
+            folder.message(ev, position)
+    return folder.messages
+
+
 def compact_messages(trace: Trace) -> list[dict[str, Any]]:
     """The trace as AgentV compact messages (JSON-ready)."""
-    folder = _Folder()
-    for ev in trace.events:
-        if ev.role == "tool":
-            folder.output(ev)
-        else:
-            folder.message(ev)
-    for msg in folder.messages:
+    messages = [folded.message for folded in fold(trace)]
+    for msg in messages:
         if "tool_calls" in msg:
             msg["tool_calls"] = [{k: c[k] for k in CALL_KEYS if k in c} for c in msg["tool_calls"]]
-    return folder.messages
+    return messages
 
 
 def final_text(trace: Trace) -> str:

@@ -10,6 +10,7 @@ shape                  JSON value
 ``agentv-summary``     ``{"trace_summary": ..., "metadata": ...}`` (``convert --summary-only``): no events
 ``compact``            AgentV's message list: ``[{role, content, tool_calls: [{tool, input, output, ...}]}]``
 ``agentv-cli``         what a CLI agent hands AgentV: ``{text, output: [compact message], token_usage, duration_ms}``
+``agentv-transcript``  AgentV transcript rows of one run (a row, or the list of a run's rows, as the reader groups them)
 ``metadata``           ``{"metadata": ...}`` alone: an Invariant dataset line or a ``traces.meta.jsonl`` record
 =====================  ==============================================================================
 
@@ -33,10 +34,12 @@ from spanfold.trace.model import (
     TIMESTAMP_INFERRED,
     Content,
     Message,
+    StepTime,
     ToolCall,
     Trace,
     TraceMeta,
     TraceSummary,
+    Usage,
     finite_number,
     parse_arguments,
 )
@@ -199,45 +202,169 @@ def agentv_events(raw: list[Any]) -> list[Message]:
     return out
 
 
+def compact_message(item: Any, n: int) -> tuple[Message, list[Message]]:
+    """Compact message ``n`` (from 1): the message with its calls, and the results of the calls that hold an output."""
+    if not isinstance(item, dict):
+        raise TraceError(f"event {n} is not an object")
+    role = item.get("role")
+    if not isinstance(role, str):
+        raise TraceError(f"event {n} has no role")
+    msg = Message(role=role, content=_content(item.get("content"), n))
+    results: list[Message] = []
+    for call in _list(item.get("tool_calls"), f"event {n}: tool_calls"):
+        if not isinstance(call, dict):
+            raise TraceError(f"event {n}: a tool call must be an object")
+        if "function" in call:  # an Invariant call inside a compact list
+            msg.tool_calls.append(_tool_call(call, n))
+            continue
+        if not isinstance(call.get("tool"), str):
+            raise TraceError(f"event {n}: a tool call needs tool (its name)")
+        call_id = _opt_str(call.get("id"))
+        start = call.get("start_time")
+        if isinstance(start, str) and msg.timestamp is None:
+            msg.timestamp = start
+        msg.tool_calls.append(ToolCall(call_id, call["tool"], parse_arguments(call.get("input"))))
+        if "output" in call:
+            end = call.get("end_time")
+            result = Message(
+                role="tool",
+                content=_json_text(call["output"]),
+                tool_call_id=call_id,
+                name=call["tool"],
+                timestamp=end if isinstance(end, str) else None,
+            )
+            if isinstance(call.get("duration_ms"), (int, float)):
+                result.metadata["duration_ms"] = call["duration_ms"]
+            if call.get("status") == "error":
+                result.error = {"type": "error", "message": result.text()}
+            results.append(result)
+    return msg, results
+
+
 def compact_messages(raw: list[Any]) -> list[Message]:
     """AgentV compact messages: each ``{tool, input, output}`` call becomes a call plus (with ``output``) its result."""
     out: list[Message] = []
     for n, item in enumerate(raw, start=1):
-        if not isinstance(item, dict):
-            raise TraceError(f"event {n} is not an object")
-        role = item.get("role")
-        if not isinstance(role, str):
-            raise TraceError(f"event {n} has no role")
-        msg = Message(role=role, content=_content(item.get("content"), n))
-        results: list[Message] = []
-        for call in _list(item.get("tool_calls"), f"event {n}: tool_calls"):
-            if not isinstance(call, dict):
-                raise TraceError(f"event {n}: a tool call must be an object")
-            if "function" in call:  # an Invariant call inside a compact list
-                msg.tool_calls.append(_tool_call(call, n))
-                continue
-            if not isinstance(call.get("tool"), str):
-                raise TraceError(f"event {n}: a tool call needs tool (its name)")
-            call_id = _opt_str(call.get("id"))
-            start = call.get("start_time")
-            if isinstance(start, str) and msg.timestamp is None:
-                msg.timestamp = start
-            msg.tool_calls.append(ToolCall(call_id, call["tool"], parse_arguments(call.get("input"))))
-            if "output" in call:
-                end = call.get("end_time")
-                result = Message(
-                    role="tool",
-                    content=_json_text(call["output"]),
-                    tool_call_id=call_id,
-                    name=call["tool"],
-                    timestamp=end if isinstance(end, str) else None,
-                )
-                if isinstance(call.get("duration_ms"), (int, float)):
-                    result.metadata["duration_ms"] = call["duration_ms"]
-                results.append(result)
+        msg, results = compact_message(item, n)
         out.append(msg)
         out.extend(results)
     return out
+
+
+def is_transcript_row(value: Any) -> bool:
+    """Whether a JSON value is one AgentV transcript row (a ``test_id``, a ``message_index`` and a ``role``)."""
+    return isinstance(value, dict) and "test_id" in value and "message_index" in value and "role" in value
+
+
+def _row_usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    given, produced = _count(raw.get("input")), _count(raw.get("output"))
+    return None if given is None or produced is None else Usage(given, produced)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _took(value: Any) -> float | None:
+    took = finite_number(value)
+    return took if took is not None and took >= 0 else None
+
+
+def transcript_events(rows: list[Any]) -> tuple[list[Message], list[StepTime]]:
+    """A run's transcript rows (in ``message_index`` order): each a compact message, its time and metadata kept; an
+    assistant row whose metadata holds an error (a failed model call) is an error event again. The steps: each
+    assistant row's model call and each call's tool run that the rows time."""
+    ordered = sorted(rows, key=lambda r: _count(_object(r).get("message_index")) or 0)
+    out: list[Message] = []
+    steps: list[StepTime] = []
+    for n, row in enumerate(ordered, start=1):
+        msg, results = compact_message(row, n)
+        start = row.get("start_time")
+        if isinstance(start, str):
+            msg.timestamp = start
+        metadata = row.get("metadata")
+        if isinstance(metadata, dict):
+            msg.metadata.update(metadata)
+            error = metadata.get("error")
+            if msg.role == "assistant" and isinstance(error, dict) and msg.content is None and not msg.tool_calls:
+                msg.role, msg.error = "error", msg.metadata.pop("error")
+        usage, took = _row_usage(row.get("token_usage")), _took(row.get("duration_ms"))
+        if msg.role in ("assistant", "error") and (usage is not None or took is not None):
+            model = msg.metadata.get("model")
+            steps.append(
+                StepTime(
+                    "model",
+                    start=start if isinstance(start, str) else None,
+                    duration_ms=took,
+                    model=model if isinstance(model, str) else None,
+                    usage=usage,
+                    error=msg.error,
+                    event=len(out),
+                )
+            )
+        out.append(msg)
+        calls = [c for c in row.get("tool_calls") or () if isinstance(c, dict) and "output" in c]
+        for call, result in zip(calls, results, strict=False):
+            call_start, call_took = call.get("start_time"), _took(call.get("duration_ms"))
+            if isinstance(call_start, str) and call_took is not None:
+                steps.append(
+                    StepTime(
+                        "tool",
+                        start=call_start,
+                        duration_ms=call_took,
+                        name=result.name,
+                        call_id=result.tool_call_id,
+                        error=result.error,
+                        event=len(out),
+                    )
+                )
+            out.append(result)
+    steps.sort(key=lambda step: step.start or "")
+    return out, steps
+
+
+def _transcript(value: Any) -> tuple[list[Message], TraceMeta]:
+    rows = value if isinstance(value, list) else [value]
+    events, steps = transcript_events(rows)
+    meta = _transcript_meta(rows)
+    meta.steps = steps
+    return events, meta
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _transcript_meta(rows: list[Any]) -> TraceMeta:
+    first = rows[0]
+    source = _object(first.get("source"))
+    facts = _object(source.get("metadata"))
+    ref = _object(first.get("trace"))
+    trace_id = ref.get("trace_id") or source.get("session_id") or ""
+    raw: dict[str, Any] = {
+        "trace_id": str(trace_id),
+        "name": facts.get("name"),
+        "service": facts.get("service"),
+        "models": facts.get("models"),
+        "start": source.get("timestamp"),
+        "duration_ms": first.get("transcript_duration_ms"),
+        "test_id": first.get("test_id"),
+        "target": first.get("target"),
+    }
+    if facts.get("status") is not None:
+        raw["status"] = facts["status"]
+    if first.get("transcript_cost_usd") is not None:
+        raw["transcript_cost_usd"] = first["transcript_cost_usd"]
+    meta = TraceMeta.from_dict({k: v for k, v in raw.items() if v is not None})
+    usage = first.get("transcript_token_usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise TraceError("transcript_token_usage must be an object")
+    if usage is not None:
+        meta.usage.input_tokens = _tokens(usage, "input")
+        meta.usage.output_tokens = _tokens(usage, "output")
+    return meta
 
 
 def _is_compact(events: list[Any]) -> bool:
@@ -255,7 +382,11 @@ def _has_roles(events: list[Any]) -> bool:
 def shape_of(value: Any) -> str:
     """Which shape ``value`` is (see the module table); :class:`TraceError` when none."""
     if isinstance(value, list):
+        if value and is_transcript_row(value[0]):
+            return "agentv-transcript"
         return "compact" if _is_compact(value) else "invariant"
+    if is_transcript_row(value):
+        return "agentv-transcript"
     if not isinstance(value, dict):
         raise TraceError(NOT_A_TRACE)
     if "messages" in value:
@@ -312,6 +443,7 @@ _TRACES: dict[str, Callable[[Any], tuple[list[Message], TraceMeta]]] = {
     "agentv": lambda v: (agentv_events(v["trace"]), _meta(v)),
     "compact": lambda v: (compact_messages(v), TraceMeta(trace_id="")),
     "agentv-cli": lambda v: (compact_messages(v["output"]), _cli_meta(v)),
+    "agentv-transcript": _transcript,
 }
 
 

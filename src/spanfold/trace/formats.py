@@ -4,10 +4,15 @@
 format             one trace as
 =================  =============================================================================
 ``invariant``      a bare Invariant event list (``style="object"``: ``{"messages": [...], "metadata"}``)
-``agentv``         ``{"trace": [TraceEvent], "trace_summary": TraceSummary, "metadata": {...}}``
+``agentv``         ``{"trace": [TraceEvent], "trace_summary": TraceSummary, <AgentV's trace fields>, "metadata"}``
+``agentv-transcript`` AgentV transcript rows, one line per message (:mod:`.transcript`)
 ``compact``        AgentV compact messages ``[{role, content, tool_calls: [{tool, input, output, ...}]}]``
 ``agentv-cli``     ``{text, output: [compact message], token_usage, duration_ms}``
 =================  =============================================================================
+
+The ``agentv`` document keeps the seed design's events and summary (``eventCount`` counts every event there) and adds
+AgentV 4.42's names beside them (:mod:`.agentv`): ``toolCalls``, ``llmCallCount`` and ``toolDurations`` in the
+summary, ``tokenUsage``, ``costUsd``, ``durationMs``, ``startTime`` and ``endTime`` in the document, each when known.
 
 Every text this module returns can be written as UTF-8: a lone surrogate (half of an emoji cut by a provider, a file
 name decoded with ``surrogateescape``), which UTF-8 cannot hold, is written as its JSON escape (``"\\ud800"``), so
@@ -24,7 +29,7 @@ from spanfold.codecs import jsonio
 from spanfold.trace.model import TIMESTAMP_INFERRED, Message, Trace
 from spanfold.trace.timing import steps_by_event
 
-FORMATS = ("invariant", "agentv", "compact", "agentv-cli")
+FORMATS = ("invariant", "agentv", "agentv-transcript", "compact", "agentv-cli")
 #: Invariant line styles: a bare event list, or the importer's ``{messages, metadata}`` object.
 INVARIANT_STYLES = ("list", "object")
 #: When nothing at all dates an event (an Invariant file without timestamps or metadata), AgentV still needs one.
@@ -137,8 +142,12 @@ def agentv_events(trace: Trace) -> list[dict[str, Any]]:
 
 def agentv_document(trace: Trace, *, summary_only: bool = False) -> dict[str, Any]:
     """``{trace: [TraceEvent], trace_summary: TraceSummary, metadata}`` (``summary_only``: without ``trace``)."""
+    from spanfold.trace.agentv import run_metrics
+
+    metrics = run_metrics(trace)
     out: dict[str, Any] = {} if summary_only else {"trace": agentv_events(trace)}
-    out["trace_summary"] = trace.summary().to_dict()
+    out["trace_summary"] = {**trace.summary().to_dict(), **metrics.summary_fields()}
+    out.update(metrics.trace_fields())
     out["metadata"] = meta_dict(trace)
     return out
 
@@ -147,11 +156,23 @@ def agentv_line(trace: Trace) -> str:
     return _dumps(agentv_document(trace))
 
 
-ENCODERS: dict[str, Callable[[Trace], str]] = {"invariant": invariant_line, "agentv": agentv_line}
+def transcript_lines(trace: Trace, *, test_id: str | None = None, target: str | None = None) -> str:
+    """The run's AgentV transcript rows, one JSON line each (no newline after the last; empty for no events)."""
+    from spanfold.trace.transcript import transcript_rows
+
+    return "\n".join(_dumps(row) for row in transcript_rows(trace, test_id=test_id, target=target))
+
+
+ENCODERS: dict[str, Callable[[Trace], str]] = {
+    "invariant": invariant_line,
+    "agentv": agentv_line,
+    "agentv-transcript": transcript_lines,
+}
 
 
 def encode_line(trace: Trace, fmt: str) -> str:
-    """The trace as one JSON line (no newline) in format ``fmt`` (as the exporter's writers write it)."""
+    """The trace as one JSON line (no newline) in format ``fmt`` (as the exporter's writers write it; an
+    ``agentv-transcript`` run is one line per message)."""
     try:
         return ENCODERS[fmt](trace)
     except KeyError:
@@ -175,6 +196,10 @@ def to_value(trace: Trace, fmt: str, *, style: str = "list", summary_only: bool 
         return invariant_object(trace) if style == "object" else trace.to_invariant(timestamps=True)
     if fmt == "agentv":
         return agentv_document(trace, summary_only=summary_only)
+    if fmt == "agentv-transcript":  # a list of rows, each written as a line of its own
+        from spanfold.trace.transcript import transcript_rows
+
+        return transcript_rows(trace)
     if fmt in ("compact", "agentv-cli"):  # the CLI's formats: loaded when asked for (not by init()'s writers)
         from spanfold.trace.compact import agentv_cli_document, compact_messages
 

@@ -39,7 +39,7 @@ import yaml
 
 from spanfold.codecs import jsonio
 from spanfold.config import parse_size as parse_size  # the CLI's --max-line-bytes reads it from here
-from spanfold.trace.decode import Decoded, decode
+from spanfold.trace.decode import Decoded, decode, is_transcript_row
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta
 
@@ -447,13 +447,39 @@ class _Sibling:
         return None
 
 
+def runs_of_rows(values: Iterator[Value | Problem]) -> Iterator[Value | Problem]:
+    """The values, each run of AgentV transcript rows (consecutive lines of one ``test_id`` and ``target``) as one
+    value: the list of its rows, at the line of its first."""
+    first: Value | None = None
+    rows: list[Any] = []
+    for item in values:
+        if isinstance(item, Value) and is_transcript_row(item.data):
+            if first is not None and (item.data["test_id"], item.data.get("target")) == (
+                first.data["test_id"],
+                first.data.get("target"),
+            ):
+                rows.append(item.data)
+                continue
+            if first is not None:
+                yield Value(first.file, first.line, rows)
+            first, rows = item, [item.data]
+            continue
+        if first is not None:
+            yield Value(first.file, first.line, rows)
+            first, rows = None, []
+        yield item
+    if first is not None:
+        yield Value(first.file, first.line, rows)
+
+
 def read_records(
     path: str | os.PathLike[str], progress: Progress | None = None, *, siblings: bool = True
 ) -> Iterator[Record | Problem]:
-    """Every record of a trace file, decoded; with ``siblings`` the ``.meta.jsonl`` beside it fills trace metadata."""
+    """Every record of a trace file, decoded; with ``siblings`` the ``.meta.jsonl`` beside it fills trace metadata.
+    A run of AgentV transcript rows is one record (:func:`runs_of_rows`)."""
     sibling_path = meta_sibling(path) if siblings else None
     sibling = _Sibling(sibling_path) if sibling_path is not None else None
-    for item in read_values(path, progress):
+    for item in runs_of_rows(read_values(path, progress)):
         if isinstance(item, Problem):
             if sibling is not None and item.line is not None:
                 sibling.next()  # the bad line held a trace: its metadata record goes with it

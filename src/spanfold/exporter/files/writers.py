@@ -1,7 +1,8 @@
 """Writers: where folded traces go.
 
-* :class:`JsonlWriter`: one line per trace in ``traces.jsonl`` (Invariant) or ``traces.agentv.jsonl`` (AgentV), and
-  for Invariant the N-th line of ``traces.meta.jsonl`` describes the N-th trace. Traces are held until
+* :class:`JsonlWriter`: one line per trace in ``traces.jsonl`` (Invariant) or ``traces.agentv.jsonl`` (AgentV), or
+  a trace's AgentV transcript rows, one line per message, in ``traces.agentv-transcript.jsonl``; and for Invariant
+  the N-th line of ``traces.meta.jsonl`` describes the N-th trace. Traces are held until
   :meth:`~JsonlWriter.flush` (the fold worker flushes after each batch it folds) or until :data:`BATCH_TRACES` of
   them wait, then appended together: one ``os.write`` per file on an ``O_APPEND`` descriptor, under one ``flock`` of the
   events file, so processes appending to one directory never interleave or misalign; a failed write is rolled back to
@@ -58,7 +59,12 @@ from spanfold.exporter.records import SpanRecord
 from spanfold.trace import formats
 from spanfold.trace.model import Trace, TraceMeta
 
-EVENTS_FILES: Final = {"invariant": "traces.jsonl", "agentv": "traces.agentv.jsonl", "otlp-json": "traces.otlp.jsonl"}
+EVENTS_FILES: Final = {
+    "invariant": "traces.jsonl",
+    "agentv": "traces.agentv.jsonl",
+    "agentv-transcript": "traces.agentv-transcript.jsonl",
+    "otlp-json": "traces.otlp.jsonl",
+}
 #: The formats that write a trace's spans (:meth:`_RetryingWriter.write_spans`), not its folded events.
 SPAN_FORMATS: Final = frozenset({"otlp-json"})
 META_FILE: Final = "traces.meta.jsonl"
@@ -337,7 +343,8 @@ class JsonlWriter(_RetryingWriter):
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         if self.wants_spans:
             raise ValueError(f"the {self.format} format writes spans: a folded trace alone cannot be written in it")
-        events = (formats.encode_line(trace, self.format) + "\n").encode("utf-8")
+        lines = formats.encode_line(trace, self.format)
+        events = (lines + "\n").encode("utf-8") if lines else b""  # a transcript of no messages has no rows
         meta = (formats.meta_line(trace) + "\n").encode("utf-8") if self.meta_path is not None else b""
         return (events, meta), len(events) + len(meta)
 
@@ -524,7 +531,11 @@ class JsonFileWriter(_RetryingWriter):
     def _encode(self, trace: Trace) -> tuple[Any, int]:
         if self.wants_spans:
             raise ValueError(f"the {self.format} format writes spans: a folded trace alone cannot be written in it")
-        data = (formats.dumps(document(trace, self.format), pretty=True) + "\n").encode("utf-8")
+        if self.format == "agentv-transcript":  # rows are lines: the file is JSONL, as AgentV reads it
+            text = formats.encode_line(trace, self.format) + "\n"
+        else:
+            text = formats.dumps(document(trace, self.format), pretty=True) + "\n"
+        data = text.encode("utf-8")
         return (file_name(trace.meta.trace_id), data), len(data)
 
     def _encode_spans(self, trace: Trace, records: list[SpanRecord]) -> tuple[Any, int]:
