@@ -195,7 +195,8 @@ def test_compact_output_is_a_starting_spec(tmp_path: Path) -> None:
             checks:
               - type: trajectory
             """,
-            'spec.yaml:2: type must be one of tool_trajectory, expected_messages (got "trajectory")',
+            "spec.yaml:2: type must be one of tool_trajectory, expected_messages, tool-trajectory, execution-metrics "
+            '(got "trajectory")',
         ),
         (
             """

@@ -4,6 +4,8 @@
 
     result = tool_trajectory(trace, mode="in_order", expected=["search", {"tool": "answer", "args": {"final": True}}])
     assert result, result.reasons
+    assert_spec(trace, "EVAL.yaml")   # a spec file, or an AgentV eval file graded as AgentV grades it
+    assert_execution_metrics(trace, max_llm_calls=3, max_tokens=2000)
 
 Names load on first use, so importing this package (the pytest plugin does, in every test run) costs nothing.
 """
@@ -14,7 +16,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spanfold.checks.asserts import assert_messages, assert_trajectory
+    from spanfold.checks.agentv.metrics import execution_metrics
+    from spanfold.checks.asserts import assert_execution_metrics, assert_messages, assert_spec, assert_trajectory
     from spanfold.checks.captured import CapturedTraces
     from spanfold.checks.errors import SpecError, TraceFormatError
     from spanfold.checks.messages import MessagesCheck, expected_messages
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
     from spanfold.checks.trajectory import MODES, TrajectoryCheck, tool_trajectory
 
 _WHERE = {
+    "execution_metrics": "agentv.metrics",
+    "assert_execution_metrics": "asserts",
+    "assert_spec": "asserts",
     "assert_messages": "asserts",
     "assert_trajectory": "asserts",
     "CapturedTraces": "captured",
@@ -48,8 +54,11 @@ __all__ = [
     "SpecError",
     "TraceFormatError",
     "TrajectoryCheck",
+    "assert_execution_metrics",
     "assert_messages",
+    "assert_spec",
     "assert_trajectory",
+    "execution_metrics",
     "expected_messages",
     "load_spec",
     "loads_spec",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spanfold.checks.agentv.metrics import execution_metrics
 from spanfold.checks.matching import clip, show, show_call
 from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
+from spanfold.checks.spec import Spec, load_spec, parse_spec
 from spanfold.checks.trajectory import TrajectoryCheck
 from spanfold.checks.view import TraceLike, TraceView, view_of
 
@@ -79,3 +82,68 @@ def assert_messages(
     if not result.passed:
         raise _fail(result, "expected_messages", _messages(view))
     return result
+
+
+def assert_execution_metrics(
+    trace: TraceLike | None,
+    *,
+    max_tool_calls: float | None = None,
+    max_llm_calls: float | None = None,
+    max_tokens: float | None = None,
+    max_cost_usd: float | None = None,
+    max_duration_ms: float | None = None,
+    threshold: float = 1.0,
+) -> CheckResult:
+    """AgentV's ``execution-metrics`` budgets (:func:`spanfold.checks.agentv.metrics.execution_metrics`) that raise
+    AssertionError (each budget missed, and the actual calls) unless they pass."""
+    __tracebackhide__ = True
+    view = _view(trace)
+    result = execution_metrics(
+        view,
+        max_tool_calls=max_tool_calls,
+        max_llm_calls=max_llm_calls,
+        max_tokens=max_tokens,
+        max_cost_usd=max_cost_usd,
+        max_duration_ms=max_duration_ms,
+        threshold=threshold,
+    )
+    if not result.passed:
+        raise _fail(result, "execution-metrics", _calls(view))
+    return result
+
+
+def _spec(spec: Spec | str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any]) -> Spec:
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        return load_spec(spec)
+    return parse_spec(spec)
+
+
+def assert_spec(
+    trace: TraceLike | None,
+    spec: Spec | str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any],
+    *,
+    test: str | None = None,
+) -> list[CheckResult]:
+    """Every check of ``spec`` on ``trace``, raising AssertionError (each failed check's reasons, and the actual
+    calls) unless all pass. ``spec``: a :class:`~spanfold.checks.spec.Spec`, a spec file's path, or spec data; an
+    AgentV eval file is graded as AgentV grades it. ``test``: the id of the test to run (an eval file of several
+    tests needs it; by default every check runs)."""
+    __tracebackhide__ = True
+    loaded = _spec(spec)
+    checks = [c for c in loaded.checks if test is None or c.name == test]
+    if test is not None and not checks:
+        raise ValueError(f"the spec has no test {test!r} (it has {', '.join(c.name for c in loaded.checks)})")
+    if test is None and loaded.by_position:
+        raise ValueError(f"the eval file has {len(loaded.checks)} tests: name the one to run (test=...)")
+    view = _view(trace)
+    results = [check.run(view) for check in checks]
+    failed = [r for r in results if not r.passed]
+    if failed:
+        lines = [f"{len(failed)} of {len(results)} checks failed:"]
+        for r in failed:
+            lines.append(f"  {r.name}: score {r.score:.2f} < threshold {r.threshold:.2f}")
+            lines.extend(f"    - {reason}" for reason in r.reasons)
+        raise AssertionError("\n".join([*lines, *_calls(view)]))
+    return results

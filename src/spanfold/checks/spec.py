@@ -10,7 +10,19 @@
         minimums: {search: 2}
       - type: expected_messages
         expected_messages: [{role: user, content: {contains: weather}}, ...]
+      - type: tool-trajectory     # AgentV 4.42's graders, scored as AgentV scores them (threshold 1.0 here too)
+        mode: in_order
+        args_match: superset
+        expected: [{tool: get_weather, args: {city: Paris}, max_duration_ms: 500}]
+      - type: execution-metrics
+        max_llm_calls: 3
+        max_tokens: 2000
     expected_messages: [...]      # shorthand: one expected_messages check
+
+``tool_trajectory`` is spanfold's own trajectory check (the seed design's: ``args_match`` superset by default,
+``any_order`` counts ``expected`` too, calls matched one to one); ``tool-trajectory`` is AgentV's. An AgentV eval
+file (``tests:``, :mod:`spanfold.checks.agentv.eval_file`) is a spec as it is: each test one check, its verdict
+AgentV's (there ``tool_trajectory`` is AgentV's too, as AgentV reads it).
 
 A bare list at the top level is an ``expected_messages`` list, so ``spanfold convert --to compact`` output
 is a starting spec as it is (its ``id``/``start_time``/``end_time``/``duration_ms`` keys are ignored).
@@ -20,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -28,8 +40,12 @@ from typing import Any, TypeAlias
 
 import yaml
 
+from spanfold.checks.agentv import metrics as agentv_metrics
+from spanfold.checks.agentv import trajectory as agentv_trajectory
+from spanfold.checks.agentv.eval_file import EvalTest, is_eval_file, parse_eval_file
+from spanfold.checks.agentv.graders import Grader, GraderCheck
 from spanfold.checks.errors import SpecError, SpecPath
-from spanfold.checks.fields import check_keys, require_list, require_mapping
+from spanfold.checks.fields import check_keys, parse_threshold, require_list, require_mapping
 from spanfold.checks.matching import show
 from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
@@ -37,7 +53,7 @@ from spanfold.checks.trajectory import TrajectoryCheck
 from spanfold.checks.view import TraceLike, TraceView, view_of
 from spanfold.trace.read import TOO_DEEP, TOO_LONG_NUMBER, max_line_bytes, too_long, yaml_problem
 
-Check: TypeAlias = "TrajectoryCheck | MessagesCheck"
+Check: TypeAlias = "TrajectoryCheck | MessagesCheck | GraderCheck | EvalTest"
 Lines: TypeAlias = dict[SpecPath, int]
 
 _TOP_KEYS = ("checks", "evaluators", "expected_messages", "name", "description")
@@ -64,15 +80,36 @@ def _messages(item: Mapping[str, Any], path: SpecPath) -> Check:
     )
 
 
+def _agentv(build: Callable[..., Grader]) -> Callable[[Mapping[str, Any], SpecPath], Check]:
+    """An AgentV grader as a check: its ``threshold`` (or ``min_score``) 1.0 unless given."""
+
+    def check(item: Mapping[str, Any], path: SpecPath) -> Check:
+        grader = build(item, path, also=("threshold",))
+        if "threshold" in item and "min_score" in item:
+            raise SpecError("give threshold or min_score (the same thing here), not both", (*path, "min_score"))
+        threshold = item.get("threshold", item.get("min_score", 1.0))
+        key = "min_score" if "min_score" in item else "threshold"
+        return GraderCheck(grader.name, grader, parse_threshold(threshold, (*path, key)))
+
+    return check
+
+
 #: Check types by their ``type:``.
-CHECK_TYPES = {"tool_trajectory": _trajectory, "expected_messages": _messages}
+CHECK_TYPES: dict[str, Callable[[Mapping[str, Any], SpecPath], Check]] = {
+    "tool_trajectory": _trajectory,
+    "expected_messages": _messages,
+    "tool-trajectory": _agentv(agentv_trajectory.build),
+    "execution-metrics": _agentv(agentv_metrics.build),
+    "execution_metrics": _agentv(agentv_metrics.build),
+}
 
 
 def _check(raw: Any, path: SpecPath) -> Check:
     item = require_mapping(raw, path, "a check")
     kind = item.get("type")
     if kind not in CHECK_TYPES:
-        raise SpecError(f"type must be one of {', '.join(CHECK_TYPES)} (got {show(kind)})", (*path, "type"))
+        named = ", ".join(k for k in CHECK_TYPES if k != "execution_metrics")  # one spelling each
+        raise SpecError(f"type must be one of {named} (got {show(kind)})", (*path, "type"))
     return CHECK_TYPES[kind](item, path)
 
 
@@ -89,6 +126,8 @@ def _unique(checks: list[Check]) -> tuple[Check, ...]:
 def _checks(data: Any) -> tuple[Check, ...]:
     if data is None:
         raise SpecError("the spec is empty: give checks:, evaluators: or expected_messages:")
+    if is_eval_file(data):
+        return parse_eval_file(data)
     if isinstance(data, list):
         return (MessagesCheck.build(spec=data, spec_path=()),)
     top = require_mapping(data, (), "a spec")
@@ -112,9 +151,20 @@ class Spec:
     checks: tuple[Check, ...]
     file: str | None = None
 
-    def run(self, trace: TraceLike | TraceView) -> list[CheckResult]:
-        """Every check on ``trace`` (its view is built once)."""
+    @property
+    def by_position(self) -> bool:
+        """An AgentV eval file of several tests: the N-th trace is the N-th test's (as ``agentv eval run
+        --transcript`` hands them out), not every test's."""
+        return len(self.checks) > 1 and all(isinstance(check, EvalTest) for check in self.checks)
+
+    def run(self, trace: TraceLike | TraceView, position: int | None = None) -> list[CheckResult]:
+        """Every check on ``trace`` (its view is built once); with :attr:`by_position`, the check of the trace at
+        ``position`` (from 0) among the traces checked."""
         view = view_of(trace)
+        if self.by_position:
+            if position is None or not 0 <= position < len(self.checks):
+                raise ValueError(f"an eval file of {len(self.checks)} tests grades each trace by its position")
+            return [self.checks[position].run(view)]
         return [check.run(view) for check in self.checks]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from spanfold.checks.errors import TraceFormatError
+from spanfold.trace.agentv import RunMetrics, run_metrics
 from spanfold.trace.decode import decode_trace
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace
@@ -48,6 +49,15 @@ class CompactMessage:
 class TraceView:
     calls: list[Call]
     messages: list[CompactMessage]
+    #: The trace itself (AgentV's graders read its messages and metrics: :meth:`agentv`).
+    trace: Trace
+    _agentv: RunMetrics | None = None
+
+    def agentv(self) -> RunMetrics:
+        """The trace's calls, summary and execution metrics as AgentV computes them (once per view)."""
+        if self._agentv is None:
+            self._agentv = run_metrics(self.trace)
+        return self._agentv
 
 
 class _Builder:
@@ -82,8 +92,8 @@ class _Builder:
             self._cursor += 1
         return self.calls[self._cursor] if self._cursor < len(self.calls) else None
 
-    def view(self) -> TraceView:
-        return TraceView(calls=self.calls, messages=self.messages)
+    def view(self, trace: Trace) -> TraceView:
+        return TraceView(calls=self.calls, messages=self.messages, trace=trace)
 
 
 def _from_model(trace: Trace) -> TraceView:
@@ -95,7 +105,7 @@ def _from_model(trace: Trace) -> TraceView:
         msg = b.message(ev.role, None if ev.content is None else ev.text(), pos)
         for tc in ev.tool_calls:
             b.call(msg, tc.name, tc.arguments, tc.id)
-    return b.view()
+    return b.view(trace)
 
 
 def view_of(trace: TraceLike | TraceView) -> TraceView:

@@ -148,7 +148,8 @@ def _write_junit(path: Path, root: ET.Element) -> None:
     "spec_file",
     required=True,
     type=click.Path(path_type=Path),
-    help="YAML (or JSON) spec: checks:, evaluators:, expected_messages:, or compact output.",
+    help="YAML (or JSON) spec: checks:, evaluators:, expected_messages:, compact output, or an AgentV eval file "
+    "(tests:; several tests grade the traces in order, one each).",
 )
 @click.option(
     "--trace",
@@ -177,7 +178,15 @@ def command(
     _pick(inputs, picks)
     if not inputs.traces and not inputs.errors:
         inputs.error(", ".join(str(t) for t in traces), None, "no traces to check")
-    rows = [(trace, result) for trace in inputs.traces for result in spec.run(trace.view)]
+    if spec.by_position and inputs.traces and len(inputs.traces) != len(spec.checks):
+        inputs.error(
+            str(spec_file),
+            None,
+            f"the eval file has {len(spec.checks)} tests and the inputs {len(inputs.traces)} traces: the N-th trace "
+            "is the N-th test's, as agentv eval run --transcript grades them",
+        )
+        inputs.traces = []
+    rows = [(trace, result) for n, trace in enumerate(inputs.traces) for result in spec.run(trace.view, n)]
     for line in _table(rows, verbose):
         click.echo(visible(line))  # reasons quote the trace: model and tool text
     for file, number, problem in inputs.errors:
