@@ -151,12 +151,8 @@ def test_timeline_shows_step_durations(tmp_path: Path, ui_server, page: Any) -> 
     _open(page, server.url + "#/run/0-1/timeline")
     rows = page.locator(".timeline .bar-row")
     expect(rows).to_have_count(3)
-    assert [rows.nth(i).inner_text().split("\n")[0] for i in range(3)] == [
-        "model gpt-test",
-        "tool search",
-        "model gpt-test",
-    ]
+    assert page.locator(".bar-row .wf-label").all_inner_texts() == ["model gpt-test", "└ tool search", "model gpt-test"]
     assert "250 ms" in rows.nth(1).inner_text()
-    rows.nth(1).locator("a").click()  # a step links to its event in the conversation
-    page.wait_for_selector("#event-3")
-    assert page.url.endswith("#/run/0-1/conversation/3")
+    rows.nth(1).locator("a.to-event").click()  # a step links to its event in the conversation
+    page.wait_for_selector("#event-3.selected")
+    assert page.url.endswith("#/run/0-1/conversation/s2")

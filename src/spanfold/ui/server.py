@@ -32,13 +32,19 @@ from spanfold.trace.formats import meta_dict, writable
 from spanfold.trace.model import Trace
 from spanfold.ui.index import Index, Row, lookup
 from spanfold.ui.query import Lister, Query, facets
+from spanfold.ui.steps import waterfall
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
 COOKIE = "spanfold_ui_token"
-STATIC = {"app.js": "text/javascript", "style.css": "text/css", "index.html": "text/html"}
+#: The page's files and their types (the scripts are ES modules that import each other).
+STATIC = {
+    **{name: "text/javascript" for name in ("app.js", "dom.js", "list.js", "run.js", "waterfall.js", "compare.js")},
+    "style.css": "text/css",
+    "index.html": "text/html",
+}
 #: Seconds between looks at the files for appended traces.
 REFRESH_SECONDS = 1.0
 
@@ -225,6 +231,7 @@ class Ui:
         if trace is not None:
             out["meta"] = meta_dict(trace)  # each step with its first event, where the events tell it
             out["events"] = [_event(n, ev) for n, ev in enumerate(trace.events, 1)]
+            out["waterfall"] = waterfall(trace)
             out["spec"] = yaml.safe_dump(compact_messages(trace), sort_keys=False, allow_unicode=True, width=120)
         return _json(out)
 

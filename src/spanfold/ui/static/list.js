@@ -1,0 +1,108 @@
+// The run list: filters, sortable columns, a page of runs at a time, two runs picked to compare.
+import { api, el, errorTitle, fmtInt, fmtMs, fmtTime, setStatus } from "./dom.js";
+
+const PAGE = 100;
+const COLUMNS = [
+  ["time", "Time"], ["name", "Agent"], ["models", "Models"], ["steps", "Steps"], ["calls", "Tool calls"],
+  ["errors", "Errors"], ["tokens_in", "Tokens in"], ["tokens_out", "Tokens out"], ["duration", "Duration"],
+  ["status", "Status"],
+];
+const STATUSES = ["complete", "error", "incomplete", "truncated"];
+
+export const list = {
+  q: "", tool: "", model: "", status: "", errors: "", sort: "time", order: "desc", offset: 0,
+  generation: -1, picked: [],
+};
+
+function params() {
+  const p = new URLSearchParams();
+  for (const k of ["q", "tool", "model", "status", "errors", "sort", "order"]) if (list[k]) p.set(k, list[k]);
+  p.set("offset", list.offset);
+  p.set("limit", PAGE);
+  return p.toString();
+}
+
+function select(name, label, choices, current) {
+  const s = el("select", { id: `f-${name}`, "aria-label": label,
+    onchange: (e) => { list[name] = e.target.value; list.offset = 0; loadList(); } },
+  el("option", { value: "" }, label));
+  for (const [value, text] of choices) s.appendChild(el("option", { value, selected: value === current }, text));
+  return s;
+}
+
+function filters(facets) {
+  let timer = null;
+  const text = el("input", { id: "f-q", type: "search", placeholder: "Filter: agent, model, tool, trace id, prompt…",
+    value: list.q, size: 40,
+    oninput: (e) => { clearTimeout(timer); timer = setTimeout(() => { list.q = e.target.value; list.offset = 0; loadList(); }, 250); } });
+  const compare = el("button", { id: "compare", disabled: list.picked.length !== 2,
+    onclick: () => { location.hash = `#/compare/${encodeURIComponent(list.picked[0])}/${encodeURIComponent(list.picked[1])}`; } },
+  `Compare ${list.picked.length}/2`);
+  return el("div", { class: "filters" }, text,
+    select("tool", "any tool", facets.tools.map((t) => [t, t]), list.tool),
+    select("model", "any model", facets.models.map((m) => [m, m]), list.model),
+    select("status", "any status", STATUSES.map((s) => [s, s]), list.status),
+    select("errors", "errors or not", [["yes", "with errors"], ["no", "without errors"]], list.errors),
+    compare);
+}
+
+function runRow(run) {
+  const pick = el("input", { type: "checkbox", class: "pick", checked: list.picked.includes(run.id),
+    "aria-label": "pick to compare",
+    onclick: (e) => {
+      e.stopPropagation();
+      list.picked = list.picked.filter((id) => id !== run.id);
+      if (e.target.checked) list.picked = [...list.picked, run.id].slice(-2);
+      loadList();
+    } });
+  const tools = el("div", { class: "tools" },
+    Object.entries(run.tools).map(([name, n]) => el("span", {}, n > 1 ? `${name} ×${n}` : name)));
+  return el("tr", { class: `run${run.errors ? " has-errors" : ""}`, "data-id": run.id,
+    onclick: () => { location.hash = `#/run/${encodeURIComponent(run.id)}`; } },
+  el("td", {}, pick),
+  el("td", { title: `${run.file}:${run.line}` }, fmtTime(run.start) || `${run.file}:${run.line}`),
+  el("td", {}, run.name || el("span", { class: "muted" }, run.preview.slice(0, 60) || "—")),
+  el("td", {}, run.models.join(", ")),
+  el("td", { class: "num" }, run.steps),
+  el("td", {}, el("div", { class: "num" }, run.calls), tools),
+  el("td", { class: "num errors" }, run.errors),
+  el("td", { class: "num" }, fmtInt(run.tokens_in)),
+  el("td", { class: "num" }, fmtInt(run.tokens_out)),
+  el("td", { class: "num" }, fmtMs(run.duration_ms)),
+  el("td", { class: `status-${run.status}`, title: errorTitle(run.error) }, run.status));
+}
+
+function renderList(data) {
+  const main = document.getElementById("main");
+  const head = el("tr", {}, el("th", {}, ""), COLUMNS.map(([key, label]) => el("th", {
+    class: list.sort === key ? `sorted ${list.order}` : "", "data-sort": key,
+    onclick: () => {
+      if (list.sort === key) list.order = list.order === "desc" ? "asc" : "desc";
+      else { list.sort = key; list.order = "desc"; }
+      loadList();
+    } }, label)));
+  const body = el("tbody", { id: "runs" }, data.runs.map(runRow));
+  const first = data.total ? data.offset + 1 : 0;
+  const last = data.offset + data.runs.length;
+  const pager = el("div", { class: "pager" },
+    el("button", { disabled: data.offset === 0, onclick: () => { list.offset = Math.max(0, list.offset - PAGE); loadList(); } }, "‹ Newer"),
+    el("span", { id: "count" }, `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(data.total)} runs` +
+      (data.total !== data.all ? ` (${fmtInt(data.all)} in all)` : "")),
+    el("button", { disabled: last >= data.total, onclick: () => { list.offset += PAGE; loadList(); } }, "Older ›"));
+  const focused = document.activeElement && document.activeElement.id;
+  main.replaceChildren(filters(data.facets), el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), body)), pager);
+  if (focused === "f-q") {
+    const box = document.getElementById("f-q");
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }
+}
+
+export async function loadList(view) {
+  try {
+    const data = await api(`/api/runs?${params()}`);
+    list.generation = data.generation;
+    if (view === undefined || view() === "list") renderList(data);
+    setStatus(`${fmtInt(data.all)} runs · live`);
+  } catch (e) { setStatus(`cannot load runs: ${e.message}`); }
+}

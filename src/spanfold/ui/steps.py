@@ -1,0 +1,222 @@
+"""A run's waterfall: each model call and tool run on one time axis, tool runs under the model call that asked for
+them, each with its event, tokens, cost and error.
+
+The steps are the metadata's (:attr:`~spanfold.trace.model.TraceMeta.steps`, each linked to its first event by
+:func:`spanfold.trace.timing.steps_by_event`); a trace whose metadata lists none is drawn from the times its model
+outputs, tool outputs and errors carry (an event's timestamp is when its step ended). The messages sent (system,
+user) are no steps. A tool run nests under the model call whose output holds its call id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from spanfold.trace.model import Message, StepTime, Trace
+from spanfold.trace.timing import steps_by_event
+
+#: Keys of a usage record and the name each is shown under (providers and formats spell cached and reasoning tokens
+#: in several ways).
+USAGE_KEYS = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cached_tokens": "cached_tokens",
+    "cache_read_input_tokens": "cached_tokens",
+    "cache_read_tokens": "cached_tokens",
+    "cached_input_tokens": "cached_tokens",
+    "reasoning_tokens": "reasoning_tokens",
+    "reasoning_output_tokens": "reasoning_tokens",
+}
+
+
+def epoch_ms(iso: Any) -> float | None:
+    """Milliseconds since the epoch of an ISO 8601 time (to the microsecond), None when it is not one."""
+    if not isinstance(iso, str) or not iso:
+        return None
+    try:
+        moment = datetime.fromisoformat(iso[:-1] + "+00:00" if iso.endswith("Z") else iso)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.timestamp() * 1000.0
+
+
+def usage_of(*records: Any) -> dict[str, int] | None:
+    """The token counts the records hold (the first record that has a kind wins), None when none has any."""
+    out: dict[str, int] = {}
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        for key, name in USAGE_KEYS.items():
+            value = record.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and name not in out:
+                out[name] = value
+    return out or None
+
+
+def cost_of(value: Any) -> dict[str, Any] | None:
+    """A cost as ``{"amount", "currency"}`` from what a trace may say: a number (US dollars), or a record with an
+    ``amount`` or ``total`` (and a ``currency``); None when it says nothing usable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return {"amount": float(value), "currency": "USD"}
+    if isinstance(value, dict):
+        amount = value.get("amount", value.get("total", value.get("total_usd", value.get("usd"))))
+        if isinstance(amount, (int, float)) and not isinstance(amount, bool):
+            currency = value.get("currency")
+            return {"amount": float(amount), "currency": currency if isinstance(currency, str) else "USD"}
+    return None
+
+
+def trace_cost(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's cost, when its metadata says it (``cost`` or ``cost_usd``)."""
+    return cost_of(meta.get("cost")) or cost_of(meta.get("cost_usd"))
+
+
+@dataclass(slots=True)
+class _Step:
+    kind: str
+    start: float | None  # ms since the epoch
+    took: float | None
+    label: str
+    event: int | None  # position of its first event (from 0)
+    error: dict[str, Any] | None
+    usage: dict[str, int] | None = None
+    cost: dict[str, Any] | None = None
+    call_id: str | None = None
+    span_id: str | None = None
+    children: list[_Step] = field(default_factory=list)
+
+    def sort_key(self) -> tuple[float, float]:
+        return (self.start if self.start is not None else float("inf"), self.took or 0.0)
+
+
+def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Step:
+    ev = events[event] if event is not None else None
+    ev_meta = ev.metadata if ev is not None else {}
+    usage = step.usage
+    raw_usage = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage else None
+    model = step.kind == "model"
+    return _Step(
+        kind=step.kind,
+        start=epoch_ms(step.start),
+        took=step.duration_ms,
+        label=(step.model or "") if model else (step.name or step.call_id or ""),
+        event=event,
+        error=step.error,
+        usage=usage_of(raw_usage, ev_meta.get("usage")) if model else None,
+        cost=cost_of(getattr(step, "cost", None)) or cost_of(ev_meta.get("cost")),
+        call_id=step.call_id,
+        span_id=step.span_id,
+    )
+
+
+def _from_events(events: list[Message]) -> list[_Step]:
+    names = {c.id: c.name for ev in events for c in ev.tool_calls if c.id}
+    out: list[_Step] = []
+    for n, ev in enumerate(events):
+        if ev.role not in ("assistant", "tool", "error"):
+            continue
+        took = ev.metadata.get("duration_ms")
+        took = float(took) if isinstance(took, (int, float)) and not isinstance(took, bool) and took >= 0 else None
+        end = epoch_ms(ev.timestamp)
+        if end is None and took is None:
+            continue
+        tool = ev.role == "tool"
+        model = ev.metadata.get("model")
+        label = (ev.name or names.get(ev.tool_call_id or "") or ev.tool_call_id or "") if tool else str(model or "")
+        error = ev.error or ({"type": "error"} if ev.role == "error" else None)
+        out.append(
+            _Step(
+                kind="tool" if tool else "model",
+                start=end - (took or 0.0) if end is not None else None,
+                took=took,
+                label=label,
+                event=n,
+                error=error,
+                usage=None if tool else usage_of(ev.metadata.get("usage")),
+                cost=cost_of(ev.metadata.get("cost")),
+                call_id=ev.tool_call_id if tool else None,
+            )
+        )
+    return out
+
+
+def _nest(steps: list[_Step], events: list[Message]) -> list[_Step]:
+    """The top-level steps in the order they started, each model call's tool runs under it."""
+    asked: dict[str, _Step] = {}
+    for step in steps:
+        if step.kind == "model" and step.event is not None:
+            for call in events[step.event].tool_calls:
+                if call.id:
+                    asked.setdefault(call.id, step)
+    top: list[_Step] = []
+    for step in sorted(steps, key=_Step.sort_key):
+        parent = None
+        if step.kind == "tool":
+            answered = events[step.event].tool_call_id if step.event is not None else None
+            parent = asked.get(step.call_id or "") or asked.get(answered or "")
+        if parent is not None:
+            parent.children.append(step)
+        else:
+            top.append(step)
+    return top
+
+
+def waterfall(trace: Trace) -> dict[str, Any]:
+    """The waterfall of a run: ``origin`` (ISO time of offset 0), ``span_ms`` (the axis' length) and ``steps`` in the
+    order they are drawn, each with its ``offset_ms``, ``duration_ms``, ``depth`` and ``parent`` (a position in
+    ``steps``), ``event`` (its first event, from 0), tokens, cost and error."""
+    events = trace.events
+    if trace.meta.steps:
+        linked = {id(step): n for n, step in steps_by_event(trace.meta.steps, events).items()}
+        steps = [_from_meta(s, linked.get(id(s)), events) for s in trace.meta.steps]
+    else:
+        steps = _from_events(events)
+    starts = [s.start for s in steps if s.start is not None]
+    origin = epoch_ms(trace.meta.start)
+    if origin is None or (starts and min(starts) < origin):
+        origin = min(starts) if starts else None
+    ends = [s.start + (s.took or 0.0) for s in steps if s.start is not None]
+    run_end = origin + trace.meta.duration_ms if origin is not None and trace.meta.duration_ms is not None else None
+    span = max([*ends, *([run_end] if run_end is not None else [])], default=None)
+    out: list[dict[str, Any]] = []
+
+    def place(step: _Step, depth: int, parent: int | None) -> None:
+        here = len(out)
+        item: dict[str, Any] = {
+            "kind": step.kind,
+            "label": step.label,
+            "offset_ms": step.start - origin if step.start is not None and origin is not None else None,
+            "duration_ms": step.took,
+            "depth": depth,
+            "parent": parent,
+            "event": step.event,
+            "usage": step.usage,
+            "cost": step.cost,
+            "error": step.error,
+        }
+        if step.call_id:
+            item["call_id"] = step.call_id
+        if step.span_id:
+            item["span_id"] = step.span_id
+        out.append(item)
+        for child in step.children:
+            place(child, depth + 1, here)
+
+    for step in _nest(steps, events):
+        place(step, 0, None)
+    return {
+        "origin": _iso(origin),
+        "span_ms": max(span - origin, 0.0) if span is not None and origin is not None else None,
+        "steps": out,
+    }
+
+
+def _iso(ms: float | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
