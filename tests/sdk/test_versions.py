@@ -45,6 +45,21 @@ def test_the_extras_and_instruments_any_state_each_instrumentors_range() -> None
     assert _reqs(extras["anthropic"]) == {"anthropic": str(Requirement("anthropic>=0.40,<3").specifier)}
 
 
+def test_the_registry_entry_points_and_extras_name_each_instrumentor_alike() -> None:
+    """Each instrumentor is written once as a class (its ``library`` and ``dependencies``); the registry, the
+    ``opentelemetry_instrumentor`` entry points and the extras must say the same of it."""
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    entry_points = project["entry-points"]["opentelemetry_instrumentor"]
+    assert entry_points == {f"spanfold_{name}": target for name, (_, target) in registry.INSTRUMENTORS.items()}
+    extras = project["optional-dependencies"]
+    for name, (library, target) in registry.INSTRUMENTORS.items():
+        cls = registry._load(target)
+        assert cls.library == library, f"{target}: library {cls.library!r}, the registry says {library!r}"
+        extra = _reqs(extras[name.replace("_", "-")])  # the extra a user installs for it
+        for dist, spec in _reqs(list(cls.dependencies)).items():
+            assert extra.get(dist, spec) == spec, f"the {name} extra's {dist} range differs from {target}'s"
+
+
 def test_a_library_that_is_not_installed_is_no_conflict() -> None:
     assert versions.outside(["surely-not-installed-spanfold-lib >= 1"]) is None
 

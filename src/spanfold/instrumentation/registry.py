@@ -16,10 +16,9 @@ from collections.abc import Collection
 from types import ModuleType
 from typing import Any
 
-import wrapt
-
 from spanfold import counters
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.hooks import ImportHooks
 
 logger = logging.getLogger("spanfold")
 
@@ -41,9 +40,8 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
 }
 
 _lock = threading.Lock()
-#: Bumped by every instrument_all / uninstrument_all: a hook registered under an older one does nothing when it fires
-#: (wrapt cannot unregister a hook).
-_generation = 0
+#: The hooks of one instrument_all; the next instrument_all or uninstrument_all withdraws them.
+_HOOKS = ImportHooks()
 
 
 def _load(target: str) -> Any:
@@ -66,7 +64,7 @@ def available() -> list[str]:
 def _on_import(name: str, generation: int, tracer_provider: Any, rt: Runtime, module: ModuleType) -> None:
     """The post-import hook: patch ``name``'s library, unless a later init() or shutdown() made this hook stale."""
     with _lock:
-        if generation != _generation:
+        if not _HOOKS.valid(generation):
             return
         try:
             instrumentor = _load(INSTRUMENTORS[name][1])()
@@ -80,22 +78,18 @@ def _on_import(name: str, generation: int, tracer_provider: Any, rt: Runtime, mo
 def instrument_all(tracer_provider: Any, rt: Runtime, only: Collection[str] | None = None) -> list[str]:
     """Patch every installed library (or those named in ``only``) when the application imports it; return their
     names."""
-    global _generation
-    with _lock:
-        _generation += 1
-        generation = _generation
+    generation = _HOOKS.renew()
     names = [name for name in available() if only is None or name in only]
     for name in names:
-        hook = functools.partial(_on_import, name, generation, tracer_provider, rt)
-        wrapt.register_post_import_hook(hook, INSTRUMENTORS[name][0])
+        _HOOKS.register(
+            INSTRUMENTORS[name][0], generation, functools.partial(_on_import, name, generation, tracer_provider, rt)
+        )
     return names
 
 
 def uninstrument_all() -> None:
     """Restore every library spanfold patched; hooks not yet fired will not patch."""
-    global _generation
-    with _lock:
-        _generation += 1
+    _HOOKS.withdraw()
     for name in available():
         if INSTRUMENTORS[name][0] not in _imported():
             continue  # never imported: nothing was patched

@@ -21,7 +21,7 @@ from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, url_server
+from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.history import HistoryCache
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.semconv import parts as p
@@ -149,7 +149,7 @@ class StreamAccumulator:
 
 def server(instance: Any) -> Any:
     wrapper = getattr(instance, "_client_wrapper", None) or instance._raw_client._client_wrapper
-    return url_server(wrapper.get_base_url())
+    return server_of(wrapper.get_base_url())
 
 
 CHAT = ModelApi(

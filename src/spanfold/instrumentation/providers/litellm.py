@@ -22,7 +22,7 @@ from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, url_server
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 
 #: LiteLLM's provider names -> ``gen_ai.provider.name`` (others are kept as LiteLLM names them).
@@ -70,7 +70,7 @@ def request_attributes(request: dict[str, Any], rt: Runtime) -> tuple[str | None
         model = upstream if provider is not None else model
     target, attrs = openai_chat.request_attributes({**request, "model": model}, rt)
     attrs[semconv.PROVIDER_NAME] = _provider(provider) or UNROUTED
-    attrs.update(url_server(request.get("api_base") or request.get("base_url")))
+    attrs.update(server_of(request.get("api_base") or request.get("base_url")))
     return target, attrs
 
 

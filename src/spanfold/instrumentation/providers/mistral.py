@@ -23,7 +23,7 @@ from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, url_server
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.history import HistoryCache
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.semconv import parts as p
@@ -119,7 +119,7 @@ def classify(result: Any) -> Result:
 
 
 def server(instance: Any) -> Any:
-    return url_server(instance.sdk_configuration.get_server_details()[0])
+    return server_of(instance.sdk_configuration.get_server_details()[0])
 
 
 CHAT = ModelApi(

@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -91,12 +92,25 @@ class ModelApi:
     #: :data:`RESPONSE_TYPES_LIMIT` are remembered).
     response_types: set[type] = field(default_factory=set, compare=False)
     #: A router library's call (litellm): the client SDK calls it makes inside are the same model step, so while its
-    #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once).
+    #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once; :func:`current_call`).
     outer: bool = False
 
 
-#: True while an ``outer`` API's wrapped call runs (see :attr:`ModelApi.outer`).
-_OUTER_STEP: ContextVar[bool] = ContextVar("spanfold_outer_step", default=False)
+#: The model call whose wrapped method is running in this context, with its API. A model method called inside it is
+#: the same API call and runs untouched: one of the same provider (openai 1.40's beta ``parse()`` calls ``create``), or
+#: any while an ``outer`` API's call runs (a router reaching a client SDK). The only outermost-call guard.
+_CURRENT: ContextVar[tuple[ModelApi, ModelSpan] | None] = ContextVar("spanfold_model_call", default=None)
+
+
+def current_call() -> ModelSpan | None:
+    """The model call whose wrapped method is running in this context (anthropic's own call span defers to it)."""
+    current = _CURRENT.get()
+    return current[1] if current is not None else None
+
+
+def _inside_call(api: ModelApi) -> bool:
+    current = _CURRENT.get()
+    return current is not None and (current[0].outer or current[0].provider == api.provider)
 
 
 RESPONSE_TYPES_LIMIT = 64
@@ -105,43 +119,40 @@ RESPONSE_TYPES_LIMIT = 64
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
-#: Server attributes per ``base_url`` object: reading the URL's host and port costs more than the rest of the request
+#: The port a URL without one is served on.
+DEFAULT_PORTS: Final = {"https": 443, "http": 80}
+#: Server attributes per URL object: reading a URL's host and port costs more than the rest of the request
 #: attributes, and a client keeps its URL object until it is pointed elsewhere.
 _SERVERS = FragmentCache(limit=64)
 
 
 def _server_attributes(url: Any) -> Mapping[str, Any]:
-    return {semconv.SERVER_ADDRESS: url.host or None, semconv.SERVER_PORT: url.port}
+    if isinstance(url, str):
+        parts = urlsplit(url)
+        host, port, scheme = parts.hostname, parts.port, parts.scheme
+    else:  # an httpx.URL
+        host, port, scheme = url.host, url.port, url.scheme
+    if not host:
+        return {}
+    return {semconv.SERVER_ADDRESS: host, semconv.SERVER_PORT: port or DEFAULT_PORTS.get(scheme)}
 
 
-def base_url_server(instance: Any) -> Mapping[str, Any]:
-    """``server.address`` / ``server.port`` of an SDK resource whose client has a ``base_url`` (openai, anthropic).
-
-    Read from the client's ``_base_url`` where the SDK keeps it (every Stainless-generated SDK; its setter writes it
-    there): openai 3's ``base_url`` property imports a module on every read, a third of this call's cost."""
-    client = instance._client
-    url = getattr(client, "_base_url", None)
-    if url is None:
-        url = client.base_url
+def server_of(url: Any) -> Mapping[str, Any]:
+    """``server.address`` / ``server.port`` of the URL a client sends to (an ``httpx.URL`` or a string): the URL's
+    port, else its scheme's default; nothing for a missing or empty URL. The one server reader of every provider."""
+    if not (isinstance(url, str) and url) and not hasattr(url, "host"):
+        return {}
     attrs: Mapping[str, Any] = _SERVERS.cached(url, _server_attributes)
     return attrs
 
 
-def _url_attributes(url: str) -> Mapping[str, Any]:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-    return {semconv.SERVER_ADDRESS: parts.hostname or None, semconv.SERVER_PORT: port}
-
-
-def url_server(url: Any) -> Mapping[str, Any]:
-    """``server.address`` / ``server.port`` of a base URL given as a string (SDKs that keep no ``httpx.URL``: mistralai,
-    cohere); an empty or missing URL gives none."""
-    if not isinstance(url, str) or not url:
-        return {}
-    attrs: Mapping[str, Any] = _SERVERS.cached(url, _url_attributes)
-    return attrs
+def base_url_server(instance: Any) -> Mapping[str, Any]:
+    """The server of an SDK resource whose client has a ``base_url`` (the Stainless-generated SDKs: openai,
+    anthropic, groq). Read from the client's ``_base_url`` where the SDK keeps it (its setter writes it there): openai
+    3's ``base_url`` property imports a module on every read, a third of this call's cost."""
+    client = instance._client
+    url = getattr(client, "_base_url", None)
+    return server_of(client.base_url if url is None else url)
 
 
 def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
@@ -157,7 +168,7 @@ def _begin(
 ) -> ModelSpan | None:
     """The started span of a model call; None for a call that is not one, inside an outer step, or when reading the
     request failed."""
-    if _OUTER_STEP.get():
+    if _inside_call(api):
         return None
     try:
         request = kwargs if api.bind is None else api.bind(args, kwargs)
@@ -355,7 +366,7 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         if call is None:
             return wrapped(*args, **kwargs)
         call.activate()
-        outer = _OUTER_STEP.set(True) if api.outer else None
+        token = _CURRENT.set((api, call))
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -363,8 +374,7 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
             call.fail(exc)
             raise
         finally:
-            if outer is not None:
-                _OUTER_STEP.reset(outer)
+            _CURRENT.reset(token)
         call.deactivate()
         return _complete(api, call, result, rt)
 
@@ -379,7 +389,7 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         if call is None:
             return await wrapped(*args, **kwargs)
         call.activate()
-        outer = _OUTER_STEP.set(True) if api.outer else None
+        token = _CURRENT.set((api, call))
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -387,8 +397,7 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
             call.fail(exc)
             raise
         finally:
-            if outer is not None:
-                _OUTER_STEP.reset(outer)
+            _CURRENT.reset(token)
         call.deactivate()
         out = _complete(api, call, result, rt)
         if isinstance(out, AsyncRawResponseProxy):

@@ -29,6 +29,7 @@ from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import conversations, versions
 from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
+from spanfold.instrumentation.toolkit.hooks import ImportHooks
 from spanfold.version import __version__
 
 #: Held while a table is applied or removed (post-import hooks fire on whichever thread imports the module).
@@ -90,7 +91,15 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     #: The pip requirement(s) the instrumented library must satisfy (``instrumentation_dependencies``).
     dependencies: ClassVar[tuple[str, ...]] = ()
     _applied: ClassVar[list[tuple[Any, str]]]
-    _generation: ClassVar[int]
+    _hooks: ClassVar[ImportHooks]
+
+    @classmethod
+    def hooks(cls) -> ImportHooks:
+        """This class's post-import hooks (each instrumentor class has its own)."""
+        hooks: ImportHooks | None = cls.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = cls._hooks = ImportHooks()
+        return hooks
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.dependencies
@@ -126,7 +135,8 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             except Exception as exc:
                 counters.fault(f"instrument.{library}", exc)
 
-        wrapt.register_post_import_hook(on_import, library)
+        hooks = type(self).hooks()
+        hooks.register(library, hooks.current(), on_import)
         return True
 
     def _instrument(self, **kwargs: Any) -> None:
@@ -138,15 +148,13 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         conversations.ensure()
         cls = type(self)
         with _LOCK:
-            cls._generation = getattr(cls, "_generation", 0) + 1
+            generation = cls.hooks().renew()
             cls._applied = []
-            generation = cls._generation
         by_module: dict[str, list[Patch]] = {}
         for patch in self.patches(rt):
             by_module.setdefault(patch.module, []).append(patch)
         for module, patches in by_module.items():
-            hook = functools.partial(self._apply, generation, tracer, rt, patches)
-            wrapt.register_post_import_hook(hook, module)
+            cls.hooks().register(module, generation, functools.partial(self._apply, generation, tracer, rt, patches))
 
     def _apply(self, generation: int, tracer: Tracer, rt: Runtime, patches: list[Patch], module: ModuleType) -> None:
         """The post-import hook of one module: wrap its patches, unless a later (un)instrument made it stale."""
@@ -161,7 +169,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             if target is not None:  # else not in this version of the SDK
                 found.append((patch, target))
         with _LOCK:
-            if generation != cls._generation:
+            if not cls.hooks().valid(generation):
                 return
             for patch, (owner, attr) in found:
                 try:
@@ -175,7 +183,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _uninstrument(self, **kwargs: Any) -> None:
         cls = type(self)
         with _LOCK:
-            cls._generation = getattr(cls, "_generation", 0) + 1  # hooks not yet fired will not patch
+            cls.hooks().withdraw()  # hooks not yet fired will not patch
             for owner, attr in getattr(cls, "_applied", []):
                 unwrap(owner, attr)
             cls._applied = []

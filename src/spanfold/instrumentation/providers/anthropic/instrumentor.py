@@ -42,12 +42,11 @@ native spans (content mode on or off).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
@@ -59,9 +58,11 @@ from spanfold.instrumentation.toolkit.calls import (
     Wrapper,
     async_wrapper,
     base_url_server,
+    current_call,
+    stainless_result,
     sync_wrapper,
 )
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, plain
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
 #: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
@@ -84,20 +85,11 @@ def classify(result: Any) -> Result:
     import anthropic
     from anthropic._response import APIResponse, AsyncAPIResponse
 
-    if isinstance(result, anthropic.Stream):
-        return Result.STREAM
-    if isinstance(result, anthropic.AsyncStream):
-        return Result.ASYNC_STREAM
     if _is_legacy_raw(result):  # with_raw_response in 0.x: ``parse()`` is sync, sync client or async
         return Result.RAW
-    if isinstance(result, (APIResponse, AsyncAPIResponse)):
-        headers = getattr(getattr(result, "_options", None), "headers", None)
-        if isinstance(headers, Mapping) and headers.get(_RAW_RESPONSE_HEADER) == "stream":
-            return Result.OPAQUE  # with_streaming_response: the user reads the body; spanfold must not
-        return Result.ASYNC_RAW if isinstance(result, AsyncAPIResponse) else Result.RAW
-    if isinstance(result, anthropic.BaseModel):
-        return Result.RESPONSE
-    return Result.OPAQUE
+    return stainless_result(
+        result, anthropic.Stream, anthropic.AsyncStream, APIResponse, AsyncAPIResponse, anthropic.BaseModel
+    )
 
 
 def _is_legacy_raw(result: Any) -> bool:
@@ -145,42 +137,16 @@ STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
 
 # --- one model step per API call -----------------------------------------------------------------------
 
-#: The span that was current when spanfold's wrapper was entered; while a different one is current, it is ours.
-_CALLER: ContextVar[Span | None] = ContextVar("spanfold_anthropic_caller", default=None)
-
-
-def _marked_sync(inner: Wrapper) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        token = _CALLER.set(otel_trace.get_current_span())
-        try:
-            return inner(wrapped, instance, args, kwargs)
-        finally:
-            _CALLER.reset(token)
-
-    return wrapper
-
-
-def _marked_async(inner: Wrapper) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        token = _CALLER.set(otel_trace.get_current_span())
-        try:
-            return await inner(wrapped, instance, args, kwargs)
-        finally:
-            _CALLER.reset(token)
-
-    return wrapper
-
 
 def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``anthropic._base_client.start_api_call_span``: under spanfold's model span, a non-recording stand-in with our
     span context (so the SDK propagates ours), instead of a second model span."""
     try:
-        caller = _CALLER.get()
-        if caller is not None:
-            current = otel_trace.get_current_span()
+        call = current_call()
+        if call is not None:
             options = args[2] if len(args) > 2 else kwargs.get("options")
-            if current is not caller and getattr(options, "span_name", None) == NATIVE_CALL_SPAN:
-                return otel_trace.NonRecordingSpan(current.get_span_context())
+            if getattr(options, "span_name", None) == NATIVE_CALL_SPAN:
+                return otel_trace.NonRecordingSpan(call.span.get_span_context())
     except Exception as exc:
         counters.fault("anthropic.native_span", exc)
     return wrapped(*args, **kwargs)
@@ -290,27 +256,14 @@ MANAGER_ENTERS: tuple[tuple[str, str, Wrapper], ...] = tuple(
 
 def _helper_patch(module: str, name: str, is_async: bool) -> Patch:
     def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-        start = (
-            _marked_async(async_wrapper(MESSAGES, tracer, rt))
-            if is_async
-            else _marked_sync(sync_wrapper(MESSAGES, tracer, rt))
-        )
+        start = async_wrapper(MESSAGES, tracer, rt) if is_async else sync_wrapper(MESSAGES, tracer, rt)
         return _stream_helper(start, is_async)
 
     return Patch(module, name, factory)
 
 
-def _method_patch(module: str, name: str, is_async: bool) -> Patch:
-    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-        if is_async:
-            return _marked_async(async_wrapper(MESSAGES, tracer, rt))
-        return _marked_sync(sync_wrapper(MESSAGES, tracer, rt))
-
-    return Patch(module, name, factory)
-
-
 PATCHES: tuple[Patch, ...] = (
-    *(_method_patch(module, name, is_async) for module, name, is_async in METHODS),
+    *(model_method(module, name, MESSAGES, is_async) for module, name, is_async in METHODS),
     *(_helper_patch(module, name, is_async) for module, name, is_async in STREAM_HELPERS),
     *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
     plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only

@@ -18,27 +18,22 @@ Bedrock Runtime operations (``ApplyGuardrail``, ``CountTokens``, ...) run untouc
 
 from __future__ import annotations
 
-import functools
 import inspect
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import wrapt
-from opentelemetry.trace import Tracer, get_tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
-from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
 from spanfold.instrumentation.providers.bedrock import invoke as bedrock_invoke
 from spanfold.instrumentation.providers.bedrock.body import AsyncBody, SyncBody
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, Wrapper, async_wrapper, sync_wrapper
-from spanfold.instrumentation.toolkit.history import FragmentCache
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, scope_name
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, Wrapper, async_wrapper, server_of, sync_wrapper
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.streams import StreamState
-from spanfold.version import __version__
 
 SERVICE: Final = "bedrock-runtime"
 
@@ -48,18 +43,9 @@ def _params(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | N
     return params if isinstance(params, dict) else None
 
 
-_SERVERS = FragmentCache(limit=64)
-
-
-def _server_attributes(url: Any) -> Mapping[str, Any]:
-    parts = urlsplit(url)
-    return {semconv.SERVER_ADDRESS: parts.hostname, semconv.SERVER_PORT: parts.port or 443}
-
-
 def server(instance: Any) -> Mapping[str, Any]:
     """``server.address`` / ``server.port`` of the client's endpoint URL."""
-    attrs: Mapping[str, Any] = _SERVERS.cached(instance.meta.endpoint_url, _server_attributes)
-    return attrs
+    return server_of(instance.meta.endpoint_url)
 
 
 def _nested(key: str) -> Callable[[Any], Result]:
@@ -174,11 +160,11 @@ def _async_class_factory(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-PATCHES: Final = (Patch("botocore.client", "ClientCreator._create_client_class", _class_factory),)
-#: aiobotocore's client factory, patched when the application imports it (never imported by spanfold).
-AIO_PATCH: Final = Patch("aiobotocore.client", "AioClientCreator._create_client_class", _async_class_factory)
-#: Bumped by every instrument / uninstrument: an aiobotocore hook of an older one does nothing when it fires.
-_generation = 0
+#: botocore's client factory, and aiobotocore's (patched when the application imports it; never imported by spanfold).
+PATCHES: Final = (
+    Patch("botocore.client", "ClientCreator._create_client_class", _class_factory),
+    Patch("aiobotocore.client", "AioClientCreator._create_client_class", _async_class_factory),
+)
 
 
 class BedrockInstrumentor(TableInstrumentor):
@@ -192,28 +178,7 @@ class BedrockInstrumentor(TableInstrumentor):
     def patches(self, rt: Runtime) -> tuple[Patch, ...]:
         return PATCHES
 
-    def _instrument(self, **kwargs: Any) -> None:
-        global _generation
-        super()._instrument(**kwargs)
-        _generation += 1
-        tracer = get_tracer(scope_name(__name__), __version__, kwargs.get("tracer_provider"))
-        rt = kwargs.get("runtime") or runtime.active()
-        hook = functools.partial(self._patch_aio, _generation, tracer, rt)
-        wrapt.register_post_import_hook(hook, "aiobotocore.client")
-
-    def _patch_aio(self, generation: int, tracer: Tracer, rt: Runtime, module: Any) -> None:
-        if generation != _generation:
-            return
-        try:
-            owner = module.AioClientCreator
-            wrapt.wrap_function_wrapper(owner, "_create_client_class", AIO_PATCH.factory(tracer, rt))
-            type(self)._applied.append((owner, "_create_client_class"))
-        except Exception as exc:
-            counters.fault("bedrock.patch_aiobotocore", exc)
-
     def _uninstrument(self, **kwargs: Any) -> None:
-        global _generation
-        _generation += 1
         super()._uninstrument(**kwargs)
         for cls in list(_WRAPPED):  # the wrapper was the class's own attribute: without it, the inherited method
             if isinstance(vars(cls).get("_make_api_call"), wrapt.FunctionWrapper):

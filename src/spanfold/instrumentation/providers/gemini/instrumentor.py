@@ -24,14 +24,13 @@ import functools
 from collections.abc import Callable, Mapping
 from types import AsyncGeneratorType, GeneratorType
 from typing import Any
-from urllib.parse import urlsplit
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini import content as gemini_content
 from spanfold.instrumentation.providers.gemini import stream as gemini_stream
 from spanfold.instrumentation.toolkit import tools
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 
 _MODELS = "google.genai.models"
@@ -52,12 +51,8 @@ def classify(result: Any) -> Result:
 
 @functools.lru_cache(maxsize=64)
 def _endpoint(base_url: str, vertex: bool) -> Mapping[str, Any]:
-    url = urlsplit(base_url)
-    return {
-        semconv.SERVER_ADDRESS: url.hostname,
-        semconv.SERVER_PORT: url.port,
-        semconv.PROVIDER_NAME: semconv.PROVIDER_GCP_VERTEX_AI if vertex else semconv.PROVIDER_GCP_GEMINI,
-    }
+    provider = semconv.PROVIDER_GCP_VERTEX_AI if vertex else semconv.PROVIDER_GCP_GEMINI
+    return {**server_of(base_url), semconv.PROVIDER_NAME: provider}
 
 
 def endpoint(instance: Any) -> Mapping[str, Any]:

@@ -10,13 +10,12 @@ from 1.66 on): the same for ``responses.create`` / ``responses.parse`` / ``respo
 Where the SDK moved things, the table lists every place (what a version lacks is skipped): Chat Completions lived in
 the module ``openai.resources.chat.completions`` before 1.66 (a package since); ``parse()`` and ``stream()`` were
 ``client.beta.chat.completions`` methods before 1.92, and the beta ``parse()`` called ``create`` itself in the
-oldest releases (1.40): only the outermost of nested model calls gets a span.
+oldest releases (1.40): only the outermost of nested model calls gets a span (the toolkit's one guard,
+:func:`~spanfold.instrumentation.toolkit.calls.current_call`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, Final
 
 from spanfold import counters, semconv
@@ -26,12 +25,9 @@ from spanfold.instrumentation.providers.openai import responses as openai_respon
 from spanfold.instrumentation.toolkit.calls import (
     ModelApi,
     Result,
-    Wrapper,
-    async_wrapper,
     base_url_server,
-    sync_wrapper,
 )
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, plain
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
 #: The releases spanfold traces (the ``openai`` extra and ``instruments-any`` in pyproject.toml say the same).
@@ -121,45 +117,8 @@ def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
     return wrapped(*args, **kwargs)
 
 
-#: True while a wrapped model method runs: a model method it calls (the beta ``parse()`` of openai 1.40 calls
-#: ``create``) is the same API call, and runs untouched.
-_IN_CALL: ContextVar[bool] = ContextVar("spanfold_openai_call", default=False)
-
-
-def _outermost_sync(inner: Wrapper) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _IN_CALL.get():
-            return wrapped(*args, **kwargs)
-        token = _IN_CALL.set(True)
-        try:
-            return inner(wrapped, instance, args, kwargs)
-        finally:
-            _IN_CALL.reset(token)
-
-    return wrapper
-
-
-def _outermost_async(inner: Wrapper) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _IN_CALL.get():
-            return await wrapped(*args, **kwargs)
-        token = _IN_CALL.set(True)
-        try:
-            return await inner(wrapped, instance, args, kwargs)
-        finally:
-            _IN_CALL.reset(token)
-
-    return wrapper
-
-
-def _model_method(module: str, name: str, api: ModelApi, is_async: bool) -> Patch:
-    if is_async:
-        return Patch(module, name, lambda tracer, rt: _outermost_async(async_wrapper(api, tracer, rt)))
-    return Patch(module, name, lambda tracer, rt: _outermost_sync(sync_wrapper(api, tracer, rt)))
-
-
 PATCHES: tuple[Patch, ...] = (
-    *(_model_method(module, name, api, is_async) for module, name, api, is_async in METHODS),
+    *(model_method(module, name, api, is_async) for module, name, api, is_async in METHODS),
     *(plain(module, name, _close_helper) for module, name in HELPER_CLOSES),
 )
 
