@@ -131,13 +131,17 @@ WRONG: list[dict[str, Any]] = [
     {  # the wrong city
         "id": "wrong-city",
         "assertions": [
-            {"type": "tool-trajectory", "mode": "exact", "expected": [
-                {"tool": "get_weather", "args": {"city": "London"}},
-                {"tool": "get_weather", "args": {"city": "Tokyo"}},
-                {"tool": "convert_temperature", "args": "any"},
-            ]},
+            {
+                "type": "tool-trajectory",
+                "mode": "exact",
+                "expected": [
+                    {"tool": "get_weather", "args": {"city": "London"}},
+                    {"tool": "get_weather", "args": {"city": "Tokyo"}},
+                    {"tool": "convert_temperature", "args": "any"},
+                ],
+            },
         ],
-    },  # fmt: skip
+    },
     {  # two calls, not three
         "id": "too-few-minimum",
         "assertions": [{"type": "tool-trajectory", "mode": "any_order", "minimums": {"get_weather": 3}}],
