@@ -32,6 +32,7 @@ SCHEMAS = {
     "agentv-summary": "agentv",
     "compact": "compact",
     "agentv-cli": "agentv-cli",
+    "agentv-transcript": "agentv-transcript",
     "metadata": "metadata",
 }
 
