@@ -1,15 +1,25 @@
-"""Built-in deterministic responders: ``echo`` and the multi-step tool-using ``weather_agent``, with its tools."""
+"""Scenarios as data: an agent's task, its tools with their implementations, and the mock server's scripted replies
+(:data:`WEATHER`); the built-in deterministic responders ``echo`` and the multi-step tool-using ``weather_agent``."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
+import spanfold
 from spanfold.testing.conversation import Turn
 from spanfold.testing.replies import Reply, ToolCallSpec
 from spanfold.testing.request import MockRequest
+
+#: The tool-definition shapes of the provider APIs (named as the mock server names the APIs): OpenAI's Chat
+#: Completions ``tools`` (also groq, mistralai, ollama, Cohere v2, litellm), Anthropic Messages, Responses, Gemini's
+#: ``config.tools``, Bedrock Converse's ``toolConfig["tools"]``.
+ToolFormat = Literal["chat", "messages", "responses", "gemini", "converse"]
 
 CITIES = ("Paris", "Tokyo")
 DEFAULT_CELSIUS = 20
@@ -70,8 +80,43 @@ def run_weather_tool(name: str, arguments: Mapping[str, Any]) -> str:
     raise KeyError(f"unknown weather tool {name!r}")
 
 
-_TOOLS: list[tuple[str, str, dict[str, Any]]] = [
-    (
+@dataclass(frozen=True)
+class Tool:
+    """A tool the agent may call: what the model is told (name, description, JSON Schema of the arguments) and the
+    function that runs it (called with the arguments as keywords, returns the text the model is sent back)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., str]
+
+    def definition(self, shape: ToolFormat) -> dict[str, Any]:
+        """The tool as the API of ``shape`` declares it (one function declaration for Gemini)."""
+        if shape == "chat":
+            return {"type": "function", "function": self._described("parameters")}
+        if shape == "messages":
+            return self._described("input_schema")
+        if shape == "responses":
+            return {"type": "function", **self._described("parameters")}
+        if shape == "gemini":
+            return self._described("parameters_json_schema")
+        return {
+            "toolSpec": {"name": self.name, "description": self.description, "inputSchema": {"json": self.parameters}}
+        }
+
+    def _described(self, schema_key: str) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, schema_key: self.parameters}
+
+
+def tool_definitions(tools: Iterable[Tool], shape: ToolFormat) -> list[dict[str, Any]]:
+    """The ``tools`` a request of the API of ``shape`` carries (Gemini: one tool of function declarations)."""
+    if shape == "gemini":
+        return [{"function_declarations": [tool.definition(shape) for tool in tools]}]
+    return [tool.definition(shape) for tool in tools]
+
+
+WEATHER_TOOLS: tuple[Tool, ...] = (
+    Tool(
         "get_weather",
         "Get the current weather in a city.",
         {
@@ -80,8 +125,9 @@ _TOOLS: list[tuple[str, str, dict[str, Any]]] = [
             "required": ["city"],
             "additionalProperties": False,
         },
+        get_weather,
     ),
-    (
+    Tool(
         "convert_temperature",
         "Convert a temperature in degrees Celsius to another unit.",
         {
@@ -93,35 +139,21 @@ _TOOLS: list[tuple[str, str, dict[str, Any]]] = [
             "required": ["celsius", "to"],
             "additionalProperties": False,
         },
+        convert_temperature,
     ),
-]
+)
+"""The weather agent's tools."""
 
-WEATHER_TOOLS_OPENAI: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
-    for name, description, schema in _TOOLS
-]
+WEATHER_TOOLS_OPENAI = tool_definitions(WEATHER_TOOLS, "chat")
 """Chat Completions ``tools``."""
-
-WEATHER_TOOLS_ANTHROPIC: list[dict[str, Any]] = [
-    {"name": name, "description": description, "input_schema": schema} for name, description, schema in _TOOLS
-]
+WEATHER_TOOLS_ANTHROPIC = tool_definitions(WEATHER_TOOLS, "messages")
 """Anthropic Messages ``tools``."""
-
-WEATHER_TOOLS_RESPONSES: list[dict[str, Any]] = [
-    {"type": "function", "name": name, "description": description, "parameters": schema}
-    for name, description, schema in _TOOLS
-]
+WEATHER_TOOLS_RESPONSES = tool_definitions(WEATHER_TOOLS, "responses")
 """Responses API ``tools``."""
-
-WEATHER_TOOLS_GEMINI: list[dict[str, Any]] = [
-    {
-        "function_declarations": [
-            {"name": name, "description": description, "parameters_json_schema": schema}
-            for name, description, schema in _TOOLS
-        ]
-    }
-]
+WEATHER_TOOLS_GEMINI = tool_definitions(WEATHER_TOOLS, "gemini")
 """Gemini (google-genai) ``config.tools``: one tool of function declarations."""
+WEATHER_TOOLS_BEDROCK = tool_definitions(WEATHER_TOOLS, "converse")
+"""Bedrock Converse ``toolConfig["tools"]``."""
 
 
 # -- the agent ------------------------------------------------------------------------------------------------------
@@ -182,11 +214,58 @@ def weather_agent(request: MockRequest) -> Reply:
     return Reply.tools([ToolCallSpec("convert_temperature", {"celsius": _celsius(first), "to": "fahrenheit"})])
 
 
-WEATHER_TOOLS_BEDROCK: list[dict[str, Any]] = [
-    {"toolSpec": {"name": name, "description": description, "inputSchema": {"json": schema}}}
-    for name, description, schema in _TOOLS
-]
-"""Bedrock Converse ``toolConfig["tools"]``."""
+@dataclass(frozen=True)
+class Scenario:
+    """An agent's run described once, as data, for the demo, spanfold's tests and your own: the agent's ``name``, its
+    task (the ``system`` prompt and the user's ``question``), the ``tools`` it may call, and the mock server's
+    scripted ``replies`` (``MockLLMServer(scenario.replies)``). :func:`spanfold.testing.run_agent` plays the agent's
+    side on any provider API."""
+
+    name: str
+    system: str
+    question: str
+    tools: tuple[Tool, ...]
+    replies: Callable[[MockRequest], Reply]
+
+    def definitions(self, shape: ToolFormat) -> list[dict[str, Any]]:
+        """The scenario's tools as a request of the API of ``shape`` declares them."""
+        return tool_definitions(self.tools, shape)
+
+    @functools.cached_property
+    def tool_functions(self) -> dict[str, Callable[..., str]]:
+        """The tools as ``@spanfold.tool`` functions (an ``execute_tool`` span per call, with the tool's name and
+        description; ``tool_call_id=`` records the model's call id), by name."""
+        return {
+            tool.name: spanfold.tool(name=tool.name, description=tool.description)(tool.function) for tool in self.tools
+        }
+
+    def run_tool(
+        self,
+        name: str,
+        arguments: str,
+        call_id: str | None = None,
+        *,
+        tools: Mapping[str, Callable[..., str]] | None = None,
+    ) -> str:
+        """Run one tool call the model asked for (``arguments``: its JSON text) with ``tools`` (by default
+        :attr:`tool_functions`; each called with the arguments and ``tool_call_id=``). A call that fails becomes an
+        error message for the model, as agents do."""
+        functions = self.tool_functions if tools is None else tools
+        try:
+            return functions[name](**json.loads(arguments or "{}"), tool_call_id=call_id)
+        except Exception as exc:  # the model sees the error
+            return f"error: {type(exc).__name__}: {exc}"
+
+
+WEATHER = Scenario(
+    name="weather-bot",
+    system="You are a weather assistant. Use the tools, then answer in one sentence.",
+    question="What's the weather in Paris and Tokyo? And Paris's temperature in fahrenheit, please.",
+    tools=WEATHER_TOOLS,
+    replies=weather_agent,
+)
+"""The demo's run: two parallel ``get_weather`` calls (Paris, Tokyo), a ``convert_temperature`` call, an answer in one
+sentence (:func:`weather_agent`)."""
 
 
 def failing_call(
