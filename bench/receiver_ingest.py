@@ -33,10 +33,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanContext, set_tracer_provider
 
 import spanfold
-from spanfold import demo
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import MockLLMServer, run_agent, scenarios
 
 
 def agent_spans() -> list[ReadableSpan]:
@@ -48,7 +47,7 @@ def agent_spans() -> list[ReadableSpan]:
     with MockLLMServer(scenarios.weather_agent) as server:
         client = openai.OpenAI(api_key="sk-bench", base_url=server.base_url, max_retries=0)
         with spanfold.agent("bench-bot"):
-            demo.openai_chat_agent(client)
+            run_agent("openai", client)
     return list(exporter.get_finished_spans())
 
 

@@ -37,12 +37,11 @@ APP = textwrap.dedent(
     """
     import sys
     import openai
-    from spanfold import demo
-    from spanfold.testing import MockLLMServer, scenarios
+    from spanfold.testing import MockLLMServer, run_agent, scenarios
 
     with MockLLMServer(scenarios.weather_agent) as server:
         for question in sys.argv[1:]:
-            demo.openai_chat_agent(openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0), question)
+            run_agent("openai", openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0), question)
     print("done")
     """
 )

@@ -15,12 +15,11 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
 import spanfold
-from spanfold import demo
 from spanfold.content.runtime import Runtime
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
 from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import MockLLMServer, run_agent, scenarios
 
 #: The weather agent's folded trace, role by role (two parallel get_weather calls, then convert_temperature).
 WEATHER_ROLES = ["system", "user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
@@ -78,10 +77,10 @@ def run_weather_agent(provider: Any, agent: str | None = "bridge-bot", *, source
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
             if agent is None:
-                demo.openai_chat_agent(client)
+                run_agent("openai", client)
             else:
                 with spanfold.agent(agent):
-                    demo.openai_chat_agent(client)
+                    run_agent("openai", client)
     finally:
         instrumentor.uninstrument()
         conversations.activate(None)

@@ -25,12 +25,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanfold.setup
-from spanfold import demo
 from spanfold.exporter.dialects.genai_event_logs import GenAIEventLogProcessor
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
 from spanfold.instrumentation import registry
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, scenarios
+from spanfold.testing.agents import PROVIDERS
 from spanfold.trace.model import Trace
 
 #: run_tool(name, arguments JSON, call id) -> the result text the model gets back
@@ -79,9 +79,13 @@ def plain_tool(name: str, arguments: str, call_id: str) -> str:
 
 
 def chat_agent(client: openai.OpenAI, run_tool: ToolRunner, history: list[Any], *, stream: bool = False) -> str:
-    history += [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": demo.QUESTION}]
+    history += [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": WEATHER.question}]
     for _ in range(6):
-        request: dict[str, Any] = {"model": demo.MODEL, "messages": history, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        request: dict[str, Any] = {
+            "model": PROVIDERS["openai"].model,
+            "messages": history,
+            "tools": scenarios.WEATHER_TOOLS_OPENAI,
+        }
         if stream:
             with client.chat.completions.stream(**request) as s:
                 message = s.get_final_completion().choices[0].message
@@ -97,12 +101,12 @@ def chat_agent(client: openai.OpenAI, run_tool: ToolRunner, history: list[Any], 
 
 
 def anthropic_agent(client: anthropic.Anthropic, run_tool: ToolRunner, history: list[Any]) -> str:
-    history.append({"role": "user", "content": demo.QUESTION})
+    history.append({"role": "user", "content": WEATHER.question})
     for _ in range(6):
         message = client.messages.create(
-            model=demo.ANTHROPIC_MODEL,
+            model=PROVIDERS["anthropic"].model,
             max_tokens=1024,
-            system=demo.SYSTEM,
+            system=WEATHER.system,
             messages=history,
             tools=scenarios.WEATHER_TOOLS_ANTHROPIC,
         )
@@ -269,9 +273,9 @@ def run_spanfold(h: Harness, *, api: str = "openai") -> Run:
         h.run() as run,
     ):
         if api == "anthropic":
-            run.answer = anthropic_agent(run.anthropic_client(), demo.run_tool_call, run.history)
+            run.answer = anthropic_agent(run.anthropic_client(), WEATHER.run_tool, run.history)
         else:
-            run.answer = chat_agent(run.openai_client(), demo.run_tool_call, run.history)
+            run.answer = chat_agent(run.openai_client(), WEATHER.run_tool, run.history)
     return run
 
 

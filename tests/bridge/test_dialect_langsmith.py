@@ -13,10 +13,10 @@ import openai
 import pytest
 from opentelemetry import context
 
-from spanfold import demo
 from spanfold.exporter.dialects import langsmith as dialect
 from spanfold.exporter.records import from_readable
-from spanfold.testing import scenarios
+from spanfold.testing import WEATHER, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from .frameworks import folded, invariant, openai_patch, patch_kwargs
 from .producers import Harness, Run, instrumented
@@ -49,9 +49,16 @@ def run_agent(run: Run, *, fail_tokyo: bool = False) -> str:
 
     @langsmith.traceable(run_type="chain", name="weather-bot")
     def agent(llm: Any) -> str:
-        messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": demo.QUESTION}]
+        messages: list[Any] = [
+            {"role": "system", "content": WEATHER.system},
+            {"role": "user", "content": WEATHER.question},
+        ]
         for _ in range(6):
-            request = {"model": demo.MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+            request = {
+                "model": PROVIDERS["openai"].model,
+                "messages": messages,
+                "tools": scenarios.WEATHER_TOOLS_OPENAI,
+            }
             message = llm.chat.completions.create(**request).choices[0].message
             messages.append(message.model_dump(exclude_none=True))
             if not message.tool_calls:
@@ -133,12 +140,14 @@ def test_langchain_chat_model_and_tools(harness: Harness) -> None:
     tools = {"get_weather": tool(scenarios.get_weather), "convert_temperature": tool(scenarios.convert_temperature)}
     with harness.run() as run:
         client = langsmith.Client(api_key="lsv2-test", api_url="http://127.0.0.1:9", tracing_mode="otel", info={})
-        llm = ChatOpenAI(model=demo.MODEL, api_key="sk-test", base_url=run.server.base_url, max_retries=0)
+        llm = ChatOpenAI(
+            model=PROVIDERS["openai"].model, api_key="sk-test", base_url=run.server.base_url, max_retries=0
+        )
         bound = llm.bind_tools(list(tools.values()))
 
         @langsmith.traceable(run_type="chain", name="weather-bot")
         def agent() -> str:
-            messages: list[Any] = [SystemMessage(demo.SYSTEM), HumanMessage(demo.QUESTION)]
+            messages: list[Any] = [SystemMessage(WEATHER.system), HumanMessage(WEATHER.question)]
             for _ in range(6):
                 message = bound.invoke(messages)
                 messages.append(message)

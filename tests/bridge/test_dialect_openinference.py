@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from spanfold import counters, demo
+from spanfold import counters
 from spanfold.exporter.dialects import openinference as dialect
 from spanfold.exporter.records import from_readable
 from spanfold.testing import Reply, ToolCallSpec
+from spanfold.testing.agents import PROVIDERS
 
 from .producers import Harness, Run, chat_agent, instrumented, openinference_tools, plain_tool, run_openinference
 from .test_producers_equivalence import ANSWER, QUESTION, SYSTEM, expected
@@ -94,7 +95,9 @@ def test_multipart_contents(harness: Harness) -> None:
             {"type": "text", "text": "What is in this picture?"},
             {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
         ]
-        run.openai_client().chat.completions.create(model=demo.MODEL, messages=[{"role": "user", "content": content}])
+        run.openai_client().chat.completions.create(
+            model=PROVIDERS["openai"].model, messages=[{"role": "user", "content": content}]
+        )
     (llm,) = run.named("ChatCompletion")
     assert (llm.attributes or {})["llm.input_messages.0.message.contents.1.message_content.type"] == "image"
     assert run.invariant() == [
@@ -195,7 +198,7 @@ def test_hidden_inputs_and_outputs_keep_models_and_usage(harness: Harness) -> No
         ("tool", None, "get_weather"),
         ("tool", None, "convert_temperature"),
     ]
-    assert trace.meta.models == [demo.MODEL]
+    assert trace.meta.models == [PROVIDERS["openai"].model]
     assert trace.meta.usage.output_tokens == sum(s.attributes["llm.token_count.completion"] for s in run.named("Chat"))
 
 
@@ -223,7 +226,7 @@ def test_messages_lost_to_the_attribute_limit_are_counted(harness: Harness) -> N
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)]
     with instrumented(instrumentor(), tracer_provider=harness.provider), harness.run() as run:
         run.server.script(Reply.text("Done."))
-        run.openai_client().chat.completions.create(model=demo.MODEL, messages=messages)
+        run.openai_client().chat.completions.create(model=PROVIDERS["openai"].model, messages=messages)
     (llm,) = run.named("ChatCompletion")
     raw = llm.attributes or {}
     assert len(raw) == limit

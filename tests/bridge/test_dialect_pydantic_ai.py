@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from spanfold import counters, demo
+from spanfold import counters
 from spanfold.exporter.dialects import pydantic_ai as dialect
 from spanfold.exporter.records import SpanRecord
-from spanfold.testing import scenarios
+from spanfold.testing import WEATHER, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from .frameworks import folded, invariant, openai_patch, patch_kwargs, renumbered
 from .producers import Harness, Run, instrumented
@@ -42,24 +43,26 @@ def run_agent(
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    model = OpenAIChatModel(demo.MODEL, provider=OpenAIProvider(base_url=run.server.base_url, api_key="sk-test"))
+    model = OpenAIChatModel(
+        PROVIDERS["openai"].model, provider=OpenAIProvider(base_url=run.server.base_url, api_key="sk-test")
+    )
     capabilities: list[Any] = []
     if version is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # versions before 5 are deprecated (and still what older releases write)
             settings = InstrumentationSettings(tracer_provider=provider, version=version, include_content=True)  # type: ignore[arg-type]
         capabilities.append(Instrumentation(settings=settings))
-    agent = Agent(model, system_prompt=demo.SYSTEM, name=name, capabilities=capabilities)
+    agent = Agent(model, system_prompt=WEATHER.system, name=name, capabilities=capabilities)
     agent.tool_plain(scenarios.get_weather)
     agent.tool_plain(scenarios.convert_temperature)
     if stream:  # each model call streamed (the mock server answers in SSE chunks), the run as an async stream
 
         async def streamed() -> str:
-            async with agent.run_stream(demo.QUESTION) as result:
+            async with agent.run_stream(WEATHER.question) as result:
                 return str(await result.get_output())
 
         return asyncio.run(streamed())
-    return str(agent.run_sync(demo.QUESTION).output)
+    return str(agent.run_sync(WEATHER.question).output)
 
 
 def test_provider_only_is_the_reference(harness: Harness) -> None:
@@ -130,9 +133,11 @@ def test_tool_error_is_the_tool_result(harness: Harness) -> None:
     from pydantic_ai.providers.openai import OpenAIProvider
 
     with harness.run() as run:
-        model = OpenAIChatModel(demo.MODEL, provider=OpenAIProvider(base_url=run.server.base_url, api_key="sk-test"))
+        model = OpenAIChatModel(
+            PROVIDERS["openai"].model, provider=OpenAIProvider(base_url=run.server.base_url, api_key="sk-test")
+        )
         settings = InstrumentationSettings(tracer_provider=harness.provider, include_content=True)
-        agent = Agent(model, system_prompt=demo.SYSTEM, capabilities=[Instrumentation(settings=settings)], retries=3)
+        agent = Agent(model, system_prompt=WEATHER.system, capabilities=[Instrumentation(settings=settings)], retries=3)
         failed: list[str] = []
 
         @agent.tool_plain
@@ -143,7 +148,7 @@ def test_tool_error_is_the_tool_result(harness: Harness) -> None:
             return scenarios.get_weather(city)
 
         agent.tool_plain(scenarios.convert_temperature)
-        agent.run_sync(demo.QUESTION)
+        agent.run_sync(WEATHER.question)
     events = invariant(run.fold())
     assert events[3] == {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"}
     assert events[4]["tool_call_id"] == "call_mock_2" and "weather service down" in json.dumps(events[4])
@@ -153,8 +158,8 @@ def test_version_1_events_attribute() -> None:
     """Instrumentation version 1 (``event_mode="attributes"``, older pydantic-ai releases; shaped from its source:
     ``InstrumentationSettings.handle_messages`` / ``event_to_dict``): the ``events`` attribute is read."""
     events = [
-        {"content": demo.SYSTEM, "role": "system", "event.name": "gen_ai.system.message"},
-        {"content": demo.QUESTION, "role": "user", "gen_ai.message.index": 0, "event.name": "gen_ai.user.message"},
+        {"content": WEATHER.system, "role": "system", "event.name": "gen_ai.system.message"},
+        {"content": WEATHER.question, "role": "user", "gen_ai.message.index": 0, "event.name": "gen_ai.user.message"},
         {
             "index": 0,
             "message": {
@@ -183,8 +188,8 @@ def test_version_1_events_attribute() -> None:
     rewritten = dialect.rewrite(record)
     assert rewritten is not None
     assert json.loads(rewritten[1]["gen_ai.input.messages"]) == [
-        {"role": "system", "parts": [{"type": "text", "content": demo.SYSTEM}]},
-        {"role": "user", "parts": [{"type": "text", "content": demo.QUESTION}]},
+        {"role": "system", "parts": [{"type": "text", "content": WEATHER.system}]},
+        {"role": "user", "parts": [{"type": "text", "content": WEATHER.question}]},
     ]
     assert invariant(folded([record]))[-1]["tool_calls"][0]["function"] == {
         "name": "get_weather",

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from spanfold import demo
-from spanfold.testing import scenarios
+from spanfold.testing import WEATHER, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from .frameworks import invariant, openai_patch, patch_kwargs
 from .producers import Harness, Run, environ, instrumented
@@ -31,10 +31,10 @@ def run_agent(run: Run) -> str:
     from strands.models.openai import OpenAIModel
 
     client = {"api_key": "sk-test", "base_url": run.server.base_url, "max_retries": 0}
-    model = OpenAIModel(client_args=client, model_id=demo.MODEL)
+    model = OpenAIModel(client_args=client, model_id=PROVIDERS["openai"].model)
     tools = [tool(scenarios.get_weather), tool(scenarios.convert_temperature)]
-    agent = Agent(model=model, system_prompt=demo.SYSTEM, tools=tools, name="weather-bot", callback_handler=None)
-    return str(agent(demo.QUESTION)).strip()
+    agent = Agent(model=model, system_prompt=WEATHER.system, tools=tools, name="weather-bot", callback_handler=None)
+    return str(agent(WEATHER.question)).strip()
 
 
 @contextlib.contextmanager
@@ -87,9 +87,9 @@ def test_tool_error(harness: Harness) -> None:
 
     with harness.run() as run:
         client = {"api_key": "sk-test", "base_url": run.server.base_url, "max_retries": 0}
-        model = OpenAIModel(client_args=client, model_id=demo.MODEL)
+        model = OpenAIModel(client_args=client, model_id=PROVIDERS["openai"].model)
         tools = [tool(get_weather), tool(scenarios.convert_temperature)]
-        Agent(model=model, system_prompt=demo.SYSTEM, tools=tools, callback_handler=None)(demo.QUESTION)
+        Agent(model=model, system_prompt=WEATHER.system, tools=tools, callback_handler=None)(WEATHER.question)
     events = invariant(run.fold())
     assert events[3] == {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"}
     assert events[4]["tool_call_id"] == "call_mock_2" and "weather service down" in str(events[4]["content"])

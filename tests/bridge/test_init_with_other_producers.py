@@ -25,8 +25,7 @@ SCRIPT = textwrap.dedent(
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     import openai
     import spanfold
-    from spanfold import demo
-    from spanfold.testing import MockLLMServer, scenarios
+    from spanfold.testing import WEATHER, MockLLMServer, run_agent, scenarios
 
     trace.set_tracer_provider(TracerProvider())
     _logs.set_logger_provider(LoggerProvider())
@@ -35,11 +34,11 @@ SCRIPT = textwrap.dedent(
     def plain(fn):  # the peer does not trace tools: the plain functions, called as the demo calls its tools
         return lambda tool_call_id=None, **arguments: fn(**arguments)
 
-    demo.TOOLS = {name: plain(getattr(scenarios, name)) for name in demo.TOOLS}
+    tools = {tool.name: plain(tool.function) for tool in WEATHER.tools}
     with MockLLMServer(scenarios.weather_agent) as server:
         client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
         with trace.get_tracer("app").start_as_current_span("run"):
-            demo.openai_chat_agent(client)
+            run_agent("openai", client, tools=tools)
     assert spanfold.flush(timeout=30)
     print(json.dumps({"instrumented": handle.instrumented, "stats": spanfold.stats()}))
     """

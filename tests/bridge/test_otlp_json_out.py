@@ -112,13 +112,12 @@ def test_init_writes_otlp_json_from_the_environment(tmp_path: Path) -> None:
     """``SPANFOLD_FORMAT=otlp-json`` in a real process running the demo agent (spanfold.init, the mock server)."""
     script = (
         "import openai, spanfold\n"
-        "from spanfold import demo\n"
-        "from spanfold.testing import MockLLMServer, scenarios\n"
+        "from spanfold.testing import MockLLMServer, run_agent, scenarios\n"
         "spanfold.init()\n"
         "with MockLLMServer(scenarios.weather_agent) as server:\n"
         "    client = openai.OpenAI(api_key='sk-test', base_url=server.base_url, max_retries=0)\n"
         "    with spanfold.agent('otlp-bot'):\n"
-        "        demo.openai_chat_agent(client)\n"
+        "        run_agent('openai', client)\n"
     )
     env = {**os.environ, "SPANFOLD_FORMAT": "otlp-json", "SPANFOLD_OUTPUT": str(tmp_path / "out")}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"), env.get("PYTHONPATH", "")])

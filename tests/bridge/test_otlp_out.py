@@ -62,14 +62,13 @@ def collector() -> Iterator[Collector]:
 APP = textwrap.dedent(
     """
     import openai, spanfold
-    from spanfold import demo
-    from spanfold.testing import MockLLMServer, scenarios
+    from spanfold.testing import MockLLMServer, run_agent, scenarios
 
     spanfold.init()
     with MockLLMServer(scenarios.weather_agent) as server:
         client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
         with spanfold.agent("otlp-bot"):
-            demo.openai_chat_agent(client)
+            run_agent("openai", client)
     """
 )
 

@@ -216,14 +216,13 @@ def test_back_pressure_503_with_retry_after(served: Any, weather_spans: list[Rea
 
 APP = """
 import openai, spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import MockLLMServer, run_agent, scenarios
 
 spanfold.init()
 with MockLLMServer(scenarios.weather_agent) as server:
     client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
     with spanfold.agent("both-ways"):
-        demo.openai_chat_agent(client)
+        run_agent("openai", client)
 """
 
 

@@ -12,12 +12,12 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
-from spanfold import config, counters, demo
+from spanfold import config, counters
 from spanfold.content.runtime import Runtime
 from spanfold.exporter.files.writers import MemoryWriter
 from spanfold.exporter.pipeline.span_exporter import FoldingSpanExporter
 from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import MockLLMServer, run_agent, scenarios
 from spanfold.trace.model import Trace
 
 from .conftest import WEATHER_ROLES, folded_in_process
@@ -47,7 +47,7 @@ def test_unparented_calls_are_stitched_behind_the_batch_processor() -> None:
     try:
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
-            answer = demo.openai_chat_agent(client)
+            answer = run_agent("openai", client)
     finally:
         instrumentor.uninstrument()
     provider.shutdown()  # flushes the batch processor, then the exporter writes the open conversation

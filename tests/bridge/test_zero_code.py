@@ -25,13 +25,12 @@ INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executab
 APP = textwrap.dedent(
     """
     import anthropic, openai
-    from spanfold import demo
-    from spanfold.testing import MockLLMServer, scenarios
+    from spanfold.testing import MockLLMServer, run_agent, scenarios
 
     with MockLLMServer(scenarios.weather_agent) as server:
-        demo.openai_chat_agent(openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0))
-        demo.anthropic_agent(
-            anthropic.Anthropic(api_key="sk-test", base_url=server.anthropic_base_url, max_retries=0)
+        run_agent("openai", openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0))
+        run_agent(
+            "anthropic", anthropic.Anthropic(api_key="sk-test", base_url=server.anthropic_base_url, max_retries=0)
         )
     print("done")
     """

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 import spanfold
-from spanfold import demo
 from spanfold.cli import main
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 
 @spanfold.tool
@@ -33,7 +33,7 @@ def failing_run(client: openai.OpenAI, server: MockLLMServer) -> None:
     )
     messages: list[Any] = [{"role": "user", "content": "Where is Atlantis?"}]
     with spanfold.agent("lookup-bot"):
-        message = client.chat.completions.create(model=demo.MODEL, messages=messages).choices[0].message
+        message = client.chat.completions.create(model=PROVIDERS["openai"].model, messages=messages).choices[0].message
         messages.append(message)
         for call in message.tool_calls or []:
             try:
@@ -42,7 +42,7 @@ def failing_run(client: openai.OpenAI, server: MockLLMServer) -> None:
                 result = f"error: {exc}"
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         with pytest.raises(openai.RateLimitError):
-            client.chat.completions.create(model=demo.MODEL, messages=messages)
+            client.chat.completions.create(model=PROVIDERS["openai"].model, messages=messages)
 
 
 def record(directory: Path, fmt: str) -> None:
@@ -52,7 +52,7 @@ def record(directory: Path, fmt: str) -> None:
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
             with spanfold.agent("weather-bot"):
-                demo.openai_chat_agent(client)
+                run_agent("openai", client)
             failing_run(client, server)
         assert spanfold.flush(timeout=30)
     finally:

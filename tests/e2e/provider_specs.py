@@ -1,8 +1,8 @@
 """One description per added provider (groq, mistral, ollama, cohere): how the scenario matrix drives its real SDK.
 
-The sync agent loop is the demo's (``spanfold.demo.PROVIDERS``); a spec adds what the demo does not have: the async
-client and loop, a one-message call (streamed or not), the SDK's exception for a 500, and the tool-call id prefix the
-mock server gives that API.
+The sync agent loop is the demo's (``spanfold.testing.agents.PROVIDERS``); a spec adds what the demo does not have:
+the async client and loop, a one-message call (streamed or not), the SDK's exception for a 500, and the tool-call id
+prefix the mock server gives that API.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, scenarios, shapes, streams
+from spanfold.testing.agents import PROVIDERS
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,12 @@ def _groq_aclient(server: MockLLMServer) -> Any:
 
 
 async def _groq_agent(client: Any, question: str, stream: bool) -> str:
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
     for _ in range(6):
-        request = {"model": demo.GROQ_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        request = {"model": PROVIDERS["groq"].model, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
         if stream:
             chunks = [chunk async for chunk in await client.chat.completions.create(**request, stream=True)]
-            message: dict[str, Any] = demo._collect_chat_stream(chunks)
+            message: dict[str, Any] = streams.chat_message(chunks)
         else:
             completion = await client.chat.completions.create(**request)
             message = completion.choices[0].message.model_dump(exclude_none=True)
@@ -86,7 +86,7 @@ async def _groq_agent(client: Any, question: str, stream: bool) -> str:
 
 
 def _groq_say(client: Any, text: str, stream: bool) -> str:
-    request = {"model": demo.GROQ_MODEL, "messages": [{"role": "user", "content": text}]}
+    request = {"model": PROVIDERS["groq"].model, "messages": [{"role": "user", "content": text}]}
     if stream:
         return "".join(
             c.choices[0].delta.content or ""
@@ -96,7 +96,9 @@ def _groq_say(client: Any, text: str, stream: bool) -> str:
     return str(client.chat.completions.create(**request).choices[0].message.content)
 
 
-GROQ = Spec("groq", _groq_aclient, _groq_agent, _groq_say, "groq.InternalServerError", "call_mock_", demo.GROQ_MODEL)
+GROQ = Spec(
+    "groq", _groq_aclient, _groq_agent, _groq_say, "groq.InternalServerError", "call_mock_", PROVIDERS["groq"].model
+)
 
 # --- mistral --------------------------------------------------------------------------------------------
 
@@ -108,12 +110,12 @@ def _mistral_aclient(server: MockLLMServer) -> Any:
 
 
 async def _mistral_agent(client: Any, question: str, stream: bool) -> str:
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
     for _ in range(6):
-        request = {"model": demo.MISTRAL_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        request = {"model": PROVIDERS["mistral"].model, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
         if stream:
             events = await client.chat.stream_async(**request)
-            message: dict[str, Any] = demo._collect_chat_stream([event.data async for event in events])
+            message: dict[str, Any] = streams.chat_message([event.data async for event in events])
         else:
             response = await client.chat.complete_async(**request)
             message = response.choices[0].message.model_dump(by_alias=True)
@@ -128,7 +130,7 @@ async def _mistral_agent(client: Any, question: str, stream: bool) -> str:
 
 
 def _mistral_say(client: Any, text: str, stream: bool) -> str:
-    request = {"model": demo.MISTRAL_MODEL, "messages": [{"role": "user", "content": text}]}
+    request = {"model": PROVIDERS["mistral"].model, "messages": [{"role": "user", "content": text}]}
     if stream:
         return "".join(e.data.choices[0].delta.content or "" for e in client.chat.stream(**request))
     return str(client.chat.complete(**request).choices[0].message.content)
@@ -141,7 +143,7 @@ MISTRAL = Spec(
     _mistral_say,
     "mistralai.client.errors.SDKError",
     "mockcall",
-    demo.MISTRAL_MODEL,
+    PROVIDERS["mistral"].model,
 )
 
 # --- ollama ---------------------------------------------------------------------------------------------
@@ -154,9 +156,9 @@ def _ollama_aclient(server: MockLLMServer) -> Any:
 
 
 async def _ollama_agent(client: Any, question: str, stream: bool) -> str:
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
     for _ in range(6):
-        request = {"model": demo.OLLAMA_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        request = {"model": PROVIDERS["ollama"].model, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
         if stream:
             parts = [part async for part in await client.chat(**request, stream=True)]
             calls = [call for part in parts for call in part.message.tool_calls or []]
@@ -177,11 +179,15 @@ async def _ollama_agent(client: Any, question: str, stream: bool) -> str:
 def _ollama_say(client: Any, text: str, stream: bool) -> str:
     messages = [{"role": "user", "content": text}]
     if stream:
-        return "".join(part.message.content or "" for part in client.chat(demo.OLLAMA_MODEL, messages, stream=True))
-    return str(client.chat(demo.OLLAMA_MODEL, messages).message.content)  # positional, as the SDK allows
+        return "".join(
+            part.message.content or "" for part in client.chat(PROVIDERS["ollama"].model, messages, stream=True)
+        )
+    return str(client.chat(PROVIDERS["ollama"].model, messages).message.content)  # positional, as the SDK allows
 
 
-OLLAMA = Spec("ollama", _ollama_aclient, _ollama_agent, _ollama_say, "ollama.ResponseError", None, demo.OLLAMA_MODEL)
+OLLAMA = Spec(
+    "ollama", _ollama_aclient, _ollama_agent, _ollama_say, "ollama.ResponseError", None, PROVIDERS["ollama"].model
+)
 
 # --- cohere ---------------------------------------------------------------------------------------------
 
@@ -193,16 +199,16 @@ def _cohere_aclient(server: MockLLMServer) -> Any:
 
 
 async def _cohere_agent(client: Any, question: str, stream: bool) -> str:
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
     for _ in range(6):
-        request = {"model": demo.COHERE_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+        request = {"model": PROVIDERS["cohere"].model, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
         if stream:
-            message: Any = demo._collect_cohere_stream([event async for event in client.chat_stream(**request)])
+            message: Any = streams.cohere_message([event async for event in client.chat_stream(**request)])
         else:
             message = (await client.chat(**request)).message.model_dump(exclude_none=True)
         messages.append(message)
         if not message.get("tool_calls"):
-            return demo._text(message.get("content"))
+            return shapes.content_text(message.get("content"))
         for call in message["tool_calls"]:
             args = json.loads(call["function"]["arguments"])
             result = scenarios.run_weather_tool(call["function"]["name"], args)
@@ -212,11 +218,11 @@ async def _cohere_agent(client: Any, question: str, stream: bool) -> str:
 
 
 def _cohere_say(client: Any, text: str, stream: bool) -> str:
-    request = {"model": demo.COHERE_MODEL, "messages": [{"role": "user", "content": text}]}
+    request = {"model": PROVIDERS["cohere"].model, "messages": [{"role": "user", "content": text}]}
     if stream:
         events = client.chat_stream(**request)
         return "".join(e.delta.message.content.text or "" for e in events if e.type == "content-delta")
-    return demo._text(client.chat(**request).message.content)
+    return shapes.content_text(client.chat(**request).message.content)
 
 
 COHERE = Spec(
@@ -226,25 +232,30 @@ COHERE = Spec(
     _cohere_say,
     "cohere.errors.InternalServerError",
     "toolcall_mock_",
-    demo.COHERE_MODEL,
+    PROVIDERS["cohere"].model,
 )
 
 # --- litellm --------------------------------------------------------------------------------------------
 
 
 def _litellm_aclient(server: MockLLMServer) -> Any:
-    return demo.PROVIDERS["litellm"].client(server)  # litellm has no client: its routing keywords
+    return PROVIDERS["litellm"].client(server)  # litellm has no client: its routing keywords
 
 
 async def _litellm_agent(client: Any, question: str, stream: bool) -> str:
     import litellm
 
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
     for _ in range(6):
-        request = {"model": demo.LITELLM_MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI, **client}
+        request = {
+            "model": PROVIDERS["litellm"].model,
+            "messages": messages,
+            "tools": scenarios.WEATHER_TOOLS_OPENAI,
+            **client,
+        }
         if stream:
             chunks = [chunk async for chunk in await litellm.acompletion(**request, stream=True)]
-            message: dict[str, Any] = demo._collect_chat_stream(chunks)
+            message: dict[str, Any] = streams.chat_message(chunks)
         else:
             message = (await litellm.acompletion(**request)).choices[0].message.model_dump(exclude_none=True)
         messages.append(message)
@@ -259,7 +270,7 @@ async def _litellm_agent(client: Any, question: str, stream: bool) -> str:
 def _litellm_say(client: Any, text: str, stream: bool) -> str:
     import litellm
 
-    request = {"model": demo.LITELLM_MODEL, "messages": [{"role": "user", "content": text}], **client}
+    request = {"model": PROVIDERS["litellm"].model, "messages": [{"role": "user", "content": text}], **client}
     if stream:
         return "".join(c.choices[0].delta.content or "" for c in litellm.completion(**request, stream=True))
     return str(litellm.completion(**request).choices[0].message.content)

@@ -16,14 +16,14 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
 from spanfold.testing import MockLLMServer, MockRequest, Reply, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from ..test_demo import ANSWER, QUESTION, expected_events
 from .provider_specs import SPECS, Spec, made_ids
 from .test_provider_matrix import WEATHER_SHAPE, question, shape, user_text
 
-NAMES = [name for name in SPECS if demo.installed(name)]  # the SDK matrix venvs have none of them
+NAMES = [name for name in SPECS if PROVIDERS[name].installed()]  # the SDK matrix venvs have none of them
 
 
 @pytest.fixture(params=NAMES)
@@ -32,7 +32,7 @@ def spec(request: pytest.FixtureRequest) -> Spec:
 
 
 def client_for(spec: Spec, server: MockLLMServer) -> Any:
-    return demo.PROVIDERS[spec.name].client(server)
+    return PROVIDERS[spec.name].client(server)
 
 
 def weather_events(spec: Spec) -> list[dict[str, Any]]:
@@ -64,7 +64,7 @@ def test_single_call(traced: Any, server: MockLLMServer, spec: Spec, stream: boo
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_weather_agent_parallel_tools(traced: Any, server: MockLLMServer, spec: Spec, stream: bool) -> None:
     with spanfold.agent("weather-bot"):
-        answer = demo.PROVIDERS[spec.name].agent(client_for(spec, server), stream=stream)
+        answer = PROVIDERS[spec.name].run(client_for(spec, server), stream=stream)
     assert answer == ANSWER
     assert as_expected(spec, traced.one()) == weather_events(spec)
     (meta,) = traced.metas()
@@ -93,7 +93,7 @@ async def test_async_agents_concurrently(traced: Any, server: MockLLMServer, spe
 def test_server_error_mid_run(traced: Any, server: MockLLMServer, spec: Spec) -> None:
     server.respond_with(scenarios.failing_call(2, Reply.error(500, "Internal server error", should_retry=False)))
     with pytest.raises(Exception) as info, spanfold.agent("weather-bot"):
-        demo.PROVIDERS[spec.name].agent(client_for(spec, server))
+        PROVIDERS[spec.name].run(client_for(spec, server))
     assert f"{type(info.value).__module__}.{type(info.value).__qualname__}".endswith(spec.server_error.split(".")[-1])
     events = traced.one()
     assert shape(events)[:5] == WEATHER_SHAPE[:5]
@@ -106,7 +106,7 @@ def test_content_capture_off(tmp_path: Path, _global_provider: Any, server: Mock
     spanfold.init(output=str(tmp_path), capture_content=False)
     try:
         with spanfold.agent("private-bot"):
-            demo.PROVIDERS[spec.name].agent(client_for(spec, server))
+            PROVIDERS[spec.name].run(client_for(spec, server))
         assert spanfold.flush(timeout=30)
         text = (tmp_path / "traces.jsonl").read_text()
     finally:
@@ -128,9 +128,9 @@ def test_agent_mixing_provider_and_openai(traced: Any, server: MockLLMServer, sp
 
     server.respond_with(translator)
     with spanfold.agent("mixed"):
-        answer = demo.PROVIDERS[spec.name].agent(client_for(spec, server))
+        answer = PROVIDERS[spec.name].run(client_for(spec, server))
         chat = gpt.chat.completions.create(
-            model=demo.MODEL, messages=[{"role": "user", "content": f"Translate: {answer}"}]
+            model=PROVIDERS["openai"].model, messages=[{"role": "user", "content": f"Translate: {answer}"}]
         )
     events = traced.one()
     assert as_expected(spec, events[:-2]) == weather_events(spec)
@@ -140,4 +140,4 @@ def test_agent_mixing_provider_and_openai(traced: Any, server: MockLLMServer, sp
     ]
     assert chat.choices[0].message.content == "Voici la météo."
     models = {m for meta in traced.metas() for m in meta["metadata"]["models"]}
-    assert models == {spec.model, demo.MODEL}
+    assert models == {spec.model, PROVIDERS["openai"].model}

@@ -12,12 +12,13 @@ import pytest
 
 import spanfold
 from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply, count_tokens, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, count_tokens, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from ..conftest import EXPECTED_SHAPE, shape
 from .conftest import invariant_of
 
-MODEL = demo.MODEL
+MODEL = PROVIDERS["openai"].model
 TOOLS = scenarios.WEATHER_TOOLS_OPENAI
 
 
@@ -27,7 +28,7 @@ def client_for(server: MockLLMServer) -> openai.OpenAI:
 
 def agent_loop(client: openai.OpenAI, question: str, *, stream: bool = False, use_tools: bool = True) -> list[Any]:
     """A plain tool loop; returns the message history it built (the oracle's input)."""
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
     for _ in range(6):
         if stream:
             with client.chat.completions.stream(model=MODEL, messages=messages, tools=TOOLS) as s:
@@ -40,7 +41,7 @@ def agent_loop(client: openai.OpenAI, question: str, *, stream: bool = False, us
         for call in message.tool_calls:
             args = json.loads(call.function.arguments)
             if use_tools:
-                result = demo.TOOLS[call.function.name](**args, tool_call_id=call.id)
+                result = WEATHER.tool_functions[call.function.name](**args, tool_call_id=call.id)
             else:
                 result = scenarios.run_weather_tool(call.function.name, args)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
@@ -87,7 +88,7 @@ def test_multi_step_streamed(traced: Any, server: MockLLMServer) -> None:
 
 async def test_multi_step_async(traced: Any, server: MockLLMServer) -> None:
     client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": "Weather?"}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": "Weather?"}]
 
     @spanfold.tool
     async def get_weather(city: str) -> str:

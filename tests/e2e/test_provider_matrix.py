@@ -1,4 +1,4 @@
-"""The scenarios every API must fold alike: the same weather agent (``spanfold.demo``'s loops) on Chat Completions,
+"""The scenarios every API must fold alike: the same weather agent (``spanfold.testing``'s loops) on Chat Completions,
 Anthropic Messages and the Responses API, run concurrently, without an agent wrapper, and with a broken stream."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply
+from spanfold.testing import WEATHER, MockLLMServer, Reply, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from ..conftest import in_threads
 from .provider_specs import SPECS, made_ids
 
-PROVIDERS = [name for name in demo.PROVIDERS if demo.installed(name)]  # the SDK matrix venvs have two
+INSTALLED = [name for name, p in PROVIDERS.items() if p.installed()]  # the SDK matrix venvs have two
 PREFIX: dict[str, str | None] = {
     "openai": "call_mock_",
     "openai-responses": "call_mock_",
@@ -57,14 +57,14 @@ def user_text(events: list[dict[str, Any]]) -> str:
     return next(str(e["content"]) for e in events if e["role"] == "user")
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", INSTALLED)
 def test_concurrent_agents_in_threads_do_not_mix(traced: Any, server: MockLLMServer, provider: str) -> None:
-    chosen = demo.PROVIDERS[provider]
+    chosen = PROVIDERS[provider]
     client = chosen.client(server)
 
     def run(n: int) -> None:
         with spanfold.agent(f"bot-{n}"):
-            chosen.agent(client, question(n), stream=n % 2 == 1)
+            chosen.run(client, question(n), stream=n % 2 == 1)
 
     in_threads(run, 6)
     traces = traced.traces()
@@ -86,17 +86,17 @@ def test_concurrent_agents_in_threads_do_not_mix(traced: Any, server: MockLLMSer
 
 async def _anthropic_run(client: anthropic.AsyncAnthropic, n: int) -> None:
     history: list[Any] = [{"role": "user", "content": question(n)}]
-    tools = demo.scenarios.WEATHER_TOOLS_ANTHROPIC
+    tools = scenarios.WEATHER_TOOLS_ANTHROPIC
     while True:
         message = await client.messages.create(
-            model=demo.ANTHROPIC_MODEL, max_tokens=512, system=demo.SYSTEM, messages=history, tools=tools
+            model=PROVIDERS["anthropic"].model, max_tokens=512, system=WEATHER.system, messages=history, tools=tools
         )
         history.append({"role": "assistant", "content": message.content})
         uses = [b for b in message.content if b.type == "tool_use"]
         if not uses:
             return
         results = [
-            {"type": "tool_result", "tool_use_id": u.id, "content": demo.scenarios.run_weather_tool(u.name, u.input)}
+            {"type": "tool_result", "tool_use_id": u.id, "content": scenarios.run_weather_tool(u.name, u.input)}
             for u in uses
         ]
         history.append({"role": "user", "content": results})
@@ -108,10 +108,10 @@ async def _responses_run(client: openai.AsyncOpenAI, n: int) -> None:
     while True:
         extra = {"previous_response_id": previous} if previous else {}
         response = await client.responses.create(
-            model=demo.MODEL,
-            instructions=demo.SYSTEM,
+            model=PROVIDERS["openai"].model,
+            instructions=WEATHER.system,
             input=items,
-            tools=demo.scenarios.WEATHER_TOOLS_RESPONSES,
+            tools=scenarios.WEATHER_TOOLS_RESPONSES,
             **extra,  # type: ignore[arg-type]
         )
         previous = response.id
@@ -122,7 +122,7 @@ async def _responses_run(client: openai.AsyncOpenAI, n: int) -> None:
             {
                 "type": "function_call_output",
                 "call_id": c.call_id,
-                "output": demo.scenarios.run_weather_tool(c.name, json.loads(c.arguments)),
+                "output": scenarios.run_weather_tool(c.name, json.loads(c.arguments)),
             }
             for c in calls
         ]
@@ -154,19 +154,15 @@ def _untraced(fn: Any) -> Any:
     return lambda tool_call_id=None, **arguments: fn(**arguments)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", INSTALLED)
 def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server: MockLLMServer, provider: str) -> None:
     """Zero-code grouping: two runs, one after the other, no ``spanfold.agent``: one trace each (the Responses run
     is chained by ``previous_response_id``, its history never re-sent)."""
-    chosen = demo.PROVIDERS[provider]
+    chosen = PROVIDERS[provider]
     client = chosen.client(server)
-    original = demo.TOOLS
-    demo.TOOLS = {name: _untraced(getattr(demo.scenarios, name)) for name in original}
-    try:
-        for n in range(2):
-            chosen.agent(client, question(n))
-    finally:
-        demo.TOOLS = original
+    plain = {tool.name: _untraced(tool.function) for tool in WEATHER.tools}
+    for n in range(2):
+        chosen.run(client, question(n), tools=plain)
     traces = traced.traces()
     assert [user_text(events) for events in traces] == [question(0), question(1)]
     for events in traces:
@@ -178,7 +174,7 @@ def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server
 def _break_anthropic(client: anthropic.Anthropic) -> list[Any]:
     received = []
     with client.messages.stream(
-        model=demo.ANTHROPIC_MODEL, max_tokens=64, messages=[{"role": "user", "content": "Talk."}]
+        model=PROVIDERS["anthropic"].model, max_tokens=64, messages=[{"role": "user", "content": "Talk."}]
     ) as stream:
         for event in stream:
             received.append(event)
@@ -186,17 +182,19 @@ def _break_anthropic(client: anthropic.Anthropic) -> list[Any]:
 
 
 def _break_responses(client: openai.OpenAI) -> list[Any]:
-    return list(client.responses.create(model=demo.MODEL, input="Talk.", stream=True))
+    return list(client.responses.create(model=PROVIDERS["openai"].model, input="Talk.", stream=True))
 
 
 def _break_chat(client: openai.OpenAI) -> list[Any]:
     return list(
-        client.chat.completions.create(model=demo.MODEL, messages=[{"role": "user", "content": "Talk."}], stream=True)
+        client.chat.completions.create(
+            model=PROVIDERS["openai"].model, messages=[{"role": "user", "content": "Talk."}], stream=True
+        )
     )
 
 
 def _break_gemini(client: Any) -> list[Any]:
-    return list(client.models.generate_content_stream(model=demo.GEMINI_MODEL, contents="Talk."))
+    return list(client.models.generate_content_stream(model=PROVIDERS["gemini"].model, contents="Talk."))
 
 
 BREAKERS = {
@@ -209,7 +207,7 @@ BREAKERS = {
 
 def _break_bedrock(client: Any) -> list[Any]:
     response = client.converse_stream(
-        modelId=demo.BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "Talk."}]}]
+        modelId=PROVIDERS["bedrock"].model, messages=[{"role": "user", "content": [{"text": "Talk."}]}]
     )
     return list(response["stream"])
 
@@ -219,10 +217,10 @@ PREFIX["bedrock"] = "tooluse_mock_"
 BREAKERS.update({name: (lambda client, spec=spec: spec.say(client, "Talk.", True)) for name, spec in SPECS.items()})
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", INSTALLED)
 def test_stream_broken_off_records_the_error(traced: Any, server: MockLLMServer, provider: str) -> None:
     server.script(Reply.broken(after_events=4, reply=Reply.text("This answer will never be finished, sorry.")))
-    client = demo.PROVIDERS[provider].client(server)
+    client = PROVIDERS[provider].client(server)
     with pytest.raises(Exception) as info, spanfold.agent("bot"):
         BREAKERS[provider](client)
     events = traced.one()
@@ -237,7 +235,7 @@ def test_a_stitched_run_is_bounded_like_any_trace(tmp_path: Any, _global_provide
     per-trace limits: past them it is written, marked truncated, and what follows starts a new one."""
     spanfold.init(output=str(tmp_path), max_spans_per_trace=4)
     try:
-        demo.openai_chat_agent(demo.PROVIDERS["openai"].client(server))  # 3 model calls + 3 tool runs: 6 spans
+        run_agent("openai", PROVIDERS["openai"].client(server))  # 3 model calls + 3 tool runs: 6 spans
         assert spanfold.flush(timeout=30)
     finally:
         spanfold.shutdown()

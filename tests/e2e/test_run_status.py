@@ -12,8 +12,8 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 INVARIANT_KEYS = {"role", "content", "tool_calls", "tool_call_id", "error"}
 
@@ -23,7 +23,7 @@ def client_for(server: MockLLMServer) -> openai.OpenAI:
 
 
 def ask(client: openai.OpenAI, text: str) -> Any:
-    return client.chat.completions.create(model=demo.MODEL, messages=[{"role": "user", "content": text}])
+    return client.chat.completions.create(model=PROVIDERS["openai"].model, messages=[{"role": "user", "content": text}])
 
 
 def metas(traced: Any) -> list[dict[str, Any]]:
@@ -38,7 +38,7 @@ def _time(text: str) -> datetime:
 
 def test_a_run_that_ends_normally_is_complete_and_lists_its_steps(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("weather-bot"):
-        demo.openai_chat_agent(client_for(server))
+        run_agent("openai", client_for(server))
     events = traced.one()
     (meta,) = metas(traced)
     assert meta["status"] == "complete" and "error" not in meta
@@ -49,7 +49,7 @@ def test_a_run_that_ends_normally_is_complete_and_lists_its_steps(traced: Any, s
     starts = [_time(s["start"]) for s in models]
     assert starts == sorted(starts) and _time(meta["start"]) <= starts[0]
     for step in models:
-        assert step["model"] == demo.MODEL and step["duration_ms"] > 0 and "error" not in step
+        assert step["model"] == PROVIDERS["openai"].model and step["duration_ms"] > 0 and "error" not in step
         end = _time(step["start"]).timestamp() * 1000 + step["duration_ms"]
         assert end <= _time(meta["end"]).timestamp() * 1000 + 1  # (milliseconds in the ISO times)
     tokens = {k: sum(s["usage"][k] for s in models) for k in ("input_tokens", "output_tokens")}
@@ -133,7 +133,7 @@ def test_agentv_metadata_carries_the_steps(tmp_path: Path, _global_provider: Any
     spanfold.init(output=str(tmp_path), format="agentv", capture_content=True)
     try:
         with MockLLMServer(scenarios.weather_agent) as server, spanfold.agent("weather-bot"):
-            demo.openai_chat_agent(client_for(server))
+            run_agent("openai", client_for(server))
         assert spanfold.flush(timeout=30)
     finally:
         spanfold.shutdown()
@@ -141,7 +141,7 @@ def test_agentv_metadata_carries_the_steps(tmp_path: Path, _global_provider: Any
     meta = doc["metadata"]
     assert meta["status"] == "complete"
     models = [s for s in meta["steps"] if s["kind"] == "model"]
-    assert [s["model"] for s in models] == [demo.MODEL] * 3 and all(s["duration_ms"] > 0 for s in models)
+    assert [s["model"] for s in models] == [PROVIDERS["openai"].model] * 3 and all(s["duration_ms"] > 0 for s in models)
     # each model step names its span, as the events it made do
     spans = {e["metadata"]["span_id"] for e in doc["trace"] if e.get("metadata", {}).get("role") == "assistant"}
     assert {s["span_id"] for s in models} == spans

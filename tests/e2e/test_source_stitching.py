@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply
+from spanfold.testing import WEATHER, MockLLMServer, Reply
+from spanfold.testing.agents import PROVIDERS
 
-from .test_provider_matrix import PROVIDERS, WEATHER_SHAPE, question, shape, user_text
+from .test_provider_matrix import INSTALLED, WEATHER_SHAPE, question, shape, user_text
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 EXTERNAL_TRACE = int("0af7651916cd43dd8448eb211c80319c", 16)
@@ -30,18 +30,13 @@ def _untraced(fn: Any) -> Any:
     return lambda tool_call_id=None, **arguments: fn(**arguments)
 
 
-def _run(provider: str, server: MockLLMServer, n: int) -> None:
-    chosen = demo.PROVIDERS[provider]
-    chosen.agent(chosen.client(server), question(n))
+#: The demo's tools as plain functions (no span of their own).
+PLAIN_TOOLS = {tool.name: _untraced(tool.function) for tool in WEATHER.tools}
 
 
-@pytest.fixture
-def plain_tools(request: Any) -> Any:
-    """The demo's tools as plain functions (no span of their own) for the duration of a test."""
-    original = demo.TOOLS
-    demo.TOOLS = {name: _untraced(getattr(demo.scenarios, name)) for name in original}
-    yield
-    demo.TOOLS = original
+def _run(provider: str, server: MockLLMServer, n: int, tools: dict[str, Any] | None = None) -> None:
+    chosen = PROVIDERS[provider]
+    chosen.run(chosen.client(server), question(n), tools=tools)
 
 
 def _by_trace(spans: Any) -> dict[int, list[Any]]:
@@ -55,7 +50,7 @@ def _model_spans(spans: list[Any]) -> list[Any]:
     return [s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") in ("chat", "generate_content")]
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", INSTALLED)
 def test_each_zero_code_run_is_one_trace_id(
     traced: Any, global_spans: Any, server: MockLLMServer, provider: str
 ) -> None:
@@ -83,16 +78,16 @@ def test_each_zero_code_run_is_one_trace_id(
     assert {int(m["trace_id"], 16) for m in metas} == set(groups)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", INSTALLED)
 def test_plain_tools_and_capture_off_still_one_trace_per_run(
-    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, provider: str, plain_tools: Any
+    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, provider: str
 ) -> None:
     """Content capture off: the fingerprints are hashes computed in the process; the runs still come out one trace
     id each, and never share one."""
     spanfold.init(output=str(tmp_path / "traces"), capture_content=False)
     try:
         for n in range(2):
-            _run(provider, server, n)
+            _run(provider, server, n, PLAIN_TOOLS)
         assert spanfold.flush(timeout=30)
     finally:
         spanfold.shutdown()
@@ -127,11 +122,11 @@ def test_concurrent_identical_runs_never_cross(traced: Any, global_spans: Any, s
 def test_two_runs_sharing_only_a_system_prompt_stay_apart(
     traced: Any, global_spans: Any, server: MockLLMServer
 ) -> None:
-    client = demo.PROVIDERS["openai"].client(server)
+    client = PROVIDERS["openai"].client(server)
     for text in ("Hello there", "Something else entirely"):
         client.chat.completions.create(
             model="gpt-4o-mini",
-            messages=[{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": text}],
+            messages=[{"role": "system", "content": WEATHER.system}, {"role": "user", "content": text}],
         )
     assert len(_by_trace(global_spans)) == 2
 
@@ -176,9 +171,9 @@ def test_traceparent_environment_parents_the_run(
 
 
 def test_agent_traceparent_argument(traced: Any, global_spans: Any, server: MockLLMServer) -> None:
-    chosen = demo.PROVIDERS["openai"]
+    chosen = PROVIDERS["openai"]
     with spanfold.agent("weather", traceparent=TRACEPARENT):
-        chosen.agent(chosen.client(server), question(0))
+        chosen.run(chosen.client(server), question(0))
     groups = _by_trace(global_spans)
     assert list(groups) == [EXTERNAL_TRACE]
     agent_span = next(s for s in groups[EXTERNAL_TRACE] if s.name == "invoke_agent weather")
@@ -189,9 +184,7 @@ def test_agent_traceparent_argument(traced: Any, global_spans: Any, server: Mock
 def _slow_tools(seconds: float, *, traced: bool = True) -> dict[str, Any]:
     """The demo's tools as functions that take ``seconds`` each: ``@spanfold.tool`` ones, or plain ones (no span)."""
 
-    def slow(name: str) -> Any:
-        fn = getattr(demo.scenarios, name)
-
+    def slow(name: str, fn: Any) -> Any:
         def run(**arguments: Any) -> Any:
             time.sleep(seconds)
             return fn(**arguments)
@@ -200,11 +193,11 @@ def _slow_tools(seconds: float, *, traced: bool = True) -> dict[str, Any]:
             return spanfold.tool(name=name)(run)
         return lambda tool_call_id=None, **arguments: run(**arguments)
 
-    return {name: slow(name) for name in demo.TOOLS}
+    return {tool.name: slow(tool.name, tool.function) for tool in WEATHER.tools}
 
 
-def _one_run_one_trace(tmp_path: Any, global_spans: Any, server: MockLLMServer) -> None:
-    _run("openai", server, 0)
+def _one_run_one_trace(tmp_path: Any, global_spans: Any, server: MockLLMServer, tools: dict[str, Any]) -> None:
+    _run("openai", server, 0, tools)
     assert spanfold.flush(timeout=30)
     groups = _by_trace(global_spans)
     assert len(groups) == 1, {t: [s.name for s in v] for t, v in groups.items()}
@@ -213,36 +206,37 @@ def _one_run_one_trace(tmp_path: Any, global_spans: Any, server: MockLLMServer) 
 
 
 def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
-    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
+    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer
 ) -> None:
     """``@spanfold.tool`` tools of 0.8 s each and ``stitch_idle=0.5`` (init's option reaches the calling thread's
     conversations too): a conversation is not idle while one of its tool runs has not ended, on the calling thread
     nor in the fold. One trace id, one trace written, the whole trajectory."""
-    monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.8))
     spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.5)
     try:
         from spanfold.instrumentation.toolkit import conversations
 
         assert conversations.active() is not None and conversations.active().idle == 0.5  # type: ignore[union-attr]
-        _one_run_one_trace(tmp_path, global_spans, server)
+        _one_run_one_trace(tmp_path, global_spans, server, _slow_tools(0.8))
     finally:
         spanfold.shutdown()
 
 
 def test_a_run_waiting_on_plain_tools_stays_open_longer(
-    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
+    tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer
 ) -> None:
     """Plain tool functions (no span) of 0.8 s each and ``stitch_idle=0.2``: a conversation whose latest call asked
     for tools waits on them ten times the window, at the source and in the fold; one whose latest call gave a final
     answer closes after the window (a user's follow-up 1 s later is another run)."""
-    monkeypatch.setattr(demo, "TOOLS", _slow_tools(0.8, traced=False))
     spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.2)
     try:
-        _one_run_one_trace(tmp_path, global_spans, server)
+        _one_run_one_trace(tmp_path, global_spans, server, _slow_tools(0.8, traced=False))
         global_spans.clear()
         server.script(Reply.text("Hello!"), Reply.text("Hello again!"))
-        client = demo.PROVIDERS["openai"].client(server)
-        messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": "Hello there"}]
+        client = PROVIDERS["openai"].client(server)
+        messages: list[Any] = [
+            {"role": "system", "content": WEATHER.system},
+            {"role": "user", "content": "Hello there"},
+        ]
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
         time.sleep(1.0)  # the user reads the answer: nothing runs
         messages += [reply.choices[0].message, {"role": "user", "content": "And again?"}]

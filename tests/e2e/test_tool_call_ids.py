@@ -19,11 +19,11 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind
 
 import spanfold
-from spanfold import demo
 from spanfold.cli import main
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 from spanfold.trace.compact import compact_messages
 from spanfold.trace.formats import agentv_events
 
@@ -68,7 +68,7 @@ def test_every_fold_path_and_format_gives_the_same_ids(
     """In process, ``spanfold fold`` of the spans (Invariant and AgentV), the receiver, a fold of the records: the
     same made ids, each output paired with its call; AgentV and compact carry them too."""
     with spanfold.agent("weather-bot"):
-        demo.gemini_agent(demo.PROVIDERS["gemini"].client(server))
+        run_agent("gemini", PROVIDERS["gemini"].client(server))
     in_process = traced.one()
     calls, outputs = _ids(in_process)
     assert all(MADE_ID.fullmatch(c) for c in calls) and outputs == calls
@@ -116,7 +116,7 @@ def test_gemini_automatic_function_calling_shows_each_output_once(traced: Any, s
     client = genai.Client(api_key="k", http_options={"base_url": server.gemini_base_url})
     config = types.GenerateContentConfig(tools=[get_weather, convert_temperature])
     with spanfold.agent("afc"):
-        client.models.generate_content(model=demo.GEMINI_MODEL, contents="Weather?", config=config)
+        client.models.generate_content(model=PROVIDERS["gemini"].model, contents="Weather?", config=config)
     sent = server.requests[1].body["contents"][2]["parts"]
     assert all("id" not in part["functionResponse"] for part in sent)  # the SDK sends them back without ids
     events = traced.one()
@@ -161,12 +161,12 @@ def test_autogen_tool_spans_without_results_keep_the_outputs_the_model_was_sent(
             "gen_ai.agent.name": "weather_agent",
         },
     )
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": demo.QUESTION}]
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": WEATHER.question}]
     with agent:
         for _ in range(4):
             message = (
                 client.chat.completions.create(
-                    model=demo.MODEL, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI
+                    model=PROVIDERS["openai"].model, messages=messages, tools=scenarios.WEATHER_TOOLS_OPENAI
                 )
                 .choices[0]
                 .message
@@ -210,13 +210,9 @@ def test_an_interrupted_tool_writes_its_error_once(traced: Any, server: MockLLMS
     def get_weather(city: str) -> str:
         raise KeyboardInterrupt
 
-    tools = dict(demo.TOOLS)
-    demo.TOOLS["get_weather"] = get_weather
-    try:
-        with pytest.raises(KeyboardInterrupt), spanfold.agent("bot"):
-            demo.openai_chat_agent(demo.PROVIDERS["openai"].client(server))
-    finally:
-        demo.TOOLS.update(tools)
+    tools = {**WEATHER.tool_functions, "get_weather": get_weather}
+    with pytest.raises(KeyboardInterrupt), spanfold.agent("bot"):
+        run_agent("openai", PROVIDERS["openai"].client(server), tools=tools)
     output = [e for e in traced.one() if e["role"] == "tool"]
     assert output == [
         {
@@ -231,11 +227,11 @@ def test_an_interrupted_tool_writes_its_error_once(traced: Any, server: MockLLMS
 def test_concurrent_id_less_runs_pair_within_their_own_run(traced: Any, server: MockLLMServer) -> None:
     """Ollama runs in threads: the same calls and outputs in every run, no ids anywhere; each run's outputs answer
     its own calls (made ids are per model step, never shared)."""
-    client = demo.PROVIDERS["ollama"].client(server)
+    client = PROVIDERS["ollama"].client(server)
 
     def run(n: int) -> None:
         with spanfold.agent(f"bot-{n}"):
-            demo.ollama_agent(client, f"Run {n}: weather?", stream=n % 2 == 1)
+            run_agent("ollama", client, f"Run {n}: weather?", stream=n % 2 == 1)
 
     in_threads(run, 4)
     traces = traced.traces()

@@ -14,8 +14,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import ToolNode, create_react_agent
 
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 AGENT_NAME = "weather-bot"
 
@@ -65,24 +65,28 @@ unknown_city_weather = StructuredTool.from_function(_unknown_city_weather, name=
 
 
 def chat_model(server: MockLLMServer, **options: Any) -> ChatOpenAI:
-    return ChatOpenAI(model=demo.MODEL, base_url=server.base_url, api_key="sk-test", max_retries=0, **options)  # type: ignore[arg-type]
+    return ChatOpenAI(
+        model=PROVIDERS["openai"].model, base_url=server.base_url, api_key="sk-test", max_retries=0, **options
+    )  # type: ignore[arg-type]
 
 
 def weather_agent(
     server: MockLLMServer, tools: Sequence[Any] | ToolNode = (), *, name: str = AGENT_NAME, **options: Any
 ) -> Any:
-    """The prebuilt ReAct agent with the demo's system prompt (the same conversation as ``demo.openai_chat_agent``)."""
+    """The prebuilt ReAct agent with the demo's system prompt (the conversation of ``run_agent("openai", ...)``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return create_react_agent(chat_model(server, **options), tools or WEATHER_TOOLS, prompt=demo.SYSTEM, name=name)
+        return create_react_agent(
+            chat_model(server, **options), tools or WEATHER_TOOLS, prompt=WEATHER.system, name=name
+        )
 
 
-def question(text: str = demo.QUESTION) -> dict[str, Any]:
+def question(text: str = WEATHER.question) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}]}
 
 
 def run_plain_openai_agent(*, stream: bool = False) -> None:
-    """The plain-openai weather agent (``spanfold.demo``'s loop, in ``spanfold.agent``) on a fresh mock server: the
+    """The plain-openai weather agent (``spanfold.testing``'s loop, in ``spanfold.agent``) on a fresh mock server: the
     flat trace a LangChain run must equal."""
     import openai
 
@@ -91,4 +95,4 @@ def run_plain_openai_agent(*, stream: bool = False) -> None:
     with MockLLMServer(scenarios.weather_agent) as server:
         client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
         with spanfold.agent(AGENT_NAME):
-            demo.openai_chat_agent(client, stream=stream)
+            run_agent("openai", client, stream=stream)

@@ -19,8 +19,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 import spanfold
-from spanfold import counters, demo
-from spanfold.testing import MockLLMServer
+from spanfold import counters
+from spanfold.testing import WEATHER, MockLLMServer
 
 from ..conftest import Traced, in_threads
 from .langchain_helpers import (
@@ -269,7 +269,7 @@ def test_checkpointer_thread_is_the_conversation_id(traced: Traced, server: Mock
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         agent = create_react_agent(
-            chat_model(server), WEATHER_TOOLS, prompt=demo.SYSTEM, name=AGENT_NAME, checkpointer=MemorySaver()
+            chat_model(server), WEATHER_TOOLS, prompt=WEATHER.system, name=AGENT_NAME, checkpointer=MemorySaver()
         )
     thread = {"configurable": {"thread_id": "support-42"}}
     agent.invoke(question("Run 0: weather in Paris and Tokyo?"), thread)
@@ -363,8 +363,8 @@ assert not {"langchain_core", "langgraph.pregel"} & set(sys.modules), "spanfold 
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import create_react_agent
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 @tool
 def get_weather(city: str) -> str:
@@ -377,9 +377,9 @@ def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
     return scenarios.convert_temperature(celsius, to)
 
 with MockLLMServer(scenarios.weather_agent) as server:
-    model = ChatOpenAI(model=demo.MODEL, base_url=server.base_url, api_key="k", max_retries=0)
-    agent = create_react_agent(model, [get_weather, convert_temperature], prompt=demo.SYSTEM, name="app-bot")
-    agent.invoke({"messages": [{"role": "user", "content": demo.QUESTION}]})
+    model = ChatOpenAI(model=PROVIDERS["openai"].model, base_url=server.base_url, api_key="k", max_retries=0)
+    agent = create_react_agent(model, [get_weather, convert_temperature], prompt=WEATHER.system, name="app-bot")
+    agent.invoke({"messages": [{"role": "user", "content": WEATHER.question}]})
 spanfold.shutdown()
 """
 

@@ -19,8 +19,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape, traced_into
 from .helpers import folded, span_ids
@@ -69,13 +68,16 @@ def text_of(result: Any) -> str:
 
 
 async def agent_loop(
-    session: ClientSession, server: MockLLMServer, *, pass_ids: bool = True, question: str = demo.QUESTION
+    session: ClientSession, server: MockLLMServer, *, pass_ids: bool = True, question: str = WEATHER.question
 ) -> list[dict[str, Any]]:
     """The weather agent: model calls through the openai SDK, tool calls through the MCP session; returns the
     conversation it built (the oracle)."""
     client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
     tools = await mcp_tools(session)
-    history: list[dict[str, Any]] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": WEATHER.system},
+        {"role": "user", "content": question},
+    ]
     for _ in range(6):
         response = await client.chat.completions.create(model=MODEL, messages=history, tools=tools)  # type: ignore[arg-type]
         message = response.choices[0].message
@@ -198,7 +200,7 @@ async def test_is_error_result_and_exception(traced: Any, server: MockLLMServer,
     first, second = traced.traces()
     call_id = first[2]["tool_calls"][0]["id"]
     assert first == [
-        {"role": "system", "content": demo.SYSTEM},
+        {"role": "system", "content": WEATHER.system},
         {"role": "user", "content": "Weather in Atlantis?"},
         {
             "role": "assistant",

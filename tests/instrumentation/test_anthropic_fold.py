@@ -14,13 +14,12 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 
 MODEL = "claude-mock-4"
-SYSTEM = demo.SYSTEM
+SYSTEM = WEATHER.system
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
 TOOLS = scenarios.WEATHER_TOOLS_ANTHROPIC
 
@@ -81,7 +80,7 @@ def agent_loop(client: anthropic.Anthropic, *, stream: bool = False, use_tools: 
         results = []
         for call in calls:
             if use_tools:
-                result = demo.TOOLS[call.name](**call.input, tool_call_id=call.id)
+                result = WEATHER.tool_functions[call.name](**call.input, tool_call_id=call.id)
             else:
                 result = scenarios.run_weather_tool(call.name, call.input)
             results.append({"type": "tool_result", "tool_use_id": call.id, "content": result})
@@ -280,7 +279,7 @@ def test_agent_mixing_anthropic_and_openai(traced: Any, server: MockLLMServer) -
         message = claude.messages.create(model=MODEL, max_tokens=512, system=SYSTEM, messages=history, tools=TOOLS)
         history.append({"role": "assistant", "content": message.content})
         calls = [b for b in message.content if b.type == "tool_use"]
-        results = [demo.TOOLS[c.name](**c.input, tool_call_id=c.id) for c in calls]
+        results = [WEATHER.tool_functions[c.name](**c.input, tool_call_id=c.id) for c in calls]
         summary = "; ".join(results)
         response = gpt.responses.create(model="gpt-4.1-mini", input=f"Summarise: {summary}")
         chat = gpt.chat.completions.create(

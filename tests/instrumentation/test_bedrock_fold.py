@@ -17,14 +17,13 @@ from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
 import spanfold
-from spanfold import demo
 from spanfold.cli import main
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios, streams
 
 from ..conftest import EXPECTED_SHAPE, in_threads, shape
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
-SYSTEM = demo.SYSTEM
+SYSTEM = WEATHER.system
 QUESTION = "Weather in Paris and Tokyo, and Paris in Fahrenheit?"
 TOOLS = {"tools": scenarios.WEATHER_TOOLS_BEDROCK}
 NO_RETRIES = Config(retries={"total_max_attempts": 1})
@@ -71,7 +70,7 @@ def tool_results(message: dict[str, Any], traced_tools: bool = True) -> dict[str
         if "toolUse" in block:
             use = block["toolUse"]
             if traced_tools:
-                text = demo.TOOLS[use["name"]](**use["input"], tool_call_id=use["toolUseId"])
+                text = WEATHER.tool_functions[use["name"]](**use["input"], tool_call_id=use["toolUseId"])
             else:
                 text = scenarios.run_weather_tool(use["name"], use["input"])
             results.append({"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": text}]}})
@@ -84,7 +83,7 @@ def agent_loop(client: Any, *, stream: bool = False, traced_tools: bool = True) 
     request = {"modelId": MODEL, "system": [{"text": SYSTEM}], "messages": history, "toolConfig": TOOLS}
     for _ in range(6):
         if stream:
-            message = demo._converse_streamed(client, request)
+            message = streams.converse_message(client, request)
         else:
             message = client.converse(**request)["output"]["message"]
         history.append(message)
@@ -160,7 +159,7 @@ def _assemble(events: list[dict[str, Any]]) -> dict[str, Any]:
         def converse_stream(self, **_: Any) -> dict[str, Any]:
             return {"stream": iter(events)}
 
-    return demo._converse_streamed(Replayed(), {})
+    return streams.converse_message(Replayed(), {})
 
 
 def test_loop_without_agent_or_tool_is_one_trace(traced: Any, server: MockLLMServer) -> None:
@@ -236,7 +235,7 @@ def test_concurrent_runs_in_threads_do_not_mix(traced: Any, server: MockLLMServe
 
     def run(n: int) -> None:
         with spanfold.agent(f"bot-{n}"):
-            demo.bedrock_agent(client, f"Run {n}: weather?", stream=n % 2 == 1)
+            run_agent("bedrock", client, f"Run {n}: weather?", stream=n % 2 == 1)
 
     in_threads(run, 6)
     traces = traced.traces()

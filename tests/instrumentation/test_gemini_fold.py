@@ -19,17 +19,17 @@ from google import genai
 from google.genai import errors, types
 
 import spanfold
-from spanfold import demo
 from spanfold.cli import main
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from ..conftest import EXPECTED_SHAPE, shape
 from ..e2e.provider_specs import made_ids
 from .gemini_afc_tools import aget_weather, convert_temperature, failing_get_weather, get_weather
 
-MODEL = demo.GEMINI_MODEL
-SYSTEM = demo.SYSTEM
-QUESTION = demo.QUESTION
+MODEL = PROVIDERS["gemini"].model
+SYSTEM = WEATHER.system
+QUESTION = WEATHER.question
 ANSWER = "Here is the weather: Paris: 18°C, sunny; Tokyo: 24°C, cloudy. In Fahrenheit: 18°C is 64.4°F."
 
 
@@ -82,7 +82,7 @@ WEATHER_EVENTS: list[dict[str, Any]] = [
 ]
 
 
-#: google-genai before 3.0 reads string annotations (``from __future__ import annotations``, as in spanfold.demo) as
+#: google-genai before 3.0 reads string annotations (``from __future__ import annotations``, as in spanfold.testing) as
 #: no type, and its streamed automatic function calling sends a different history: seen without spanfold as well.
 SDK_3 = int(genai.__version__.split(".")[0]) >= 3
 
@@ -96,7 +96,7 @@ AFC = types.GenerateContentConfig(system_instruction=SYSTEM, tools=[get_weather,
 @pytest.mark.parametrize("vertex", [False, True], ids=["developer", "vertex"])
 def test_weather_agent(traced: Any, server: MockLLMServer, stream: bool, vertex: bool) -> None:
     with spanfold.agent("gemini-weather"):
-        answer = demo.gemini_agent(client_for(server, vertex=vertex), stream=stream)
+        answer = run_agent("gemini", client_for(server, vertex=vertex), stream=stream)
     assert answer == ANSWER
     events = traced.one()
     assert made_ids(events) == WEATHER_EVENTS
@@ -244,11 +244,11 @@ def test_afc_tool_error_is_a_failed_tool_output(traced: Any, server: MockLLMServ
     assert "no station in Paris" in sent["error"]  # the SDK's own handling is untouched
 
 
-@pytest.mark.skipif(not SDK_3, reason="google-genai < 3 cannot run spanfold.demo's string-annotated tools")
+@pytest.mark.skipif(not SDK_3, reason="google-genai < 3 cannot run spanfold.testing's string-annotated tools")
 def test_afc_function_already_a_spanfold_tool_is_traced_once(
     traced: Any, server: MockLLMServer, global_spans: Any
 ) -> None:
-    config = types.GenerateContentConfig(system_instruction=SYSTEM, tools=[demo.get_weather, demo.convert_temperature])
+    config = types.GenerateContentConfig(system_instruction=SYSTEM, tools=list(WEATHER.tool_functions.values()))
     with spanfold.agent("afc"):
         client_for(server).models.generate_content(model=MODEL, contents=QUESTION, config=config)
     assert made_ids(traced.one()) == WEATHER_EVENTS
@@ -264,13 +264,9 @@ def _untraced(fn: Any) -> Any:
 
 def test_no_agent_and_no_tool_decorator_is_one_trace_per_run(traced: Any, server: MockLLMServer) -> None:
     client = client_for(server)
-    original = demo.TOOLS
-    demo.TOOLS = {name: _untraced(getattr(scenarios, name)) for name in original}
-    try:
-        demo.gemini_agent(client, "Run 0: weather?")
-        demo.gemini_agent(client, "Run 1: weather?")
-    finally:
-        demo.TOOLS = original
+    plain = {tool.name: _untraced(tool.function) for tool in WEATHER.tools}
+    run_agent("gemini", client, "Run 0: weather?", tools=plain)
+    run_agent("gemini", client, "Run 1: weather?", tools=plain)
     traces = traced.traces()
     assert [t[1]["content"] for t in traces] == ["Run 0: weather?", "Run 1: weather?"]
     for events in traces:
@@ -290,7 +286,7 @@ def test_afc_without_agent_is_one_trace(traced: Any, server: MockLLMServer) -> N
 def test_server_error_mid_run(traced: Any, server: MockLLMServer) -> None:
     server.respond_with(scenarios.failing_call(2, Reply.error(500, "Internal error")))
     with pytest.raises(errors.ServerError), spanfold.agent("gemini-weather"):
-        demo.gemini_agent(client_for(server))
+        run_agent("gemini", client_for(server))
     events = traced.one()
     assert shape(events)[:5] == EXPECTED_SHAPE[:5]
     assert events[5]["role"] == "error"
@@ -328,7 +324,7 @@ def test_content_capture_off(tmp_path: Path, _global_provider: Any, server: Mock
     spanfold.init(output=str(tmp_path), capture_content=False)
     try:
         with spanfold.agent("private-bot"):
-            demo.gemini_agent(client_for(server))
+            run_agent("gemini", client_for(server))
         with spanfold.agent("private-afc"):
             client_for(server).models.generate_content(model=MODEL, contents=QUESTION, config=AFC)
         spanfold.flush()
@@ -348,7 +344,7 @@ def test_concurrent_agents_in_threads_and_tasks_do_not_mix(traced: Any, server: 
     def run(n: int) -> None:
         try:
             with spanfold.agent(f"bot-{n}"):
-                demo.gemini_agent(client, f"Run {n}: weather?", stream=n % 2 == 1)
+                run_agent("gemini", client, f"Run {n}: weather?", stream=n % 2 == 1)
         except BaseException as exc:
             errors_seen.append(exc)
 

@@ -12,8 +12,7 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 
@@ -70,7 +69,7 @@ def run_calls(output: list[Any]) -> list[dict[str, Any]]:
         {
             "type": "function_call_output",
             "call_id": item.call_id,
-            "output": demo.TOOLS[item.name](**json.loads(item.arguments), tool_call_id=item.call_id),
+            "output": WEATHER.tool_functions[item.name](**json.loads(item.arguments), tool_call_id=item.call_id),
         }
         for item in output
         if item.type == "function_call"
@@ -82,10 +81,10 @@ def full_history_loop(client: openai.OpenAI, *, stream: bool = False) -> list[An
     items: list[Any] = [{"role": "user", "content": QUESTION}]
     for _ in range(6):
         if stream:
-            with client.responses.stream(model=MODEL, instructions=demo.SYSTEM, input=items, tools=TOOLS) as s:
+            with client.responses.stream(model=MODEL, instructions=WEATHER.system, input=items, tools=TOOLS) as s:
                 response = s.get_final_response()
         else:
-            response = client.responses.create(model=MODEL, instructions=demo.SYSTEM, input=items, tools=TOOLS)
+            response = client.responses.create(model=MODEL, instructions=WEATHER.system, input=items, tools=TOOLS)
         items += response.output
         outputs = run_calls(response.output)
         if not outputs:
@@ -101,7 +100,7 @@ def chained_loop(client: openai.OpenAI) -> list[Any]:
     previous: str | None = None
     for _ in range(6):
         kwargs: dict[str, Any] = {"previous_response_id": previous} if previous else {}
-        response = client.responses.create(model=MODEL, instructions=demo.SYSTEM, input=new, tools=TOOLS, **kwargs)
+        response = client.responses.create(model=MODEL, instructions=WEATHER.system, input=new, tools=TOOLS, **kwargs)
         items += response.output
         new = run_calls(response.output)
         if not new:
@@ -121,14 +120,14 @@ def test_multi_step_full_history(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("gpt-weather"):
         items = full_history_loop(client_for(server))
     events = traced.one()
-    assert events == invariant_of(demo.SYSTEM, items)
+    assert events == invariant_of(WEATHER.system, items)
     assert shape(events) == EXPECTED_SHAPE
 
 
 def test_multi_step_streamed_helper(traced: Any, server: MockLLMServer) -> None:
     with spanfold.agent("gpt-weather"):
         items = full_history_loop(client_for(server), stream=True)
-    assert traced.one() == invariant_of(demo.SYSTEM, items)
+    assert traced.one() == invariant_of(WEATHER.system, items)
 
 
 @pytest.mark.parametrize("with_agent", [True, False])
@@ -141,7 +140,7 @@ def test_previous_response_id_chain(traced: Any, server: MockLLMServer, with_age
     else:
         items = chained_loop(client_for(server))
     events = traced.one()
-    assert events == invariant_of(demo.SYSTEM, items)
+    assert events == invariant_of(WEATHER.system, items)
     assert shape(events) == EXPECTED_SHAPE
 
 
@@ -150,7 +149,7 @@ async def test_multi_step_async(traced: Any, server: MockLLMServer) -> None:
     items: list[Any] = [{"role": "user", "content": QUESTION}]
     async with spanfold.agent("gpt-async"):
         while True:
-            async with client.responses.stream(model=MODEL, instructions=demo.SYSTEM, input=items, tools=TOOLS) as s:
+            async with client.responses.stream(model=MODEL, instructions=WEATHER.system, input=items, tools=TOOLS) as s:
                 response = await s.get_final_response()
             items += response.output
             outputs = [
@@ -166,7 +165,7 @@ async def test_multi_step_async(traced: Any, server: MockLLMServer) -> None:
                 break
             items += outputs
     events = traced.one()
-    assert events == invariant_of(demo.SYSTEM, items)
+    assert events == invariant_of(WEATHER.system, items)
     assert shape(events) == EXPECTED_SHAPE
 
 

@@ -14,8 +14,7 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, scenarios
 
 from ..conftest import EXPECTED_SHAPE, shape
 
@@ -54,8 +53,8 @@ def chat_loop(server: MockLLMServer, how: str) -> list[dict[str, Any]]:
     (``by_call``). Returns the history it built (the oracle)."""
     client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
     history: list[dict[str, Any]] = [
-        {"role": "system", "content": demo.SYSTEM},
-        {"role": "user", "content": demo.QUESTION},
+        {"role": "system", "content": WEATHER.system},
+        {"role": "user", "content": WEATHER.question},
     ]
     for _ in range(6):
         message = (
@@ -139,7 +138,7 @@ def test_dispatcher_without_an_agent_is_one_trace(
 
 def test_dispatcher_handed_an_anthropic_tool_use_block(traced: Any, server: MockLLMServer, global_spans: Any) -> None:
     client = anthropic.Anthropic(api_key="sk-ant-test", base_url=server.anthropic_base_url, max_retries=0)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": demo.QUESTION}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": WEATHER.question}]
     with spanfold.agent("claude-dispatcher"):
         for _ in range(6):
             reply = client.messages.create(

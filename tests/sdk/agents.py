@@ -1,6 +1,6 @@
 """The weather agent in every way the SDKs let an agent call a model, for each installed major of openai and anthropic.
 
-Each scenario runs ``spanfold.demo``'s loops (or their async twins below) against a fresh ``MockLLMServer`` over real
+Each scenario runs ``spanfold.testing``'s loops (or their async twins below) against a fresh ``MockLLMServer`` over real
 HTTP, so the tool-call ids and the answer are the same on every SDK version. The folded trace of each must equal
 ``weather.json`` (the same file for every major: what the fold makes does not depend on the SDK version). This module
 is shared by the ``init()`` tests and by the zero-code app (run as a script, it runs the scenarios named on its
@@ -19,8 +19,8 @@ from typing import Any
 import anthropic
 import openai
 
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 GOLDEN = Path(__file__).resolve().parent / "weather.json"
 
@@ -44,8 +44,8 @@ async def _chat_async(server: MockLLMServer, question: str, stream: bool) -> str
 
 
 async def _chat_async_loop(client: Any, question: str, stream: bool) -> str:
-    messages: list[Any] = [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": question}]
-    request = {"model": demo.MODEL, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
+    messages: list[Any] = [{"role": "system", "content": WEATHER.system}, {"role": "user", "content": question}]
+    request = {"model": PROVIDERS["openai"].model, "messages": messages, "tools": scenarios.WEATHER_TOOLS_OPENAI}
     for _ in range(8):
         if stream:  # raw stream=True, read chunk by chunk (no helper)
             chunks = [c async for c in await client.chat.completions.create(**request, stream=True)]
@@ -82,7 +82,7 @@ async def _chat_async_loop(client: Any, question: str, stream: bool) -> str:
             return text
         for call in tool_calls:
             fn = call["function"]
-            result = demo.run_tool_call(fn["name"], fn["arguments"], call["id"])
+            result = WEATHER.run_tool(fn["name"], fn["arguments"], call["id"])
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     return ""
 
@@ -95,9 +95,9 @@ async def _anthropic_async(server: MockLLMServer, question: str, stream: bool) -
 async def _anthropic_async_loop(client: Any, question: str, stream: bool) -> str:
     history: list[Any] = [{"role": "user", "content": question}]
     request = {
-        "model": demo.ANTHROPIC_MODEL,
+        "model": PROVIDERS["anthropic"].model,
         "max_tokens": 1024,
-        "system": demo.SYSTEM,
+        "system": WEATHER.system,
         "messages": history,
         "tools": scenarios.WEATHER_TOOLS_ANTHROPIC,
     }
@@ -118,7 +118,7 @@ async def _anthropic_async_loop(client: Any, question: str, stream: bool) -> str
                     {
                         "type": "tool_result",
                         "tool_use_id": u.id,
-                        "content": demo.run_tool_call(u.name, json.dumps(u.input), u.id),
+                        "content": WEATHER.run_tool(u.name, json.dumps(u.input), u.id),
                     }
                     for u in uses
                 ],
@@ -129,17 +129,17 @@ async def _anthropic_async_loop(client: Any, question: str, stream: bool) -> str
 
 #: scenario -> (the golden trace it must fold to, the run). Each run makes its own server.
 SCENARIOS: dict[str, tuple[str, Callable[[MockLLMServer, str], str]]] = {
-    "chat": ("openai", lambda s, q: demo.openai_chat_agent(_openai(s), q)),
-    "chat-stream-helper": ("openai", lambda s, q: demo.openai_chat_agent(_openai(s), q, stream=True)),
+    "chat": ("openai", lambda s, q: run_agent("openai", _openai(s), q)),
+    "chat-stream-helper": ("openai", lambda s, q: run_agent("openai", _openai(s), q, stream=True)),
     "chat-async": ("openai", lambda s, q: asyncio.run(_chat_async(s, q, stream=False))),
     "chat-async-raw-stream": ("openai", lambda s, q: asyncio.run(_chat_async(s, q, stream=True))),
-    "responses": ("openai-responses", lambda s, q: demo.openai_responses_agent(_openai(s), q)),
+    "responses": ("openai-responses", lambda s, q: run_agent("openai-responses", _openai(s), q)),
     "responses-stream-helper": (
         "openai-responses",
-        lambda s, q: demo.openai_responses_agent(_openai(s), q, stream=True),
+        lambda s, q: run_agent("openai-responses", _openai(s), q, stream=True),
     ),
-    "anthropic": ("anthropic", lambda s, q: demo.anthropic_agent(_anthropic(s), q)),
-    "anthropic-stream-helper": ("anthropic", lambda s, q: demo.anthropic_agent(_anthropic(s), q, stream=True)),
+    "anthropic": ("anthropic", lambda s, q: run_agent("anthropic", _anthropic(s), q)),
+    "anthropic-stream-helper": ("anthropic", lambda s, q: run_agent("anthropic", _anthropic(s), q, stream=True)),
     "anthropic-async": ("anthropic", lambda s, q: asyncio.run(_anthropic_async(s, q, stream=False))),
     "anthropic-async-stream-helper": ("anthropic", lambda s, q: asyncio.run(_anthropic_async(s, q, stream=True))),
 }
@@ -153,7 +153,7 @@ def available() -> list[str]:
 def question(name: str) -> str:
     """Each scenario asks its own question: zero-code stitches one process's un-parented calls by their history, so
     runs in one process must not share one."""
-    return f"{demo.QUESTION} ({name})"
+    return f"{WEATHER.question} ({name})"
 
 
 def run(name: str) -> str:

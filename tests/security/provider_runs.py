@@ -1,11 +1,12 @@
-"""Agent runs on every provider with planted content, for the redaction suite: the demo's agent loop of each provider
-(:data:`spanfold.demo.PROVIDERS`: OpenAI chat and Responses, Anthropic, Gemini, Bedrock Converse, groq, mistralai,
-ollama, cohere, litellm), streamed and not, plus Bedrock ``invoke_model`` with Claude and Nova bodies; each run's
-system prompt, user prompt, tool-call arguments, tool result and answer are the planted :class:`~.conftest.Texts`,
-and a failing call echoes the prompt in its error message (as a provider's 400 does)."""
+"""Agent runs on every provider with planted content, for the redaction suite: the demo's agent loop of each
+provider (:data:`spanfold.testing.agents.PROVIDERS`: OpenAI chat and Responses, Anthropic, Gemini, Bedrock Converse,
+groq, mistralai, ollama, cohere, litellm), streamed and not, plus Bedrock ``invoke_model`` with Claude and Nova
+bodies; each run's system prompt, user prompt, tool-call arguments, tool result and answer are the planted
+:class:`~.conftest.Texts`, and a failing call echoes the prompt in its error message (as a provider's 400 does)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -13,14 +14,14 @@ from typing import Any
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 from .conftest import Texts
 
 BEDROCK_INVOKE = ("bedrock-invoke-claude", "bedrock-invoke-nova")
 #: Every provider run :func:`run_provider` knows.
-PROVIDER_RUNS = (*demo.PROVIDERS, *BEDROCK_INVOKE)
+PROVIDER_RUNS = (*PROVIDERS, *BEDROCK_INVOKE)
 
 
 def planted_agent(texts: Texts) -> Callable[[MockRequest], Reply]:
@@ -31,32 +32,32 @@ def planted_agent(texts: Texts) -> Callable[[MockRequest], Reply]:
     return lambda request: final if request.tool_results() else call
 
 
-def run_provider(name: str, server: MockLLMServer, texts: Texts, monkeypatch: pytest.MonkeyPatch) -> None:
+def run_provider(name: str, server: MockLLMServer, texts: Texts) -> None:
     """The planted agent run of provider ``name``, streamed and not, each in its agent span; then a failing call."""
 
     @spanfold.tool(name="get_weather")
     def get_weather(city: str) -> str:
         return texts.result
 
-    monkeypatch.setattr(demo, "SYSTEM", texts.system)
-    monkeypatch.setattr(demo, "TOOLS", {"get_weather": get_weather})
-    server.respond_with(planted_agent(texts))
+    planted = dataclasses.replace(WEATHER, system=texts.system, replies=planted_agent(texts))
+    tools = {"get_weather": get_weather}
+    server.respond_with(planted.replies)
     if name in BEDROCK_INVOKE:
-        client = demo.PROVIDERS["bedrock"].client(server)
+        client = PROVIDERS["bedrock"].client(server)
         with spanfold.agent(f"{name}-bot"):
             _invoke_run(client, name.endswith("claude"), texts, get_weather)
         server.script(Reply.error(400, f"Malformed input request: {texts.prompt}"))
         with pytest.raises(Exception, match="Malformed input"):
             _invoke(client, name.endswith("claude"), [{"role": "user", "content": [{"text": texts.prompt}]}], texts)
         return
-    provider = demo.PROVIDERS[name]
+    provider = PROVIDERS[name]
     for stream in (False, True):
         with spanfold.agent(f"{name}-bot"):
-            answer = provider.agent(provider.client(server), texts.prompt, stream=stream)
+            answer = provider.run(provider.client(server), texts.prompt, scenario=planted, stream=stream, tools=tools)
         assert answer == texts.answer, (name, stream, answer)
     server.script(Reply.error(400, f"Invalid request: {texts.prompt}", should_retry=False))
     with pytest.raises(Exception):  # noqa: B017 - each SDK has its own exception type
-        provider.agent(provider.client(server), texts.prompt)
+        provider.run(provider.client(server), texts.prompt, scenario=planted, tools=tools)
 
 
 def _body(claude: bool, messages: list[Any], texts: Texts) -> dict[str, Any]:

@@ -85,22 +85,22 @@ def test_builtin_redaction_everywhere(session: Callable[..., Session], server: M
 
 @pytest.mark.parametrize("provider", PROVIDER_RUNS)
 def test_every_provider_records_the_planted_content_without_redaction(
-    session: Callable[..., Session], server: MockLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
+    session: Callable[..., Session], server: MockLLMServer, provider: str
 ) -> None:
     """The control, provider by provider: its run records every planted secret (so the next test could fail)."""
     s = session()
-    run_provider(provider, server, PLANTED, monkeypatch)
+    run_provider(provider, server, PLANTED)
     assert s.recorded().missing(SECRETS) == []
 
 
 @pytest.mark.parametrize("provider", PROVIDER_RUNS)
 def test_builtin_redaction_in_every_provider(
-    session: Callable[..., Session], server: MockLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
+    session: Callable[..., Session], server: MockLLMServer, provider: str
 ) -> None:
     """Every provider's system prompt, messages, tool arguments and results, answers (whole and streamed) and error
     messages go through the redaction: no planted secret in any span or file."""
     s = session(redact=True)
-    run_provider(provider, server, PLANTED, monkeypatch)
+    run_provider(provider, server, PLANTED)
     recorded = s.recorded()
     assert recorded.leaks(SECRETS) == []
     assert recorded.missing(["[REDACTED:email]", "[REDACTED:card]", "[REDACTED:api_key]", NOT_A_CARD]) == []

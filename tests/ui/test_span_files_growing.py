@@ -110,11 +110,10 @@ def test_an_append_folds_only_the_traces_it_touched(tmp_path: Path, otlp_dir: Pa
 #: A zero-code run (no agent span) of the demo's agent, its spans written as OTLP JSON (SPANFOLD_FORMAT).
 ZERO_CODE_RUN = """
 import openai, spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import MockLLMServer, run_agent, scenarios
 spanfold.init()
 with MockLLMServer(scenarios.weather_agent) as server:
-    demo.openai_chat_agent(openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0))
+    run_agent("openai", openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0))
 """
 
 

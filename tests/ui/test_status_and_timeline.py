@@ -12,8 +12,8 @@ import openai
 import pytest
 
 import spanfold
-from spanfold import demo
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios
+from spanfold.testing.agents import PROVIDERS
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -34,14 +34,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory, _global_provider: Any) -> Pat
         with MockLLMServer(scenarios.weather_agent) as server:
             client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
             with spanfold.agent("weather-bot"):
-                demo.openai_chat_agent(client)
+                run_agent("openai", client)
             server.script(Reply.error(500, "upstream exploded", should_retry=False))
             with pytest.raises(openai.InternalServerError), spanfold.agent("failing-bot"):
-                client.chat.completions.create(model=demo.MODEL, messages=[{"role": "user", "content": "hi"}])
+                client.chat.completions.create(
+                    model=PROVIDERS["openai"].model, messages=[{"role": "user", "content": "hi"}]
+                )
             server.script(Reply.tools([ToolCallSpec("slow_lookup", {"city": "Paris"})]))
             with pytest.raises(KeyboardInterrupt), spanfold.agent("interrupted-bot"):
                 messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-                message = client.chat.completions.create(model=demo.MODEL, messages=messages).choices[0].message
+                message = (
+                    client.chat.completions.create(model=PROVIDERS["openai"].model, messages=messages)
+                    .choices[0]
+                    .message
+                )
                 for call in message.tool_calls or []:
                     slow_lookup(**json.loads(call.function.arguments), tool_call_id=call.id)
         assert spanfold.flush(timeout=30)
@@ -68,7 +74,7 @@ def test_the_api_says_how_each_run_ended_and_lists_its_steps(runs: Path, ui_serv
     assert interrupted["error"] == {"type": "KeyboardInterrupt"}
     weather = server.json(f"/api/run/{rows['weather-bot']['id']}")
     models = [s for s in weather["meta"]["steps"] if s["kind"] == "model"]
-    assert [s["model"] for s in models] == [demo.MODEL] * 3 and all(s["duration_ms"] > 0 for s in models)
+    assert [s["model"] for s in models] == [PROVIDERS["openai"].model] * 3 and all(s["duration_ms"] > 0 for s in models)
 
 
 def test_the_page_shows_failed_runs_in_red_and_a_timeline_of_steps(runs: Path, ui_server: Any, page: Any) -> None:

@@ -5,15 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, scenarios
 
 with MockLLMServer(scenarios.weather_agent) as server:
     env = dict(
         os.environ,
         GEMINI_BASE_URL=server.gemini_base_url,
-        SYSTEM=demo.SYSTEM,
-        QUESTION=demo.QUESTION,
+        SYSTEM=WEATHER.system,
+        QUESTION=WEATHER.question,
         GOOGLE_API_KEY="test-key",
         GOOGLE_GENAI_USE_VERTEXAI="false",
     )

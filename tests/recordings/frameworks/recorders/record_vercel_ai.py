@@ -6,11 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spanfold import demo
-from spanfold.testing import MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, scenarios
 
 with MockLLMServer(scenarios.weather_agent) as server:
-    env = dict(os.environ, BASE_URL=server.base_url, SYSTEM=demo.SYSTEM, QUESTION=demo.QUESTION)
+    env = dict(os.environ, BASE_URL=server.base_url, SYSTEM=WEATHER.system, QUESTION=WEATHER.question)
     env.update(dict(a.split("=", 1) for a in sys.argv[3:]))  # e.g. MODE=stream
     out = subprocess.run(
         ["node", shutil.copy(Path(__file__).with_name("vercel_ai_agent.mjs"), sys.argv[2])],  # beside node_modules
