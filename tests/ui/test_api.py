@@ -89,7 +89,7 @@ def test_run_and_spec_and_compare(tmp_path: Path, ui_server) -> None:
     run = server.json(f"/api/run/{ids[1]}")
     assert [e["role"] for e in run["events"]] == ["user", "assistant", "tool", "assistant"]
     assert run["meta"]["name"] == "agent-1"
-    spec = yaml.safe_load(run["spec"])  # what `spanfold check` reads as expected_messages
+    spec = yaml.safe_load(server.json(f"/api/run/{ids[1]}/spec")["spec"])  # what `spanfold check` reads
     assert spec[1]["tool_calls"][0] == {"tool": "search", "input": {"q": 1}, "output": "result 1", "id": "c1"}
     same = server.json(f"/api/compare?a={ids[1]}&b={ids[1]}")
     assert same["divergence"] is None

@@ -41,9 +41,9 @@ def test_demo_run_list_and_run_view(demo_dir: Path, ui_server, page: Any) -> Non
     assert "Paris: 18°C, sunny" in cards.first.inner_text()  # the output is paired with its call
     assert page.locator(".msg.system").count() == 1 and page.locator(".msg.user").count() == 1
     page.click("#copy-spec")
-    assert "get_weather" in page.locator("#spec").inner_text()
+    expect(page.locator("#spec")).to_contain_text("get_weather")
     page.click("button[data-tab=raw]")
-    assert '"role": "system"' in page.locator("#raw").inner_text()
+    expect(page.locator("#raw")).to_contain_text('"role": "system"')
     page.click("button[data-tab=metadata]")
     assert "weather-bot" in page.locator("#metadata").inner_text()
     page.goto(server.url + "#/run/0-1/timeline")  # a permalink opens the same view
@@ -115,7 +115,7 @@ def test_trace_content_is_text_never_markup(tmp_path: Path, ui_server, page: Any
     assert page.evaluate(f"document.querySelectorAll('{made}').length") == 0
     assert all(r.startswith(server.url) for r in requests), requests  # no request outside the server
     page.click("button[data-tab=raw]")
-    assert json.dumps(XSS_SCRIPT)[1:-1] in page.locator("#raw").inner_text()
+    expect(page.locator("#raw")).to_contain_text(json.dumps(XSS_SCRIPT)[1:-1])
     assert page.evaluate("window.__xss") is None
 
 

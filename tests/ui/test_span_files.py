@@ -51,7 +51,9 @@ def test_api_lists_and_opens_a_span_file(otlp_dir: Path, ui_server: Any) -> None
     (run,) = server.json("/api/runs")["runs"]
     assert run["name"] == "otlp-bot" and run["shape"] == "otlp-json" and run["tools"]["get_weather"] == 2
     opened = server.json(f"/api/run/{run['id']}")
-    assert opened["raw"][0]["role"] == "system"
+    assert opened["events"][0]["role"] == "system" and opened["count"] == len(opened["events"])
+    raw = server.json(f"/api/run/{run['id']}/raw")
+    assert json.loads(raw["text"])[0]["role"] == "system" and raw["total"] == len(raw["text"])
 
 
 def test_browser_opens_a_span_file(otlp_dir: Path, ui_server: Any, page: Any) -> None:

@@ -20,19 +20,17 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from spanfold import counters
 from spanfold.checks.trajectory import ExpectedCall
 from spanfold.checks.view import Call, view_of
 from spanfold.host_check import AllowedHosts
-from spanfold.trace.compact import compact_messages
-from spanfold.trace.formats import meta_dict, writable
+from spanfold.trace.formats import writable
 from spanfold.trace.model import Trace
 from spanfold.ui.index import Index, Row, lookup
+from spanfold.ui.opened import PAGE, Opened, OpenRuns, slice_of
 from spanfold.ui.query import Lister, Query, facets
-from spanfold.ui.steps import waterfall
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -41,7 +39,10 @@ CSP = (
 COOKIE = "spanfold_ui_token"
 #: The page's files and their types (the scripts are ES modules that import each other).
 STATIC = {
-    **{name: "text/javascript" for name in ("app.js", "dom.js", "list.js", "run.js", "waterfall.js", "compare.js")},
+    **{
+        name: "text/javascript"
+        for name in ("app.js", "dom.js", "list.js", "run.js", "conversation.js", "waterfall.js", "compare.js")
+    },
     "style.css": "text/css",
     "index.html": "text/html",
 }
@@ -113,16 +114,6 @@ def _json(value: Any) -> web.Response:
     return web.Response(text=text, content_type="application/json")
 
 
-def _event(n: int, ev: Any) -> dict[str, Any]:
-    out: dict[str, Any] = ev.to_invariant(timestamps=True)
-    out["n"] = n
-    if ev.name is not None:
-        out["name"] = ev.name
-    if ev.metadata:
-        out["metadata"] = ev.metadata
-    return out
-
-
 def _call(call: Call) -> dict[str, Any]:
     return {
         "index": call.index,
@@ -132,6 +123,13 @@ def _call(call: Call) -> dict[str, Any]:
         "error": call.error,
         "event": call.event,
     }
+
+
+def _number(text: str | None, default: int) -> int:
+    try:
+        return max(0, int(text)) if text is not None else default
+    except ValueError:
+        return default
 
 
 def divergence(a: list[Call], b: list[Call]) -> int | None:
@@ -149,6 +147,7 @@ class Ui:
         self.options = options
         self.lister = Lister()
         self._facets: tuple[int, dict[str, list[str]]] = (-1, {})
+        self.opened = OpenRuns()
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[_middleware(self.options)], client_max_size=64 * 1024)
@@ -158,6 +157,9 @@ class Ui:
         app.router.add_get("/api/state", self.state)
         app.router.add_get("/api/runs", self.runs)
         app.router.add_get("/api/run/{id}", self.run)
+        app.router.add_get("/api/run/{id}/events", self.run_events)
+        app.router.add_get("/api/run/{id}/part", self.run_part)
+        app.router.add_get("/api/run/{id}/{text:raw|spec}", self.run_text)
         app.router.add_get("/api/compare", self.compare)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -225,15 +227,59 @@ class Ui:
             raise web.HTTPNotFound(reason="this run can no longer be read") from None
         return row, raw, trace
 
+    def _open(self, run_id: str) -> tuple[Row, Opened]:
+        """The run, decoded once for the requests that follow (its events page by page, its texts)."""
+        row = lookup(self.index, run_id)
+        if row is None:
+            raise web.HTTPNotFound(reason="no such run")
+
+        def load() -> Opened:
+            try:
+                _, trace = self.index.trace(row)
+            except Exception:
+                raise web.HTTPNotFound(reason="this run can no longer be read") from None
+            return Opened.of(key, row.length, trace, lambda: self.index.raw(row))
+
+        key = (row.id, row.file, row.offset, row.length, row.seq)
+        return row, self.opened.get(key, load)
+
+    async def _opened(self, request: web.Request) -> tuple[Row, Opened]:
+        return await asyncio.get_running_loop().run_in_executor(None, self._open, request.match_info["id"])
+
     async def run(self, request: web.Request) -> web.Response:
-        row, raw, trace = await asyncio.get_running_loop().run_in_executor(None, self._load, request.match_info["id"])
-        out: dict[str, Any] = {"row": row.to_json(), "raw": raw}
-        if trace is not None:
-            out["meta"] = meta_dict(trace)  # each step with its first event, where the events tell it
-            out["events"] = [_event(n, ev) for n, ev in enumerate(trace.events, 1)]
-            out["waterfall"] = waterfall(trace)
-            out["spec"] = yaml.safe_dump(compact_messages(trace), sort_keys=False, allow_unicode=True, width=120)
+        """A run as the page first shows it: its row, metadata, waterfall and first page of events."""
+        row, opened = await self._opened(request)
+        out: dict[str, Any] = {"row": row.to_json(), "count": opened.count}
+        if opened.trace is not None:
+            end = opened.page_end(0)
+            out.update(meta=opened.meta, waterfall=opened.waterfall, events=opened.events(0, end), next=end)
         return _json(out)
+
+    async def run_events(self, request: web.Request) -> web.Response:
+        """The run's events from ``from`` (from 0), a page; ``to``: at least up to that event."""
+        _, opened = await self._opened(request)
+        start = _number(request.query.get("from"), 0)
+        wanted = max(_number(request.query.get("to"), 0) - start, PAGE)
+        end = opened.page_end(start, wanted)
+        return _json({"from": start, "next": end, "events": opened.events(start, end)})
+
+    async def run_part(self, request: web.Request) -> web.Response:
+        """A slice of the whole text of one part of an event (``n`` from 1, ``path`` as ``cut`` names it)."""
+        _, opened = await self._opened(request)
+        try:
+            text = opened.part(_number(request.query.get("n"), 0), request.query.get("path", ""))
+        except KeyError:
+            raise web.HTTPNotFound(reason="no such part") from None
+        return _json(slice_of(text, _number(request.query.get("from"), 0)))
+
+    async def run_text(self, request: web.Request) -> web.Response:
+        """A slice of the raw record as indented JSON (``raw``), or the whole spec (``spec``), built on request."""
+        _, opened = await self._opened(request)
+        name = request.match_info["text"]
+        text = await asyncio.get_running_loop().run_in_executor(None, opened.text, name)
+        if name == "spec":
+            return _json({"spec": text})
+        return _json(slice_of(text, _number(request.query.get("from"), 0)))
 
     async def compare(self, request: web.Request) -> web.Response:
         loop = asyncio.get_running_loop()

@@ -3,7 +3,7 @@
 // its server).
 import { api, el, fmtInt, setStatus } from "./dom.js";
 import { list, loadList } from "./list.js";
-import { renderRun } from "./run.js";
+import { openRun, renderRun } from "./run.js";
 import { renderCompare } from "./compare.js";
 
 const POLL_MS = 1500;
@@ -17,11 +17,8 @@ async function route() {
   try {
     if (parts[0] === "run" && parts[1]) {
       state.view = "run";
-      if (!state.run || state.run.id !== parts[1]) {
-        const data = await api(`/api/run/${encodeURIComponent(parts[1])}`);
-        state.run = { id: parts[1], data };
-      }
-      renderRun(state.run.data, parts[2] || "conversation", parts[3]);
+      if (!state.run || state.run.id !== parts[1]) state.run = { id: parts[1], data: await openRun(parts[1]) };
+      await renderRun(state.run.data, parts[2] || "conversation", parts[3]);
     } else if (parts[0] === "compare" && parts[1] && parts[2]) {
       state.view = "compare";
       renderCompare(await api(`/api/compare?a=${encodeURIComponent(parts[1])}&b=${encodeURIComponent(parts[2])}`));

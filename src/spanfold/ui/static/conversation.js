@@ -1,0 +1,213 @@
+// A run's conversation, shown a page of events at a time (more as the reader scrolls down): each message, each tool
+// call with its output, and each step's chip. A long text arrives cut (the event's `cut` names where and how long it
+// is) and the rest is fetched a slice at a time when asked for.
+import { api, el, errorBlock, fmtInt, fmtMs, fmtTime, pretty } from "./dom.js";
+import { stepLabel, stepNumbers } from "./waterfall.js";
+
+const FOLD_CHARS = 600;
+
+export function runHref(id, tab, step) {
+  return `#/run/${encodeURIComponent(id)}/${tab}${step !== null && step !== undefined ? `/s${step + 1}` : ""}`;
+}
+
+// The run's events from `next` on, at least up to event index `to` (from 0), appended to `run.events`.
+export async function loadEvents(run, to) {
+  while (run.next < run.count && (to === undefined || run.next <= to)) {
+    const page = await api(`/api/run/${encodeURIComponent(run.row.id)}/events?from=${run.next}&to=${to === undefined ? 0 : to + 1}`);
+    if (page.from !== run.next || !page.events.length) break;
+    run.events.push(...page.events);
+    run.next = page.next;
+    if (to === undefined) break;
+  }
+}
+
+function cutUnder(ev, path) {
+  const cut = ev.cut || {};
+  let total = 0;
+  for (const [p, n] of Object.entries(cut)) if (p === path || p.startsWith(`${path}/`)) total += n;
+  return total;
+}
+
+// A button that fetches the rest of a text, a slice at a time, into `node` (which holds `shown` characters of it);
+// `whole`: the part is not a string but JSON, whose indented text replaces what is shown from its first slice.
+function moreButton(run, ev, path, node, shown, total, whole) {
+  let at = whole ? 0 : shown;
+  const button = el("button", { class: "more", type: "button" });
+  const label = () => { button.textContent = `Show more (${fmtInt(total - at)} more characters of ${fmtInt(total)})`; };
+  label();
+  button.addEventListener("click", async (e) => {
+    e.preventDefault();
+    e.stopPropagation();
+    button.disabled = true;
+    try {
+      const slice = await api(`/api/run/${encodeURIComponent(run.row.id)}/part?n=${ev.n}&path=${encodeURIComponent(path)}&from=${at}`);
+      if (at === 0 && whole) node.textContent = slice.text;
+      else node.appendChild(document.createTextNode(slice.text));
+      at = slice.from + slice.text.length;
+      total = slice.total;
+      if (at >= total) button.remove();
+      else { label(); button.disabled = false; }
+    } catch (err) {
+      button.textContent = `cannot load the rest: ${err.message}`;
+    }
+  });
+  return button;
+}
+
+// Text (a string of the event at `path`), folded when long; the rest fetched on request when it was cut.
+function textBlock(run, ev, path, value, label, kind) {
+  const text = String(value ?? "");
+  const total = (ev.cut || {})[path] || text.length;
+  const node = el(kind === "pre" ? "pre" : "div", { class: kind === "pre" ? null : "text" }, text);
+  const more = total > text.length ? moreButton(run, ev, path, node, text.length, total, false) : null;
+  if (kind !== "pre" || (total <= FOLD_CHARS && text.split("\n").length <= 12)) return el("div", {}, node, more);
+  return el("details", {}, el("summary", {}, `${label} (${fmtInt(total)} chars)`), node, more);
+}
+
+// A JSON part of the event at `path` (arguments, an unknown chunk), indented; whole on request when a string in it was cut.
+function jsonBlock(run, ev, path, value, label) {
+  const text = pretty(value);
+  const cut = cutUnder(ev, path);
+  const node = el("pre", {}, text);
+  const more = cut ? moreButton(run, ev, path, node, text.length, text.length + cut, true) : null;
+  if (!cut && text.length <= FOLD_CHARS && text.split("\n").length <= 12) return el("div", {}, node);
+  return el("details", {}, el("summary", {}, `${label} (${fmtInt(text.length + cut)} chars)`), node, more);
+}
+
+function chunks(run, ev, path, content, text) {
+  if (content === null || content === undefined) return [];
+  if (typeof content === "string") return [text(path, content)];
+  if (!Array.isArray(content)) return [jsonBlock(run, ev, path, content, "content")];
+  return content.map((c, i) => {
+    const at = `${path}/${i}`;
+    const kind = (c && c.type) || "";
+    if (kind === "text") return text(`${at}/text`, String(c.text ?? ""));
+    if (kind === "reasoning" || kind === "thinking") {
+      const key = c.text !== undefined ? "text" : c.thinking !== undefined ? "thinking" : "content";
+      return el("details", { class: "reasoning" }, el("summary", {}, "reasoning"),
+        textBlock(run, ev, `${at}/${key}`, c[key] ?? "", "reasoning", "div"));
+    }
+    if (kind.includes("image")) {
+      let url = c.image_url ?? c.url ?? "";
+      if (url && typeof url === "object") url = url.url ?? "";
+      url = String(url);
+      if (/^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$/.test(url)) {
+        return el("img", { class: "trace-image", src: url, alt: "image from the trace" });
+      }
+      return el("div", { class: "muted" }, `[image: ${url.slice(0, 200) || "(no URL)"} — not loaded: only data: images are shown]`);
+    }
+    return jsonBlock(run, ev, at, c, kind || "chunk");
+  });
+}
+
+// A step's chip on its event: what it was and its numbers; a click picks it (here and in the waterfall).
+function stepChip(run, k, selected) {
+  const step = run.waterfall.steps[k];
+  const numbers = stepNumbers(step);
+  return el("span", { class: `step-chip${step.error ? " error" : ""}`, "data-step": k },
+    el("a", { href: runHref(run.row.id, "conversation", k), title: "pick this step (the timeline shows it too)" },
+      `step ${k + 1} · ${stepLabel(step)}${numbers ? ` · ${numbers}` : ""}`),
+    k === selected ? el("a", { class: "to-timeline", href: runHref(run.row.id, "timeline", k) }, "in the timeline") : null);
+}
+
+// What the conversation needs across pages: which event is which step's, and which tool outputs were shown with their
+// call.
+export function conversationContext(run, selected) {
+  return {
+    run, selected,
+    stepOf: new Map(run.waterfall.steps.map((s, k) => [s.event, k]).filter(([n]) => n !== null)),
+    paired: new Set(),
+  };
+}
+
+function toolCard(ctx, ev, i, call, output, outputN) {
+  const run = ctx.run;
+  const fn = call.function || {};
+  const k = output ? ctx.stepOf.get(output.n - 1) : undefined;
+  const card = el("div", { class: `card${output && output.error ? " error" : ""}${k !== undefined && k === ctx.selected ? " selected" : ""}`,
+    id: output ? `event-${output.n}` : null },
+  el("div", {}, el("span", { class: "tool-name" }, fn.name || "?"), " ", el("span", { class: "muted" }, call.id || ""),
+    k !== undefined ? [" ", stepChip(run, k, ctx.selected)] : null),
+  el("div", { class: "label" }, "arguments"),
+  jsonBlock(run, ev, `tool_calls/${i}/function/arguments`, fn.arguments ?? {}, "arguments"));
+  if (output) {
+    const took = output.metadata && output.metadata.duration_ms;
+    card.appendChild(el("div", { class: "label" }, "output" + (took !== undefined ? ` · ${fmtMs(took)}` : "")));
+    card.appendChild(errorBlock(output.error) || el("span"));
+    if (typeof output.content === "string") card.appendChild(textBlock(run, output, "content", output.content, "output", "pre"));
+    else card.append(...chunks(run, output, "content", output.content, (p, t) => textBlock(run, output, p, t, "output", "pre")));
+  } else if (outputN) {
+    card.appendChild(el("div", { class: "label" }, `output: event ${outputN}, further down`));
+  } else {
+    card.appendChild(el("div", { class: "label" }, "no output recorded"));
+  }
+  return card;
+}
+
+// The message boxes of `events` (a page, in order), `byN`: every loaded event by its number.
+export function messages(ctx, events, byN) {
+  const run = ctx.run;
+  const out = [];
+  for (const ev of events) {
+    if (ev.role === "tool" && ctx.paired.has(ev.n)) continue;
+    const k = ctx.stepOf.get(ev.n - 1);
+    const box = el("div", { class: `msg ${ev.role}${ev.error ? " error" : ""}${k !== undefined && k === ctx.selected ? " selected" : ""}`,
+      id: `event-${ev.n}`, "data-n": ev.n },
+    el("div", { class: "role" }, ev.role === "tool" ? `tool output${ev.name ? " · " + ev.name : ""}` : ev.role,
+      ev.timestamp ? el("span", { class: "muted" }, ` · ${fmtTime(ev.timestamp)}`) : null,
+      k !== undefined ? [" ", stepChip(run, k, ctx.selected)] : null));
+    box.appendChild(errorBlock(ev.error) || el("span"));
+    const reasoning = ev.metadata && ev.metadata.reasoning;
+    if (reasoning) {
+      box.appendChild(el("details", { class: "reasoning" }, el("summary", {}, "reasoning"),
+        typeof reasoning === "string" ? textBlock(run, ev, "metadata/reasoning", reasoning, "reasoning", "div")
+          : jsonBlock(run, ev, "metadata/reasoning", reasoning, "reasoning")));
+    }
+    const text = ev.role === "tool" ? (p, t) => textBlock(run, ev, p, t, "output", "pre")
+        : (p, t) => textBlock(run, ev, p, t, "content", "div");
+    box.append(...chunks(run, ev, "content", ev.content, text));
+    (ev.tool_calls || []).forEach((call, i) => {
+      const outputN = call.id && ev.outputs ? ev.outputs[call.id] : undefined;
+      const output = outputN !== undefined ? byN.get(outputN) : undefined;
+      if (output) ctx.paired.add(output.n);
+      box.appendChild(toolCard(ctx, ev, i, call, output, outputN));
+    });
+    out.push(box);
+  }
+  return out;
+}
+
+// The conversation of `run` (its loaded events, then more as the reader reaches the end).
+export function conversation(run, selected) {
+  const ctx = conversationContext(run, selected);
+  const byN = new Map(run.events.map((ev) => [ev.n, ev]));
+  const list = el("div", { id: "conversation" }, messages(ctx, run.events, byN));
+  const footer = el("div", { id: "more-events" });
+  let busy = false;
+  const more = async () => {
+    if (busy || run.next >= run.count) return;
+    busy = true;
+    const from = run.events.length;
+    try {
+      await loadEvents(run);
+      const page = run.events.slice(from);
+      for (const ev of page) byN.set(ev.n, ev);
+      list.append(...messages(ctx, page, byN));
+    } finally {
+      busy = false;
+      fill();
+      requestAnimationFrame(() => { if (footer.isConnected && footer.getBoundingClientRect().top < innerHeight + 600) more(); });
+    }
+  };
+  const button = el("button", { id: "load-more", type: "button", onclick: more });
+  const fill = () => {
+    if (run.next >= run.count) { footer.replaceChildren(); observer.disconnect(); return; }
+    button.textContent = `Show more events (${fmtInt(run.next)} of ${fmtInt(run.count)} shown)`;
+    footer.replaceChildren(button);
+  };
+  const observer = new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) more(); },
+    { rootMargin: "600px" });
+  fill();
+  if (run.next < run.count) observer.observe(footer);
+  return [list, footer];
+}
