@@ -24,6 +24,7 @@ INSTRUMENTATION_FLOORS = (
 EXPORTER_FLOORS = (
     ("spanfold.exporter.records", "spanfold.exporter.steps", "spanfold.exporter.forks"),
     ("spanfold.exporter.dialects",),
+    ("spanfold.exporter.runs",),
     ("spanfold.exporter.fold",),
     ("spanfold.exporter.otlp",),
     ("spanfold.exporter.files",),
@@ -114,7 +115,8 @@ def _floor(module: str, floors: tuple[tuple[str, ...], ...]) -> int | None:
 
 def test_floors_inside_each_half() -> None:
     """The toolkit imports no provider or framework, providers and frameworks not each other, the registry them only by
-    name; records/steps -> dialects -> fold -> otlp codecs -> files -> pipeline, each importing only what is below."""
+    name; records/steps -> dialects -> runs -> fold -> otlp codecs -> files -> pipeline, each importing only what is
+    below."""
     problems = []
     for floors in (INSTRUMENTATION_FLOORS, EXPORTER_FLOORS):
         for module, path in MODULES.items():

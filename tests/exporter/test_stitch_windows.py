@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from spanfold.config import ASKING_IDLE_FACTOR
-from spanfold.exporter.fold.stitch import Stitcher
+from spanfold.exporter.runs.stitch import Stitcher
 from spanfold.exporter.steps import ModelStep
 
 USER = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}

@@ -3,11 +3,14 @@
 Everything after the span processor works on :class:`SpanRecord`, so the same fold serves the in-process
 ``FoldingSpanProcessor``, OTLP-JSON files and an OTLP receiver. Converting an SDK ``ReadableSpan`` is cheap: its
 attributes become a plain dict once (the SDK's bounded mapping is slow to read), events and resource are shared.
+
+Also what every stage reads of a record besides its content: the process it came from (:func:`process_key`: runs are
+stitched within one process) and its size (:func:`attribute_bytes`: what the bounds count).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -79,3 +82,31 @@ def from_readable(span: ReadableSpan) -> SpanRecord:
         scope_name=scope.name if scope is not None else None,
         resource=resource.attributes if resource is not None else _EMPTY,
     )
+
+
+class SenderResource(dict[str, Any]):
+    """A resource that names no process (no ``service.instance.id``: opentelemetry-sdk before 1.43 and many other
+    SDKs by default, so every process of a service sends the same one), as a receiver hands it to the fold: the same
+    attributes, and ``sender``, the connection that carried it. Two such processes are never one sender."""
+
+    __slots__ = ("sender",)
+
+    def __init__(self, attributes: Mapping[str, Any], sender: int) -> None:
+        super().__init__(attributes)
+        self.sender = sender
+
+
+def process_key(resource: Mapping[str, Any]) -> Hashable:
+    """Which process a span came from, as far as its resource tells (one SDK: one resource), and for a
+    :class:`SenderResource` the connection too: stitching never joins the calls of two processes (a receiver hears
+    many)."""
+    try:
+        key: Hashable = frozenset(resource.items())
+    except TypeError:  # an unhashable value (a key-value list)
+        key = repr(sorted(resource.items(), key=lambda kv: kv[0]))
+    return (key, resource.sender) if isinstance(resource, SenderResource) else key
+
+
+def attribute_bytes(record: SpanRecord) -> int:
+    """The characters of a span's text attributes (message histories dominate a trace's memory)."""
+    return sum(len(value) for value in record.attributes.values() if isinstance(value, str))

@@ -4,9 +4,9 @@
 * :class:`ToolStep`: one tool run (name, call id, arguments, result, error);
 * :class:`AgentSpan`: an agent run, grouping only (the thread its steps belong to).
 
-Plain data: :mod:`spanfold.exporter.dialects.dispatch` makes them, :mod:`~spanfold.exporter.fold.folding` and
-:mod:`~spanfold.exporter.fold.stitch` read them. Messages are semconv messages (``{"role", "parts": [...]}``), shared
-between steps that re-send the same history: never mutate them.
+Plain data: :mod:`spanfold.exporter.dialects.dispatch` makes them, :mod:`~spanfold.exporter.runs` (grouping and
+stitching) and :mod:`~spanfold.exporter.fold.folding` read them. Messages are semconv messages (``{"role", "parts":
+[...]}``), shared between steps that re-send the same history: never mutate them.
 """
 
 from __future__ import annotations

@@ -8,15 +8,16 @@ Two small tables:
 * :data:`OPERATIONS`: ``gen_ai.operation.name`` (or the span name's first word) -> the builder of the step
   (:mod:`spanfold.exporter.steps`): a model step, a tool step or an agent span (grouping only).
 
-Each content attribute is parsed once (``json.loads``). A bad attribute (invalid JSON, wrong type) is a counted
-fault (``fold.json`` / ``fold.type``); the span still makes the best step it can. Never imports
+:func:`steps_of` reads a trace's spans: the first stage after the span records, and the only one that reads an
+attribute. Each content attribute is parsed once (``json.loads``). A bad attribute (invalid JSON, wrong type) is a
+counted fault (``fold.json`` / ``fold.type``); the span still makes the best step it can. Never imports
 :mod:`spanfold.instrumentation`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
 from spanfold import counters, semconv
@@ -32,7 +33,7 @@ from spanfold.exporter.dialects import pydantic_ai as dialect_pydantic_ai
 from spanfold.exporter.dialects import strands as dialect_strands
 from spanfold.exporter.dialects import vercel_ai as dialect_vercel_ai
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, ToolStep
+from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, Steps, ToolStep
 from spanfold.trace.model import Usage, parse_arguments
 
 #: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).
@@ -324,3 +325,15 @@ def safe_step(record: SpanRecord) -> Step | None:
     except Exception as exc:
         counters.fault("fold.span", exc)
         return None
+
+
+def steps_of(records: Iterable[SpanRecord], known: Mapping[int, Step | None] | None = None) -> Steps:
+    """Each span's step by span id (:func:`safe_step`, in the records' order: a history parse continues the one
+    before it); ``known``: steps already read, taken as they are. A span id given twice keeps the last step read for
+    it."""
+    steps: Steps = {}
+    for r in records:
+        step = known[r.span_id] if known is not None and r.span_id in known else safe_step(r)
+        if step is not None or r.span_id not in steps:
+            steps[r.span_id] = step
+    return steps

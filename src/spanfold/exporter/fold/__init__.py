@@ -1,2 +1,2 @@
-"""Folding one trace's steps into the flat event list: events, history matching, nested tool runs, stitching,
+"""Folding a run's steps into the flat event list, then its metadata: events, history matching, nested tool runs,
 metadata."""

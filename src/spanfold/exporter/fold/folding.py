@@ -1,6 +1,8 @@
-"""Fold one trace's spans into a flat event list (DESIGN "Folding"). Pure: no threads, no I/O.
+"""Fold a run's steps into a flat event list (DESIGN "Folding"), then its metadata. Pure: no threads, no I/O.
 
-1. Every span goes through its dialect into a step (:mod:`spanfold.exporter.dialects.dispatch`, :mod:`~.steps`).
+1. The fold reads steps, never a span's attributes: a run brings them (:func:`fold_run`, the stage after the runs:
+   :mod:`spanfold.exporter.runs`); :func:`fold` reads one trace's spans through their dialects first
+   (:func:`~spanfold.exporter.dialects.dispatch.steps_of`).
 2. Steps are taken in time order: a model step at its start, a tool result at its end (ties: end, span id).
 3. A conversation per thread (nearest ``invoke_agent`` ancestor, else ``gen_ai.conversation.id``, else one thread).
    Each model step appends only the input messages its thread has not shown yet (:mod:`~.history`), then its
@@ -10,12 +12,11 @@
    (:func:`~.events.made_call_id`, the same in every fold of the same spans).
 5. One output per call, paired with it: a tool span answers the waiting call with its id, else with its name and
    arguments, in order (:mod:`~spanfold.stitching.pairing`); an output the next step's inputs send answers with its
-   id, else
-   (Gemini, Ollama) the thread's oldest call still waiting for one, with its name when it has one. When both a tool
-   span and the next step's inputs hold a call's output they are merged into the one event, where the span put it:
-   the span gives its time, error and call id, the inputs the output text as the model received it; an empty field
-   never overwrites a known one. Results of parallel calls keep the model's order.
-6. Trace metadata (models, token totals, start/end) is tallied as the steps go (:mod:`~.meta`).
+   id, else (Gemini, Ollama) the thread's oldest call still waiting for one, with its name when it has one. When both
+   a tool span and the next step's inputs hold a call's output they are merged into the one event, where the span put
+   it: the span gives its time, error and call id, the inputs the output text as the model received it; an empty
+   field never overwrites a known one. Results of parallel calls keep the model's order.
+6. Trace metadata (models, token totals, start/end) is tallied as the steps go, and written last (:mod:`~.meta`).
 
 Cost is linear in the attribute bytes: one parse per attribute, hash lookups, no pairwise comparisons.
 """
@@ -27,7 +28,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from spanfold import counters
-from spanfold.exporter.dialects.dispatch import safe_step
+from spanfold.exporter.dialects.dispatch import steps_of
 from spanfold.exporter.fold.events import (
     Fingerprint,
     fingerprint,
@@ -37,15 +38,16 @@ from spanfold.exporter.fold.events import (
     system_event,
 )
 from spanfold.exporter.fold.history import InputEvents, Thread
-from spanfold.exporter.fold.meta import Tally, iso, span_hex, step_metadata, trace_meta
+from spanfold.exporter.fold.meta import Tally, iso, run_meta, span_hex, step_metadata, trace_meta
 from spanfold.exporter.fold.nested_tools import merge_nested_tool_steps
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.runs.run import Run
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.semconv.shapes import first_choice
 from spanfold.stitching.pairing import Call, Pairing
 from spanfold.trace.model import Message, Trace
 
-__all__ = ["drop_duplicate_calls", "fold", "iso", "span_hex"]
+__all__ = ["drop_duplicate_calls", "fold", "fold_run", "iso", "span_hex"]
 
 
 def _richness(step: ModelStep) -> tuple[int, int, int]:
@@ -162,12 +164,12 @@ def error_text(err: dict[str, Any]) -> str:
 
 
 class _Folder:
-    def __init__(self, records: list[SpanRecord], steps: Mapping[int, Step | None] | None) -> None:
+    def __init__(self, records: list[SpanRecord], steps: Mapping[int, Step | None]) -> None:
         self.records = records
         self.parents = {r.span_id: r.parent_id for r in records}
         self.steps: dict[int, Step] = {}
         for r in records:
-            step = steps.get(r.span_id) if steps is not None and r.span_id in steps else safe_step(r)
+            step = steps.get(r.span_id)
             if step is not None:
                 self.steps[r.span_id] = step
         drop_duplicate_calls(self.steps)
@@ -467,10 +469,18 @@ class _Folder:
         return [a for a in self.agents.values() if self.agent_of(a.span_id) is None]
 
 
+def fold_run(run: Run) -> Trace:
+    """The flat trace of a run (one trace, or a stitched conversation), from the steps it brings, and its metadata.
+    Never raises on bad span data: faults are counted."""
+    folder = _Folder(run.records, run.steps)
+    events = folder.run()
+    return Trace(events=events, meta=run_meta(run, folder.roots(), folder.tally))
+
+
 def fold(spans: Iterable[SpanRecord], *, trace_id: str, steps: Mapping[int, Step | None] | None = None) -> Trace:
-    """The flat trace of one trace's spans (or a stitched conversation's). ``steps``: spans already normalised
-    (by span id), so no attribute is parsed twice. Never raises on bad span data: faults are counted."""
+    """The flat trace of one trace's spans, the whole way: each span through its dialect (``steps``: those already
+    read, by span id, not read again), the fold, the metadata. Never raises on bad span data: faults are counted."""
     records = list(spans)
-    folder = _Folder(records, steps)
+    folder = _Folder(records, steps_of(records, steps))
     events = folder.run()
     return Trace(events=events, meta=trace_meta(trace_id, records, folder.roots(), folder.tally))

@@ -5,11 +5,13 @@ model step.
 
 A run ended with an error (status ``error``) when a root agent span failed (an exception, Ctrl-C's
 ``KeyboardInterrupt`` too, left the run) or its last step (the one that ended last) failed; else normally
-(``complete``). Written before it was done (``incomplete``) or with spans dropped (``truncated``) is the
-assembler's to say (:func:`status`), and the less complete of the two is the trace's (:func:`worst`).
+(``complete``). Written before it was done (``incomplete``) or with spans dropped (``truncated``) is the run's to say
+(:attr:`~spanfold.exporter.runs.run.Run.status`), and the less complete of the two is the trace's
+(:func:`~spanfold.exporter.runs.run.worst`).
 
-Shared by the fold (:class:`Tally` over a trace's steps, :func:`trace_meta`), the stitcher (:func:`worst`: a
-stitched run is as complete as its least complete member) and the assembler (:func:`status`, :func:`worst`).
+The stage after the fold: the fold tallies a trace's steps as it takes them (:class:`Tally`) and ends with
+:func:`run_meta` (a run) or :func:`trace_meta` (one trace's spans); the event metadata (:func:`step_metadata`,
+:func:`iso`, :func:`span_hex`) it reads as it goes.
 """
 
 from __future__ import annotations
@@ -17,15 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any
 
 from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.runs.run import Run, worst
 from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
-from spanfold.trace.model import StepTime, TraceMeta, TraceStatus, Usage
-
-#: Less complete ranks higher: an error is told even when the run was written early; dropped spans say the most.
-_STATUS_RANK: Final[dict[TraceStatus, int]] = {"complete": 0, "incomplete": 1, "error": 2, "truncated": 3}
+from spanfold.trace.model import StepTime, TraceMeta, Usage
 
 
 @lru_cache(maxsize=4096)  # the events of one step share its timestamp
@@ -42,16 +42,6 @@ def span_hex(span_id: int) -> str:
 
 def trace_hex(trace_id: int) -> str:
     return format(trace_id, "032x")
-
-
-def status(*, truncated: bool, incomplete: bool) -> TraceStatus:
-    """A trace's status: ``truncated`` (spans were dropped) over ``incomplete`` (written before it was done)."""
-    return "truncated" if truncated else ("incomplete" if incomplete else "complete")
-
-
-def worst(a: TraceStatus, b: TraceStatus) -> TraceStatus:
-    """The less complete of two statuses."""
-    return b if _STATUS_RANK[b] > _STATUS_RANK[a] else a
 
 
 def step_metadata(step: ModelStep) -> dict[str, Any]:
@@ -151,4 +141,14 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     meta.error = ending_error(roots, ordered)
     if meta.error is not None:
         meta.status = "error"
+    return meta
+
+
+def run_meta(run: Run, roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
+    """A run's metadata (:func:`trace_meta`, named after its first trace): its status the less complete of the run's
+    and the one the fold found (an error is kept); a stitched run's lists its OTel trace ids (``otel_trace_ids``)."""
+    meta = trace_meta(trace_hex(run.trace_ids[0]), run.records, roots, tally)
+    meta.status = worst(meta.status, run.status)
+    if run.stitched:
+        meta.extra["otel_trace_ids"] = [trace_hex(t) for t in run.trace_ids]
     return meta

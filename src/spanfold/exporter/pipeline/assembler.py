@@ -1,9 +1,15 @@
-"""The per-trace core every span path shares: buffer :class:`SpanRecord` s by trace id, decide when a trace is done,
-fold it (or stitch it into a conversation) and hand the flat trace to the writers.
+"""The per-trace core every span path shares: span records in, flat traces out to the writers, one way.
 
 One :class:`Assembler` serves the in-process ``FoldingSpanProcessor``, the ``FoldingSpanExporter``, the OTLP receiver
 and ``spanfold fold``. It is single-threaded bookkeeping: the caller owns the thread (a :class:`FoldWorker
 <spanfold.exporter.pipeline.processor.FoldWorker>`, or the CLI's loop) and the clock (``now`` is ``time.monotonic()``).
+
+The way through: the assembler buffers :class:`SpanRecord` s by trace id and decides when a trace is done; it hands
+each done trace to the runs stage (:class:`~spanfold.exporter.runs.grouping.Runs`: the spans read into steps by their
+dialects, then a run of its own or a member of a stitched conversation), which returns the runs it finished; each run
+goes to the fold (:func:`~spanfold.exporter.fold.folding.fold_run`: events, then metadata) and the trace it makes to
+the writers. No stage calls back: what a later stage needs of the buffers (which traces still run a span, which
+process still sends) is handed to it as data.
 
 When is a trace done? (:class:`Policy`)
 
@@ -18,33 +24,30 @@ trace's own root (no parent at all) for a receiver that gathers the parts of a t
 Bounded: ``max_traces_in_flight`` (the least recently active trace is cut, counted ``traces_incomplete``),
 ``max_spans_per_trace`` and ``max_attribute_bytes_per_trace`` (``traces_truncated``, ``dropped_spans``; the root
 span is always kept) and ``trace_timeout`` for traces whose root never comes. A span added twice to a trace that is
-still buffered (a retried export, two copies of one file) counts once (``duplicate_spans``). Un-parented calls are
-stitched (:mod:`spanfold.exporter.fold.stitch`) within the process they came from (as far as the resource tells: one
-stitcher per resource) and closed after ``stitch_idle`` seconds, or earlier for a receiver (``Policy.final_idle``):
-``final_idle`` seconds after a final answer (no tool call) while nothing more of that process waits to be folded, and
-at once when the receiver learns that the sending process is gone (:meth:`Assembler.process_ended`).
+still buffered (a retried export, two copies of one file) counts once (``duplicate_spans``). Stitched conversations
+(within the process they came from, as far as the resource tells) close after ``stitch_idle`` seconds, or earlier for
+a receiver (``Policy.final_idle``): ``final_idle`` seconds after a final answer while nothing more of that process
+waits to be folded, and at once when the receiver learns that the sending process is gone
+(:meth:`Assembler.process_ended`).
 """
 
 from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spanfold import counters
-from spanfold.config import ASKING_IDLE_FACTOR, Config
+from spanfold.config import Config
 from spanfold.exporter.files.writers import Writer
-from spanfold.exporter.fold.meta import status as trace_status
-from spanfold.exporter.fold.meta import trace_hex as trace_hex  # part of the assembler's surface
-from spanfold.exporter.fold.meta import worst
-from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.records import SpanRecord, attribute_bytes, process_key
+from spanfold.exporter.runs.run import status as trace_status
 
-if TYPE_CHECKING:  # the fold's modules load when the first trace is folded, not at init() (start-up time)
-    from spanfold.exporter.fold.stitch import Conversation, Stitcher
-    from spanfold.exporter.steps import Step
-    from spanfold.trace.model import Trace, TraceStatus
+if TYPE_CHECKING:  # the later stages load when the first trace is done, not at init() (start-up time)
+    from spanfold.exporter.runs.grouping import Runs
+    from spanfold.exporter.runs.run import Run
 
 
 def local_root(record: SpanRecord) -> bool:
@@ -57,46 +60,23 @@ def trace_root(record: SpanRecord) -> bool:
     return record.parent_id is None
 
 
-class SenderResource(dict[str, Any]):
-    """A resource that names no process (no ``service.instance.id``: opentelemetry-sdk before 1.43 and many other
-    SDKs by default, so every process of a service sends the same one), as a receiver hands it to the fold: the same
-    attributes, and ``sender``, the connection that carried it. Two such processes are never one sender."""
-
-    __slots__ = ("sender",)
-
-    def __init__(self, attributes: Mapping[str, Any], sender: int) -> None:
-        super().__init__(attributes)
-        self.sender = sender
-
-
-def process_key(resource: Mapping[str, Any]) -> Hashable:
-    """Which process a span came from, as far as its resource tells (one SDK: one resource), and for a
-    :class:`SenderResource` the connection too: stitching never joins the calls of two processes (a receiver hears
-    many)."""
-    try:
-        key: Hashable = frozenset(resource.items())
-    except TypeError:  # an unhashable value (a key-value list)
-        key = repr(sorted(resource.items(), key=lambda kv: kv[0]))
-    return (key, resource.sender) if isinstance(resource, SenderResource) else key
-
-
-def attribute_bytes(record: SpanRecord) -> int:
-    """The characters of a span's text attributes (message histories dominate a trace's memory)."""
-    return sum(len(value) for value in record.attributes.values() if isinstance(value, str))
-
-
 @dataclass(slots=True)
 class Held:
     """What an :class:`Assembler` holds, for its bounds and a receiver's admission: the attribute bytes of every
     buffered trace and open stitched conversation, and the spans and bytes of the traces whose root has not arrived
     (what :meth:`Assembler.shed` may cut to make room)."""
 
-    bytes: int = 0
+    traces: int = 0  # attribute bytes of the buffered traces
+    runs: int = 0  # ... of the open stitched conversations, as the runs stage last said
     rootless_spans: int = 0
     rootless_bytes: int = 0
 
+    @property
+    def bytes(self) -> int:
+        return self.traces + self.runs
+
     def add(self, size: int, *, rootless: bool) -> None:
-        self.bytes += size
+        self.traces += size
         if rootless:
             self.rootless_spans += 1
             self.rootless_bytes += size
@@ -107,7 +87,7 @@ class Held:
         self.rootless_bytes -= buf.attribute_bytes
 
     def release(self, buf: _Buffer) -> None:
-        self.bytes -= buf.attribute_bytes
+        self.traces -= buf.attribute_bytes
         if not buf.root_seen:
             self.rooted(buf)
 
@@ -153,7 +133,7 @@ class Assembler:
         self._rooted: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root arrived (quiet policy)
         self._rootless: OrderedDict[int, _Buffer] = OrderedDict()  # those whose root has not (yet), cut first
         self.held = Held()  # attribute bytes held, and how much of it (and of spans) waits for a root
-        self._stitchers: dict[Hashable, Stitcher] = {}  # one per process: calls are stitched within a process
+        self._runs: Runs | None = None  # the runs stage, made when the first trace is done
         self._written = False  # traces handed to the writers since they were last flushed
 
     # --- input -------------------------------------------------------------------------------------------
@@ -179,8 +159,11 @@ class Assembler:
 
     def add(self, record: SpanRecord, now: float) -> None:
         """An ended span."""
-        if self.policy.stitch and record.trace_id not in self._traces and self._join(record, now):
-            return
+        if self._runs is not None and record.trace_id not in self._traces:
+            joined = self._runs.span(record, now)  # a trace an open conversation holds: no buffer
+            if joined is not None:
+                self._hand_on(joined)
+                return
         buf = self._buffer(record.trace_id, now)
         if self._duplicate(buf, record):
             return
@@ -212,41 +195,21 @@ class Assembler:
             self._finish(buf, incomplete=False)
         self.shed()
 
-    def _join(self, record: SpanRecord, now: float) -> bool:
-        """A span of a trace an open stitched conversation holds goes straight to it (a receiver hears the calls of a
-        run stitched at the source one by one, each with its parent in an earlier part)."""
-        stitcher = self._stitchers.get(process_key(record.resource))
-        conv = stitcher.member(record.trace_id) if stitcher is not None else None
-        if stitcher is None or conv is None:
-            return False
-        from spanfold.exporter.dialects.dispatch import safe_step  # loaded with the first trace (a stitcher exists)
-
-        size = attribute_bytes(record)
-        stitcher.join(conv, record, safe_step(record), size, now)
-        self.held.bytes += size
-        self._bound(stitcher, conv)
-        return True
-
     def shed(self) -> None:
         """Past ``max_buffered_bytes`` (or the policy's ``max_spans``): close the least recently active stitched
         conversations (they are written whole, nothing is lost), then cut the least recently active traces whose root
         has not arrived (the likeliest never to complete; ``traces_shed``), until back under."""
         held, bytes_bound, spans_bound = self.held, self.config.max_buffered_bytes, self.policy.max_spans
         while held.bytes > bytes_bound or self.spans > spans_bound:
-            if held.bytes > bytes_bound and self._close_oldest_conversation():
-                continue
+            if held.bytes > bytes_bound and self._runs is not None:
+                closed = self._runs.close_oldest()
+                if closed:
+                    self._hand_on(closed)
+                    continue
             if not self._rootless:
                 return
             counters.incr("traces_shed")
             self._finish(next(iter(self._rootless.values())), incomplete=True)
-
-    def _close_oldest_conversation(self) -> bool:
-        touched = [(t, key) for key, st in self._stitchers.items() if (t := st.oldest_touch()) is not None]
-        if not touched:
-            return False
-        stitcher = self._stitchers[min(touched, key=lambda tk: tk[0])[1]]
-        self._write_conversation(stitcher.close(next(iter(stitcher.open.values()))))
-        return True
 
     @staticmethod
     def _duplicate(buf: _Buffer, record: SpanRecord) -> bool:
@@ -276,41 +239,8 @@ class Assembler:
             if buf.touched > limit:
                 break
             self._finish(buf, incomplete=True)
-        for key, stitcher in list(self._stitchers.items()):
-            idle = self.config.stitch_idle
-            for conv in stitcher.idle(now - idle, self._running, now, now - idle * ASKING_IDLE_FACTOR):
-                self._write_conversation(conv)
-            if self.policy.final_idle is not None:
-                self._write_answered(key, stitcher, now, self.policy.final_idle)
-            if not stitcher.open:
-                del self._stitchers[key]
-
-    def _running(self, conv: Conversation) -> bool:
-        """Whether a span of one of the conversation's traces started and has not ended (a tool still running)."""
-        for trace_id in conv.trace_ids:
-            buf = self._traces.get(trace_id)
-            if buf is not None and buf.open:
-                return True
-        return False
-
-    def _write_answered(self, key: Hashable, stitcher: Stitcher, now: float, final_idle: float) -> None:
-        """Write the conversations whose final answer is ``final_idle`` seconds old, unless a later trace of their
-        process still waits to be folded (it may continue them: looked at again in ``final_idle`` seconds)."""
-        for conv in stitcher.answered_before(now - final_idle):
-            if self._sending(key, conv.touched):
-                stitcher.seen_again(conv, now)
-                continue
-            counters.incr("conversations_answered")
-            self._write_conversation(stitcher.close(conv))
-
-    def _sending(self, key: Hashable, since: float) -> bool:
-        """Whether a trace of process ``key`` touched after ``since`` is still buffered (most recent first)."""
-        for buf in reversed(self._traces.values()):
-            if buf.touched <= since:
-                return False
-            if buf.resource is not None and process_key(buf.resource) == key:
-                return True
-        return False
+        if self._runs is not None:  # what the buffers still hold, as data: running spans, processes still sending
+            self._hand_on(self._runs.expire(now, self._traces, self._traces.values()))
 
     def process_ended(self, resource: Mapping[str, Any], now: float) -> None:
         """The process that sent spans with ``resource`` is gone (a receiver saw its connection close): fold its traces
@@ -318,11 +248,8 @@ class Assembler:
         key = process_key(resource)
         for buf in [b for b in self._rooted.values() if b.resource is not None and process_key(b.resource) == key]:
             self._finish(buf, incomplete=bool(buf.open))
-        stitcher = self._stitchers.pop(key, None)
-        if stitcher is not None:
-            for conv in stitcher.close_all():
-                counters.incr("conversations_process_ended")
-                self._write_conversation(conv)
+        if self._runs is not None:
+            self._hand_on(self._runs.process_ended(key))
 
     def next_deadline(self) -> float | None:
         """The earliest ``now`` at which :meth:`expire` has something to do (None: nothing is waiting)."""
@@ -331,14 +258,9 @@ class Assembler:
             deadlines.append(next(iter(self._traces.values())).touched + self.config.trace_timeout)
         if self._rooted and self.policy.quiet is not None:
             deadlines.append(next(iter(self._rooted.values())).touched + self.policy.quiet)
-        for stitcher in self._stitchers.values():
-            idle = self.config.stitch_idle
-            deadline = stitcher.idle_deadline(idle, idle * ASKING_IDLE_FACTOR)
-            if deadline is not None:
-                deadlines.append(deadline)
-            answered = stitcher.oldest_answer()
-            if answered is not None and self.policy.final_idle is not None:
-                deadlines.append(answered + self.policy.final_idle)
+        runs = self._runs.next_deadline() if self._runs is not None else None
+        if runs is not None:
+            deadlines.append(runs)
         return min(deadlines) if deadlines else None
 
     def flush(self, now: float, *, final: bool) -> None:
@@ -347,10 +269,8 @@ class Assembler:
         for buf in list(self._traces.values()):
             if final or buf.root_seen:
                 self._finish(buf, incomplete=not buf.root_seen or bool(buf.open))
-        stitchers, self._stitchers = self._stitchers, {}
-        for stitcher in stitchers.values():
-            for conv in stitcher.close_all():
-                self._write_conversation(conv)
+        if self._runs is not None:
+            self._hand_on(self._runs.close_all())
         self._flush_writers()  # also what a writer still holds from a failed write
         if final:
             for writer in self.writers:
@@ -368,13 +288,13 @@ class Assembler:
             self._call(writer, "flush")
 
     def stats(self) -> dict[str, int]:
-        open_conversations = sum(len(s) for s in self._stitchers.values())
+        open_conversations = len(self._runs) if self._runs is not None else 0
         return {"traces_in_flight": len(self._traces), "conversations_open": open_conversations}
 
-    # --- fold and write ----------------------------------------------------------------------------------
+    # --- the way on: runs, fold, writers ------------------------------------------------------------------
 
     def _finish(self, buf: _Buffer, *, incomplete: bool) -> None:
-        """Fold a trace (or hand it to the stitcher) and forget its buffer."""
+        """Forget a done trace's buffer and hand the trace to the runs stage."""
         self._traces.pop(buf.trace_id, None)
         self._rooted.pop(buf.trace_id, None)
         self._rootless.pop(buf.trace_id, None)
@@ -382,86 +302,45 @@ class Assembler:
         self.held.release(buf)
         status = trace_status(truncated=buf.truncated, incomplete=incomplete)
         try:
-            from spanfold.exporter.dialects.dispatch import safe_step
-            from spanfold.exporter.fold.folding import fold
-            from spanfold.exporter.fold.stitch import placed_at_source, stitch_root
-
-            steps: dict[int, Step | None] = {r.span_id: safe_step(r) for r in buf.records}
-            if not any(s is not None for s in steps.values()):
-                counters.incr("traces_skipped")  # no GenAI span: nothing to write
-                return
-            if incomplete:
-                counters.incr("traces_incomplete")
-            root = stitch_root(buf.records, steps) if self.policy.stitch else None
-            if root is not None:
-                self._stitch(root[1], buf, steps, status, placed=placed_at_source(root[0]))
-                return
-            trace = fold(buf.records, trace_id=trace_hex(buf.trace_id), steps=steps)
-            trace.meta.status = worst(trace.meta.status, status)  # an error the fold found is kept
+            finished = self._runs_stage().add(
+                buf.trace_id,
+                buf.records,
+                status=status,
+                incomplete=incomplete,
+                touched=buf.touched,
+                attribute_bytes=buf.attribute_bytes,
+            )
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
-        self._write(trace, buf.records)
+        self._hand_on(finished)
 
-    def _stitch(
-        self, root: Any, buf: _Buffer, steps: dict[int, Step | None], status: TraceStatus, *, placed: bool
-    ) -> None:
-        key = process_key(buf.records[0].resource)
-        stitcher = self._stitchers.get(key)
-        if stitcher is None:
-            from spanfold.exporter.fold.stitch import Stitcher
+    def _runs_stage(self) -> Runs:
+        if self._runs is None:
+            from spanfold.exporter.runs.grouping import Runs  # with the dialects and the stitcher: the first trace
 
-            stitcher = self._stitchers[key] = Stitcher()
-        conv = stitcher.add(
-            root,
-            buf.trace_id,
-            buf.records,
-            steps,
-            status,
-            buf.touched,
-            attribute_bytes=buf.attribute_bytes,
-            placed=placed,
-        )
-        self.held.bytes += buf.attribute_bytes  # now the conversation's
-        if self._bound(stitcher, conv):
-            return
-        while len(stitcher) > self.config.max_traces_in_flight:
-            oldest = next(iter(stitcher.open.values()))
-            if oldest is conv:
-                break
-            self._write_conversation(stitcher.close(oldest))
+            self._runs = Runs(self.config, stitch=self.policy.stitch, final_idle=self.policy.final_idle)
+        return self._runs
 
-    def _bound(self, stitcher: Stitcher, conv: Conversation) -> bool:
-        """A stitched run is bounded like any trace: past the bounds it is written now, marked truncated (what follows
-        starts anew). True when it was."""
-        if (
-            len(conv.records) > self.config.max_spans_per_trace
-            or conv.attribute_bytes > self.config.max_attribute_bytes_per_trace
-        ):
-            conv.status = "truncated"
-            counters.incr("traces_truncated")
-            self._write_conversation(stitcher.close(conv))
-            return True
-        return False
+    def _hand_on(self, finished: list[Run]) -> None:
+        """The runs the runs stage finished, each folded and written in turn; what it still holds counts as held."""
+        if self._runs is not None:
+            self.held.runs = self._runs.attribute_bytes
+        for run in finished:
+            self._write(run)
 
-    def _write_conversation(self, conv: Conversation) -> None:
-        self.held.bytes -= conv.attribute_bytes
+    def _write(self, run: Run) -> None:
         try:
-            from spanfold.exporter.fold.folding import fold
+            from spanfold.exporter.fold.folding import fold_run  # loaded with the first trace, not at init()
 
-            trace = fold(conv.records, trace_id=trace_hex(conv.trace_ids[0]), steps=conv.steps)
-            trace.meta.status = worst(trace.meta.status, conv.status)
-            trace.meta.extra["otel_trace_ids"] = [trace_hex(t) for t in conv.trace_ids]
+            trace = fold_run(run)
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
-        self._write(trace, conv.records)
-
-    def _write(self, trace: Trace, records: list[SpanRecord]) -> None:
         counted = False
         for writer in self.writers:
             if getattr(writer, "wants_spans", False):  # otlp-json: the spans the trace was folded from
-                self._call(writer, "write_spans", trace, records)
+                self._call(writer, "write_spans", trace, run.records)
             else:
                 self._call(writer, "write", trace)
             counted = counted or getattr(writer, "counts_written", False)

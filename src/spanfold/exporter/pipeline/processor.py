@@ -2,13 +2,11 @@
 SDK's ``BatchSpanProcessor``:
 
 * ``on_start`` / ``on_end`` only queue the span on a :class:`~spanfold.exporter.pipeline.worker.FoldWorker` (a start
-  marker,
-  then the span), bounded by twice ``max_queue_size``; over it the worker drops and counts (``dropped_span_starts``,
-  ``dropped_spans``);
+  marker, then the span), bounded by twice ``max_queue_size``; over it the worker drops and counts
+  (``dropped_span_starts``, ``dropped_spans``);
 * the worker folds in batches on its own thread: the shared :class:`~spanfold.exporter.pipeline.assembler.Assembler`
-  groups
-  spans by trace id and folds a trace once its local root and every span it saw start have ended, stitches
-  un-parented calls and bounds memory;
+  groups spans by trace id and passes a trace on once its local root and every span it saw start have ended (its
+  un-parented calls stitched into runs, then folded), and bounds memory;
 * fork-safe: a forked child drops what it inherited and starts its own worker.
 
 ``FoldWorker``, ``POLL_INTERVAL_S`` and ``WAKE_AT`` live in :mod:`spanfold.exporter.pipeline.worker` (re-exported here).

@@ -27,8 +27,9 @@ Answers, as the OTLP/HTTP specification asks (error bodies are a ``google.rpc.St
 Bodies are inflated and decoded on a small thread pool, never on the event loop; limits are checked on the decoded
 request.
 
-When is a stitched run written? (Zero-code runs: one trace per model call, joined by :mod:`.stitch`.) As soon as it
-is provably over, not only after the idle window (``stitch_idle``, 30 s):
+When is a stitched run written? (Zero-code runs: one trace per model call, joined by
+:mod:`spanfold.exporter.runs.stitch`.) As soon as it is provably over, not only after the idle window
+(``stitch_idle``, 30 s):
 
 * **the sending process is gone**: its keep-alive connection closed (an OTel SDK keeps one connection for its whole
   life and closes it at exit) and no request from that process (the same resource; for a resource that names no
@@ -69,9 +70,9 @@ from spanfold.exporter.files.writers import Writer, writers_for
 from spanfold.exporter.otlp import json_in as otlp_json
 from spanfold.exporter.otlp import proto_in as otlp_proto
 from spanfold.exporter.otlp.common import Decoded, OtlpError
-from spanfold.exporter.pipeline.assembler import Policy, SenderResource, attribute_bytes, process_key, trace_root
+from spanfold.exporter.pipeline.assembler import Policy, trace_root
 from spanfold.exporter.pipeline.processor import FoldWorker
-from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.records import SenderResource, SpanRecord, attribute_bytes, process_key
 from spanfold.semconv import names
 
 TRACES_PATH: Final = "/v1/traces"
@@ -220,7 +221,7 @@ _RESOURCE: Final = operator.attrgetter("resource")
 
 
 class _Senders:
-    """Which sending processes (by resource, :func:`~spanfold.exporter.pipeline.assembler.process_key`) each keep-alive
+    """Which sending processes (by resource, :func:`~spanfold.exporter.records.process_key`) each keep-alive
     connection carried, so that the last one closing tells the fold the process is gone (after ``grace`` seconds
     without a request from it). Event-loop thread only."""
 

@@ -6,8 +6,7 @@ The SDK's configurator builds it from the ``opentelemetry_traces_exporter`` entr
 behind the standard ``BatchSpanProcessor``; ``SPANFOLD_OUTPUT``, ``SPANFOLD_FORMAT`` and the other ``SPANFOLD_*``
 options configure it. ``export`` only queues the batch: a :class:`~spanfold.exporter.pipeline.worker.FoldWorker` folds
 on its own thread, with the same :class:`~spanfold.exporter.pipeline.assembler.Assembler` as the in-process processor,
-so
-un-parented calls are stitched here too. The batch processor exports spans in the order they ended, so a trace is
+so un-parented calls are stitched here too. The batch processor exports spans in the order they ended, so a trace is
 done once its local root arrived (``Policy(quiet=0)``); a span ending after its root is a late part. Shutdown (the
 SDK calls it at exit) writes everything still open.
 """
