@@ -121,6 +121,7 @@ def in_process(calls: int) -> dict[str, float]:
 
     from spanfold.instrumentation.providers.openai import instrumentor as sf_openai
     from spanfold.instrumentation.toolkit import conversations
+    from spanfold.instrumentation.toolkit.patching import model_method
     from spanfold.instrumentation.toolkit.spans import ModelSpan
 
     totals: dict[str, int] = {}
@@ -144,7 +145,7 @@ def in_process(calls: int) -> dict[str, float]:
     )
     sf_openai.PATCHES = (
         tuple(
-            sf_openai._model_method(module, name, sf_openai.CHAT, is_async) if api is chat else patch
+            model_method(module, name, sf_openai.CHAT, is_async) if api is chat else patch
             for (module, name, api, is_async), patch in zip(sf_openai.METHODS, sf_openai.PATCHES, strict=False)
         )
         + sf_openai.PATCHES[len(sf_openai.METHODS) :]

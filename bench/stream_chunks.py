@@ -33,6 +33,7 @@ from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProx
 
 class Span:
     ended = False
+    turn = None  # not a zero-code conversation's call
 
     def finish(self, attrs: Any = None) -> None:
         self.ended = True

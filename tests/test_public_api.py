@@ -19,3 +19,23 @@ def test_the_public_names_are_the_documented_ones() -> None:
     assert set(spanfold.__all__) == {"Handle", "__version__", "agent", "flush", "init", "shutdown", "stats", "tool"}
     for name in ("init", "flush", "shutdown", "stats", "tool", "agent"):
         assert (getattr(spanfold, name).__doc__ or "").strip(), name
+    for parameter in ("name", "conversation_id", "traceparent"):
+        assert f"``{parameter}``" in (spanfold.agent.__doc__ or ""), parameter
+
+
+def test_the_package_says_which_of_its_modules_are_public_and_which_internal() -> None:
+    """``help(spanfold)`` lists every module of the package: its docstring says of each whether users may rely on it."""
+    import importlib
+    import pkgutil
+    import re
+
+    doc = spanfold.__doc__ or ""
+    public, _, internal = doc.partition("Internal,")
+    named_public = set(re.findall(r"``spanfold\.(\w+)", public))
+    named_internal = set(re.findall(r"``(\w+)``", internal))
+    modules = {m.name for m in pkgutil.iter_modules(spanfold.__path__)} - {"__main__"}
+    assert modules == named_public | named_internal and not named_public & named_internal
+    for name in named_public:
+        importlib.import_module(f"spanfold.{name}")
+    from spanfold.exporter.pipeline.processor import FoldingSpanProcessor  # noqa: F401
+    from spanfold.exporter.pipeline.span_exporter import FoldingSpanExporter  # noqa: F401

@@ -8,6 +8,20 @@ def get_weather(city: str) -> str: ...
 
 with spanfold.agent("weather-bot"):  # optional: one trace for the whole run
     ...
+
+The public surface is this module's ``__all__`` and these packages:
+
+* ``spanfold.testing``: MockLLMServer (every provider's wire format, no network), scenarios and ``run_agent``;
+* ``spanfold.checks``: trajectory and expected-message checks, and the pytest plugin (``spanfold_traces``);
+* ``spanfold.trace``: reading, validating and rendering trace files (``trace.read``, ``trace.model``);
+* ``spanfold.exporter``: ``pipeline.processor.FoldingSpanProcessor`` and ``pipeline.span_exporter.FoldingSpanExporter``,
+  for a TracerProvider of your own;
+* ``spanfold.instrumentation.providers`` and ``.frameworks``: one OpenTelemetry instrumentor per library
+  (``opentelemetry-instrument`` finds them by their entry points).
+
+Internal, their names free to change in any release: ``bootstrap``, ``cli``, ``codecs``, ``commands``, ``config``,
+``content``, ``counters``, ``demo``, ``host_check``, ``run_report``, ``semconv``, ``setup``, ``stitching``, ``text``,
+``ui``, ``version``, ``zero_code``, and the modules of the public packages not named above.
 """
 
 from __future__ import annotations

@@ -363,6 +363,13 @@ class agent:
     """One ``invoke_agent {name}`` span around a run: a context manager (sync and async) and a decorator.
 
     Everything traced inside (model calls, tools) becomes one trace, folded into one flat trace file line.
+
+    * ``name``: the agent's name (``gen_ai.agent.name``), the trace's name in every format.
+    * ``conversation_id``: the application's own id of the conversation this run belongs to (a chat session, a
+      thread id), written as ``gen_ai.conversation.id``; runs that share it can be grouped later. Never made up.
+    * ``traceparent``: a W3C ``traceparent`` header (``00-<trace id>-<span id>-<flags>``) to start the run under, so
+      it joins a trace begun elsewhere (an incoming request, a parent process); otherwise the current span, else the
+      ``TRACEPARENT`` environment variable ``init()`` read, else a new trace.
     """
 
     def __init__(self, name: str, *, conversation_id: str | None = None, traceparent: str | None = None) -> None:
