@@ -271,6 +271,22 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
     return _result_attributes(m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt)
 
 
+def _add_tool_calls(choice: Choice, tool_calls: Any) -> None:
+    """A delta's tool calls: whole (groq, mistral) or in fragments by index (openai)."""
+    blocks = choice.tool_calls
+    for call in tool_calls:
+        block = blocks.open(call.index or 0)
+        if call.id:
+            block.fields["id"] = call.id
+        fn = call.function
+        if fn is not None:
+            if fn.name:
+                block.fields["name"] = fn.name
+            args = fn.arguments
+            if args:
+                block.fragments.append(args if isinstance(args, str) else m.dumps(args))
+
+
 class ChatStreamAccumulator:
     """Accumulates ``ChatCompletionChunk``s: text and tool-call deltas per choice (parallel calls by index).
 
@@ -288,22 +304,28 @@ class ChatStreamAccumulator:
         self.choices: dict[int, Choice] = {}
 
     def add(self, chunk: Any) -> None:
+        values = chunk.__dict__  # a pydantic model's declared fields: read without its attribute machinery
         if self.id is None:
-            self.id = chunk.id
-            self.model = chunk.model
-        usage = m.get(chunk, "usage")  # not a declared field of every SDK's chunk (litellm)
+            self.id = values.get("id")
+            self.model = values.get("model")
+        usage = values.get("usage") if "usage" in values else m.get(chunk, "usage")  # not declared by litellm
         if usage:
             self.usage = usage
-        for c in chunk.choices:
-            choice = self.choices.get(c.index)
+        choices = self.choices
+        for c in values["choices"]:
+            index = c.index
+            choice = choices.get(index)
             if choice is None:
-                choice = self.choices[c.index] = Choice()
+                choice = choices[index] = Choice()
             delta = c.delta
             if delta:
                 fields = delta.__dict__
                 extra = delta.__pydantic_extra__  # litellm's Delta keeps its fields there
                 if extra:
                     fields = {**fields, **extra}
+                tool_calls = fields.get("tool_calls")
+                if tool_calls:  # most chunks of a tool-calling answer: argument fragments, nothing else
+                    _add_tool_calls(choice, tool_calls)
                 content = fields.get("content")
                 if content:
                     if isinstance(content, str):
@@ -321,21 +343,9 @@ class ChatStreamAccumulator:
                 audio = fields.get("audio")  # an audio answer: its transcript in pieces (among the extras)
                 if audio:
                     add_audio(choice, audio)
-                tool_calls = fields.get("tool_calls")
-                if tool_calls:
-                    for call in tool_calls:
-                        block = choice.tool_calls.open(call.index or 0)
-                        if call.id:
-                            block.fields["id"] = call.id
-                        fn = call.function
-                        if fn is not None:
-                            if fn.name:
-                                block.fields["name"] = fn.name
-                            args = fn.arguments
-                            if args:
-                                block.fragments.append(args if isinstance(args, str) else m.dumps(args))
-            if c.finish_reason:
-                choice.finish_reason = c.finish_reason
+            reason = c.finish_reason
+            if reason:
+                choice.finish_reason = reason
 
     def attributes(self) -> dict[str, Any]:
         choices = [self.choices[i] for i in sorted(self.choices)]
