@@ -152,3 +152,31 @@ def otlp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-c", OTLP_RUN], check=True, capture_output=True, env=env, timeout=120)
     assert sorted(p.name for p in out.iterdir()) == ["traces.otlp.jsonl"]
     return out
+
+
+@pytest.fixture(scope="session")
+def recorded_dir(tmp_path_factory: pytest.TempPathFactory, _global_provider: Any) -> Path:
+    """Runs written by ``spanfold.init()`` with default settings (the Invariant file and its ``.meta.jsonl``) from the
+    real openai SDK over real HTTP to the mock server (:mod:`tests.ui.agents`): the weather agent (``weather-bot``),
+    a run with a slow tool (``slow-bot``), one whose model call fails with a 500 (``failing-bot``)."""
+    import openai
+    from tests.ui import agents
+
+    import spanfold
+    from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
+
+    out = tmp_path_factory.mktemp("recorded") / "traces"
+    spanfold.init(output=str(out))
+    try:
+        with MockLLMServer() as server:
+            agents.weather(server)
+            server.script(Reply.tools([ToolCallSpec("slow_weather", {"city": "Paris"})]), Reply.text("18°C."))
+            with spanfold.agent("slow-bot"):
+                agents.run(agents.client(server), "Weather in Paris?", system=None)
+            server.script(Reply.error(500, "upstream exploded", should_retry=False))
+            with pytest.raises(openai.InternalServerError), spanfold.agent("failing-bot"):
+                agents.run(agents.client(server), "hi", system=None)
+        assert spanfold.flush(timeout=30)
+    finally:
+        spanfold.shutdown()
+    return out

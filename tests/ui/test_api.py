@@ -106,7 +106,9 @@ def test_every_format_opens(tmp_path: Path, demo_dir: Path, ui_server) -> None:
     subprocess.run([*run, "--to", "invariant", "-o", str(tmp_path / "invariant.jsonl")], check=True)
     server = ui_server([tmp_path])
     server.wait_total(3)
-    runs = server.json("/api/runs")["runs"]
+    listed = server.json("/api/runs")  # one run in three formats: listed once, from the Invariant file
+    assert [Path(r["file"]).name for r in listed["runs"]] == ["invariant.jsonl"] and listed["copies"] == 2
+    runs = server.json("/api/runs?copies=show")["runs"]
     assert sorted(Path(r["file"]).name for r in runs) == ["agentv.jsonl", "compact.yaml", "invariant.jsonl"]
     for r in runs:
         detail = server.json(f"/api/run/{r['id']}")

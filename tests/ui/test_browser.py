@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.ui.traces import XSS_IMG, XSS_SCRIPT, trace, write
+from tests.ui.traces import XSS_IMG, XSS_SCRIPT, trace, trace_id, write
 
 expect = pytest.importorskip(
     "playwright.sync_api", reason="Playwright for Python is not installed (pip install playwright; CI installs it)"
@@ -35,7 +35,9 @@ def test_demo_run_list_and_run_view(demo_dir: Path, ui_server, page: Any) -> Non
     assert "weather-bot" in text and "gpt-4o-mini" in text and "get_weather \u00d72" in text and "complete" in text
     row.click()
     page.wait_for_selector(".card")
-    assert re.search(r"#/run/0-1$", page.url)
+    (demo,) = server.json("/api/runs")["runs"]
+    assert demo["id"] == demo["trace_id"] and re.fullmatch("[0-9a-f]{32}", demo["id"])  # a permalink by trace id
+    assert page.url.endswith(f"#/run/{demo['id']}")
     cards = page.locator(".card")
     assert cards.count() == 3
     assert "Paris: 18°C, sunny" in cards.first.inner_text()  # the output is paired with its call
@@ -46,7 +48,7 @@ def test_demo_run_list_and_run_view(demo_dir: Path, ui_server, page: Any) -> Non
     expect(page.locator("#raw")).to_contain_text('"role": "system"')
     page.click("button[data-tab=metadata]")
     assert "weather-bot" in page.locator("#metadata").inner_text()
-    page.goto(server.url + "#/run/0-1/timeline")  # a permalink opens the same view
+    page.goto(f"{server.url}#/run/{demo['id']}/timeline")  # a permalink opens the same view
     page.wait_for_selector("button[data-tab=timeline].active")
     assert errors == [], errors
 
@@ -63,7 +65,7 @@ def test_filter_sort_compare_and_live_update(tmp_path: Path, ui_server, page: An
     page.select_option("#f-tool", "")
     page.select_option("#f-errors", "yes")
     expect(page.locator("#runs tr.run")).to_have_count(1)
-    assert page.locator("#runs tr.run").get_attribute("data-id") == "0-4"
+    assert page.locator("#runs tr.run").get_attribute("data-id") == trace_id(4)
     page.select_option("#f-errors", "")
     page.fill("#f-q", "question number 7")
     expect(page.locator("#runs tr.run")).to_have_count(1)
@@ -71,14 +73,14 @@ def test_filter_sort_compare_and_live_update(tmp_path: Path, ui_server, page: An
     expect(page.locator("#runs tr.run")).to_have_count(10)
     page.click("th[data-sort=tokens_in]")  # descending first, then ascending
     page.click("th[data-sort=tokens_in]")
-    expect(page.locator("#runs tr.run").first).to_have_attribute("data-id", "0-1")
+    expect(page.locator("#runs tr.run").first).to_have_attribute("data-id", trace_id(1))
     # live: a trace appended to the file shows up without a reload
     write(tmp_path, [trace(11, tool="brand_new_tool")])
     expect(page.locator("#runs .tools span", has_text="brand_new_tool")).to_have_count(1, timeout=10_000)
     assert path.stat().st_size > 0
     # compare two runs
-    page.locator("#runs tr[data-id='0-1'] input.pick").click()
-    page.locator("#runs tr[data-id='0-2'] input.pick").click()
+    page.locator(f"#runs tr[data-id='{trace_id(1)}'] input.pick").click()
+    page.locator(f"#runs tr[data-id='{trace_id(2)}'] input.pick").click()
     page.click("#compare")
     page.wait_for_selector("#divergence")
     assert "part at call 1" in page.locator("#divergence").inner_text()
@@ -104,7 +106,7 @@ def test_trace_content_is_text_never_markup(tmp_path: Path, ui_server, page: Any
     page.wait_for_selector("#runs tr.run")
     assert '<img src=x onerror="window.__xss=5">' in page.locator("#runs").inner_text()
     assert page.evaluate("document.querySelectorAll('#runs img, #runs svg').length") == 0
-    page.goto(server.url + "#/run/0-1")
+    page.goto(server.url + "#/run/" + trace_id(1))
     page.wait_for_selector(".card")
     body = page.locator("#run-body").inner_text()
     assert XSS_SCRIPT in body and XSS_IMG in body and "<b>tool</b>" in body
@@ -130,7 +132,7 @@ def test_data_image_is_shown_and_reasoning_folded(tmp_path: Path, ui_server, pag
     write(tmp_path, [(events, meta)])
     server = ui_server([tmp_path])
     server.wait_total(1)
-    _open(page, server.url + "#/run/0-1")
+    _open(page, server.url + "#/run/" + trace_id(1))
     page.wait_for_selector("img.trace-image")
     assert page.evaluate("document.querySelector('img.trace-image').naturalWidth") == 1
     reasoning = page.locator("details.reasoning")
@@ -148,11 +150,11 @@ def test_timeline_shows_step_durations(tmp_path: Path, ui_server, page: Any) -> 
     write(tmp_path, [(events, meta)])
     server = ui_server([tmp_path])
     server.wait_total(1)
-    _open(page, server.url + "#/run/0-1/timeline")
+    _open(page, f"{server.url}#/run/{trace_id(1)}/timeline")
     rows = page.locator(".timeline .bar-row")
     expect(rows).to_have_count(3)
     assert page.locator(".bar-row .wf-label").all_inner_texts() == ["model gpt-test", "└ tool search", "model gpt-test"]
     assert "250 ms" in rows.nth(1).inner_text()
     rows.nth(1).locator("a.to-event").click()  # a step links to its event in the conversation
     page.wait_for_selector("#event-3.selected")
-    assert page.url.endswith("#/run/0-1/conversation/s2")
+    assert page.url.endswith(f"#/run/{trace_id(1)}/conversation/s2")

@@ -66,7 +66,7 @@ def test_hundred_thousand_traces(tmp_path: Path, ui_server, page: Any) -> None:
     expect(page.locator("#runs tr.run")).to_have_count(100)  # one page, not the whole list
     expect(page.locator("#count")).to_contain_text("of 100,000 runs")
     first = page.locator("#runs tr.run").first
-    assert first.get_attribute("data-id") == f"0-{RUNS}"  # newest first
+    assert first.get_attribute("data-id") == f"{RUNS - 1:032x}"  # newest first, by its trace id
     page.select_option("#f-tool", "run_tests")
     expect(page.locator("#count")).to_contain_text("of 25,000 runs")
     page.select_option("#f-errors", "yes")
@@ -79,7 +79,7 @@ def test_hundred_thousand_traces(tmp_path: Path, ui_server, page: Any) -> None:
     write(path.parent, [trace(RUNS + 7, tool="appended_tool")], name="big")
     server.wait_total(RUNS + 1, timeout=10)
     expect(page.locator("#count")).to_contain_text("of 100,001 runs", timeout=10_000)
-    page.goto(server.url + "#/run/0-50000")
+    page.goto(f"{server.url}#/run/{50_000 - 1:032x}")  # line 50,000
     expect(page.locator(".card .tool-name")).to_have_text("run_tests")
     total = time.monotonic() - began
     assert total < 60, f"indexed in {indexed:.1f} s, all in {total:.1f} s"

@@ -67,6 +67,6 @@ def test_browser_opens_a_span_file(otlp_dir: Path, ui_server: Any, page: Any) ->
     assert "otlp-bot" in text and "get_weather \u00d72" in text and "complete" in text
     row.click()
     page.wait_for_selector(".card")
-    assert re.search(r"#/run/0-\d+$", page.url)
+    assert re.search(r"#/run/[0-9a-f]{32}$", page.url)
     assert page.locator(".card").count() == 3
     assert "Paris: 18°C, sunny" in page.locator(".card").first.inner_text()

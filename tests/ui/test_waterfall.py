@@ -1,8 +1,9 @@
 """The waterfall of ``spanfold ui`` (issue 34, item 1): each model call and tool run of a run on one time axis, from
 the per-step timing of the metadata, tool runs under the call that asked for them, a step's details on hover and
 click, and one step picked in both the waterfall and the conversation. Traces written by ``spanfold.init()`` with
-default settings from the real openai SDK over real HTTP to the mock server, the same run converted to AgentV by
-``spanfold convert``, and an OTLP JSON span file; the real command; a real headless browser."""
+default settings from the real openai SDK over real HTTP to the mock server (``recorded_dir``), the same run
+converted to AgentV by ``spanfold convert``, and an OTLP JSON span file; the real command; a real headless
+browser."""
 
 from __future__ import annotations
 
@@ -12,37 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 from tests.ui import agents
-
-import spanfold
-from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
 #: The weather run as the waterfall draws it: kind, depth (tool runs under their call).
 DEMO_SHAPE = [("model", 0), ("tool", 1), ("tool", 1), ("model", 0), ("tool", 1), ("model", 0)]
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, _global_provider: Any) -> Path:
-    """Runs with default settings: the weather agent, a run with a slow tool, one whose call fails (500)."""
-    out = tmp_path_factory.mktemp("waterfall") / "traces"
-    spanfold.init(output=str(out))
-    try:
-        with MockLLMServer() as server:
-            agents.weather(server)
-            server.script(Reply.tools([ToolCallSpec("slow_weather", {"city": "Paris"})]), Reply.text("18°C."))
-            with spanfold.agent("slow-bot"):
-                agents.run(agents.client(server), "Weather in Paris?", system=None)
-            server.script(Reply.error(500, "upstream exploded", should_retry=False))
-            with pytest.raises(openai.InternalServerError), spanfold.agent("failing-bot"):
-                agents.run(agents.client(server), "hi", system=None)
-        assert spanfold.flush(timeout=30)
-    finally:
-        spanfold.shutdown()
-    return out
 
 
 def _ids(server: Any) -> dict[str, str]:
@@ -66,9 +43,9 @@ def _shape(page: Any) -> list[tuple[str, int]]:
 
 
 def test_each_step_is_a_bar_on_one_axis_with_tool_runs_under_their_call(
-    recorded: Path, ui_server: Any, page: Any
+    recorded_dir: Path, ui_server: Any, page: Any
 ) -> None:
-    server = ui_server([recorded])
+    server = ui_server([recorded_dir])
     server.wait_total(3)
     ids = _ids(server)
     wf = server.json(f"/api/run/{ids['weather-bot']}")["waterfall"]
@@ -96,8 +73,8 @@ def test_each_step_is_a_bar_on_one_axis_with_tool_runs_under_their_call(
     assert "system" not in " ".join(labels) and "user" not in " ".join(labels)
 
 
-def test_bars_are_placed_and_sized_by_the_step_times(recorded: Path, ui_server: Any, page: Any) -> None:
-    server = ui_server([recorded])
+def test_bars_are_placed_and_sized_by_the_step_times(recorded_dir: Path, ui_server: Any, page: Any) -> None:
+    server = ui_server([recorded_dir])
     server.wait_total(3)
     slow = _ids(server)["slow-bot"]
     wf = server.json(f"/api/run/{slow}")["waterfall"]
@@ -119,9 +96,9 @@ def test_bars_are_placed_and_sized_by_the_step_times(recorded: Path, ui_server: 
 
 
 def test_a_step_picked_in_the_waterfall_is_picked_in_the_conversation(
-    recorded: Path, ui_server: Any, page: Any
+    recorded_dir: Path, ui_server: Any, page: Any
 ) -> None:
-    server = ui_server([recorded])
+    server = ui_server([recorded_dir])
     server.wait_total(3)
     run = _ids(server)["weather-bot"]
     page.goto(f"{server.url}#/run/{run}/timeline")
@@ -148,8 +125,8 @@ def test_a_step_picked_in_the_waterfall_is_picked_in_the_conversation(
     expect(page.locator("#step-details dd").first).to_have_text("4 of 6")
 
 
-def test_a_failed_call_is_a_red_bar_with_its_error(recorded: Path, ui_server: Any, page: Any) -> None:
-    server = ui_server([recorded])
+def test_a_failed_call_is_a_red_bar_with_its_error(recorded_dir: Path, ui_server: Any, page: Any) -> None:
+    server = ui_server([recorded_dir])
     server.wait_total(3)
     page.goto(f"{server.url}#/run/{_ids(server)['failing-bot']}/timeline/s1")
     expect(page.locator(".wf-row[data-step] .bar.error")).to_have_count(1)
@@ -159,11 +136,11 @@ def test_a_failed_call_is_a_red_bar_with_its_error(recorded: Path, ui_server: An
 
 
 def test_agentv_and_otlp_files_draw_the_same_waterfall(
-    recorded: Path, otlp_dir: Path, tmp_path: Path, ui_server: Any, page: Any
+    recorded_dir: Path, otlp_dir: Path, tmp_path: Path, ui_server: Any, page: Any
 ) -> None:
     converted = tmp_path / "agentv"
     converted.mkdir()
-    source, target = str(recorded / "traces.jsonl"), str(converted / "runs.agentv.jsonl")
+    source, target = str(recorded_dir / "traces.jsonl"), str(converted / "runs.agentv.jsonl")
     command = [sys.executable, "-m", "spanfold", "convert", "--to", "agentv", source, "-o", target]
     subprocess.run(command, check=True, capture_output=True)
     for directory, name in ((converted, "weather-bot"), (otlp_dir, "otlp-bot")):

@@ -10,6 +10,11 @@ XSS_SCRIPT = "<script>window.__xss = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 2">'
 
 
+def trace_id(n: int) -> str:
+    """The trace id of run ``n`` (its permalink in the ui)."""
+    return f"{n:032x}"
+
+
 def trace(
     n: int, *, tool: str = "search", model: str = "gpt-test", error: bool = False, text: str | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -29,7 +34,7 @@ def trace(
     ]
     meta = {
         "metadata": {
-            "trace_id": f"{n:032x}",
+            "trace_id": trace_id(n),
             "name": f"agent-{n % 7}",
             "models": [model],
             "usage": {"input_tokens": 100 + n, "output_tokens": 10 + n % 50},

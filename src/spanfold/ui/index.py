@@ -40,6 +40,7 @@ from spanfold.trace.read import (
     read_values,
 )
 from spanfold.ui.span_files import Run, SpanFile, runs_in_order
+from spanfold.ui.steps import trace_cost
 
 #: Characters of the first user message kept in a row (what the text filter also searches).
 PREVIEW_CHARS = 160
@@ -69,10 +70,18 @@ class Row:
     own_meta: bool  # the metadata came from the trace itself, not from a sibling
     slot: int = -1  # which record of the metadata sibling describes it (-1: none)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def status(self) -> str:
+        """How the run ended, as its metadata says; ``unknown`` for a record without metadata (no trace id, start
+        or spans): nothing says it ended normally."""
+        meta = self.meta
+        return meta.status if meta.trace_id or meta.start or meta.span_count else "unknown"
+
+    def to_json(self, run_id: str | None = None) -> dict[str, Any]:
+        """The row as the list shows it; ``run_id``: its permalink (its place in its file by default)."""
         meta = self.meta
         return {
-            "id": self.id,
+            "id": run_id or self.id,
             "file": self.file,
             "line": self.line,
             "shape": self.shape,
@@ -82,10 +91,11 @@ class Row:
             "models": meta.models,
             "start": meta.start,
             "duration_ms": meta.duration_ms,
-            "status": meta.status,
+            "status": self.status,
             "error": meta.error,
             "tokens_in": meta.usage.input_tokens,
             "tokens_out": meta.usage.output_tokens,
+            "cost": trace_cost(meta.extra),
             "steps": self.steps,
             "calls": sum(self.summary.tool_calls_by_name.values()),
             "tools": self.summary.tool_calls_by_name,
@@ -249,7 +259,7 @@ def _json(raw: bytes) -> Any:
 
 @dataclass(slots=True)
 class _File:
-    number: int
+    label: str  # the file's name in its rows' ids (its base name; ``NAME~2`` when another file has that name)
     path: Path
     name: str  # str(path), shared by its rows
     lines: _Lines | None  # None: a whole-document file
@@ -329,11 +339,13 @@ class Index:
         return changed
 
     def _forget_deleted(self, found: set[str]) -> bool:
-        """Drop the runs of files that are gone (a rotated trace file deleted past ``keep_files`` / ``keep_days``);
-        their numbers are not given to another file."""
+        """Drop the runs of files that are gone (a rotated trace file deleted past ``keep_files`` / ``keep_days``)."""
         gone = [key for key in self.files if key not in found and _deleted(key)]
         for key in gone:
-            self._clear(self.files.pop(key))
+            entry = self.files.pop(key)
+            self._clear(entry)
+            with self.lock:
+                self.order.remove(entry)
         return bool(gone)
 
     def _refresh_path(self, key: str, path: Path) -> bool:
@@ -345,7 +357,7 @@ class Index:
                 pass
             spans = is_span_file(path)
             lines = _Lines(path) if path.suffix == ".jsonl" and not spans else None
-            entry = _File(len(self.order), path, str(path), lines, spans=spans)
+            entry = _File(self._label(path), path, str(path), lines, spans=spans)
             sibling = meta_path(path) if not spans else None
             if sibling is not None:
                 entry.meta = _Lines(sibling)
@@ -388,7 +400,7 @@ class Index:
         if meta.steps:  # a row holds no steps (read again with the run): the list stays small
             meta = replace(meta, steps=[])
         return Row(
-            id=f"{entry.number}-{line}",
+            id=f"{entry.label}:{line}",
             file=entry.name,
             line=line,
             offset=offset,
@@ -526,13 +538,22 @@ class Index:
 
     @staticmethod
     def _run_id(entry: _File, run: Run) -> str:
-        """A new run's row id: ``FILE-LINE`` (``.N`` after it when several traces start on one line, as in a
+        """A new run's row id: ``FILE:LINE`` (``.N`` after it when several traces start on one line, as in a
         Collector batch)."""
-        row_id, n = f"{entry.number}-{run.line}", 0
+        row_id, n = f"{entry.label}:{run.line}", 0
         while row_id in entry.folded:
             n += 1
-            row_id = f"{entry.number}-{run.line}.{n}"
+            row_id = f"{entry.label}:{run.line}.{n}"
         return row_id
+
+    def _label(self, path: Path) -> str:
+        """A name for a new file's row ids: its base name, unless a file indexed now has it (then ``NAME~N``)."""
+        taken = {entry.label for entry in self.order}
+        label, n = path.name, 1
+        while label in taken:
+            n += 1
+            label = f"{path.name}~{n}"
+        return label
 
     # -- reading -------------------------------------------------------------------------------------------------
     def snapshot(self) -> tuple[int, list[Row]]:
@@ -612,8 +633,3 @@ def _empty(path: Path) -> bool:
         return path.stat().st_size == 0
     except OSError:
         return True
-
-
-def lookup(index: Index, run_id: str) -> Row | None:
-    with index.lock:
-        return index.rows.get(run_id)

@@ -19,7 +19,7 @@ SORT_KEYS: dict[str, Callable[[Row], Any]] = {
     "tokens_in": lambda r: (r.meta.usage.input_tokens, r.seq),
     "tokens_out": lambda r: (r.meta.usage.output_tokens, r.seq),
     "duration": lambda r: (r.meta.duration_ms if r.meta.duration_ms is not None else -1.0, r.seq),
-    "status": lambda r: (r.meta.status, r.seq),
+    "status": lambda r: (r.status, r.seq),
     "file": lambda r: (r.file, r.line),
 }
 MAX_LIMIT = 500
@@ -32,6 +32,7 @@ class Query:
     model: str = ""
     status: str = ""
     errors: str = ""  # "", "yes", "no"
+    copies: bool = False  # list the copies of a run in other files too
     sort: str = "time"
     desc: bool = True
     offset: int = 0
@@ -52,6 +53,7 @@ class Query:
             model=params.get("model", ""),
             status=params.get("status", ""),
             errors=params.get("errors", ""),
+            copies=params.get("copies", "") == "show",
             sort=sort if sort in SORT_KEYS else "time",
             desc=params.get("order", "desc") != "asc",
             offset=number("offset", 0, 10**9),
@@ -63,7 +65,7 @@ class Query:
             return False
         if self.model and self.model not in row.meta.models:
             return False
-        if self.status and row.meta.status != self.status:
+        if self.status and row.status != self.status:
             return False
         if self.errors == "yes" and not row.summary.error_count:
             return False
@@ -72,7 +74,7 @@ class Query:
         return not self.text or self.text in row.haystack()
 
     def key(self) -> tuple[Any, ...]:
-        return (self.text, self.tool, self.model, self.status, self.errors, self.sort, self.desc)
+        return (self.text, self.tool, self.model, self.status, self.errors, self.copies, self.sort, self.desc)
 
 
 class Lister:
@@ -100,5 +102,5 @@ def facets(rows: list[Row]) -> dict[str, list[str]]:
     for r in rows:
         tools.update(r.summary.tool_calls_by_name)
         models.update(r.meta.models)
-        statuses.add(r.meta.status)
+        statuses.add(r.status)
     return {"tools": sorted(tools), "models": sorted(models), "statuses": sorted(statuses)}

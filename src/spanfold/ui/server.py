@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -28,7 +29,8 @@ from spanfold.checks.view import Call, view_of
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.formats import writable
 from spanfold.trace.model import Trace
-from spanfold.ui.index import Index, Row, lookup
+from spanfold.ui.catalog import Catalog
+from spanfold.ui.index import Index, Row
 from spanfold.ui.opened import PAGE, Opened, OpenRuns, slice_of
 from spanfold.ui.query import Lister, Query, facets
 
@@ -41,7 +43,10 @@ COOKIE = "spanfold_ui_token"
 STATIC = {
     **{
         name: "text/javascript"
-        for name in ("app.js", "dom.js", "list.js", "run.js", "conversation.js", "waterfall.js", "compare.js")
+        for name in (
+            *("app.js", "dom.js", "keys.js", "list.js", "run.js", "conversation.js", "markdown.js", "waterfall.js"),
+            "compare.js",
+        )
     },
     "style.css": "text/css",
     "index.html": "text/html",
@@ -147,6 +152,8 @@ class Ui:
         self.options = options
         self.lister = Lister()
         self._facets: tuple[int, dict[str, list[str]]] = (-1, {})
+        self._catalog = Catalog()
+        self._catalog_lock = threading.Lock()
         self.opened = OpenRuns()
 
     def app(self) -> web.Application:
@@ -196,29 +203,53 @@ class Ui:
             raise web.HTTPNotFound()
         return web.Response(body=_asset(name), content_type=STATIC[name], charset="utf-8")
 
-    async def state(self, request: web.Request) -> web.Response:
+    def catalog(self) -> Catalog:
+        """The runs listed and their permalinks, as of the index's latest generation."""
         generation, rows = self.index.snapshot()
-        return _json({"generation": generation, "total": len(rows), "problems": self.index.problems()})
+        with self._catalog_lock:
+            if self._catalog.generation != generation:
+                self._catalog = Catalog.of(generation, rows)
+            return self._catalog
+
+    def _row_json(self, row: Row) -> dict[str, Any]:
+        return row.to_json(self.catalog().id_of(row))
+
+    async def state(self, request: web.Request) -> web.Response:
+        """How many records are indexed (``total``), how many runs are listed (``runs``: copies in other files
+        counted once), and how many lines and files could not be read (``problems``)."""
+        catalog = await asyncio.get_running_loop().run_in_executor(None, self.catalog)
+        total = len(set(map(id, catalog.by_id.values())))
+        return _json(
+            {
+                "generation": catalog.generation,
+                "total": total,
+                "runs": len(catalog.shown),
+                "problems": self.index.problems(),
+            }
+        )
 
     async def runs(self, request: web.Request) -> web.Response:
         query = Query.parse(request.query)
-        generation, rows = self.index.snapshot()
+        catalog = await asyncio.get_running_loop().run_in_executor(None, self.catalog)
+        generation = catalog.generation
+        rows = catalog.rows if query.copies else catalog.shown
         total, page = self.lister.page(generation, rows, query)
         if self._facets[0] != generation:
-            self._facets = (generation, facets(rows))
+            self._facets = (generation, facets(catalog.shown))
         return _json(
             {
                 "generation": generation,
                 "total": total,
-                "all": len(rows),
+                "all": len(catalog.shown),
+                "copies": len(catalog.rows) - len(catalog.shown),
                 "offset": query.offset,
-                "runs": [r.to_json() for r in page],
+                "runs": [r.to_json(catalog.id_of(r)) for r in page],
                 "facets": self._facets[1],
             }
         )
 
     def _load(self, run_id: str) -> tuple[Row, Any, Trace | None]:
-        row = lookup(self.index, run_id)
+        row = self.catalog().resolve(run_id)
         if row is None:
             raise web.HTTPNotFound(reason="no such run")
         try:
@@ -229,7 +260,7 @@ class Ui:
 
     def _open(self, run_id: str) -> tuple[Row, Opened]:
         """The run, decoded once for the requests that follow (its events page by page, its texts)."""
-        row = lookup(self.index, run_id)
+        row = self.catalog().resolve(run_id)
         if row is None:
             raise web.HTTPNotFound(reason="no such run")
 
@@ -249,7 +280,11 @@ class Ui:
     async def run(self, request: web.Request) -> web.Response:
         """A run as the page first shows it: its row, metadata, waterfall and first page of events."""
         row, opened = await self._opened(request)
-        out: dict[str, Any] = {"row": row.to_json(), "count": opened.count}
+        catalog = self.catalog()
+        copies = [
+            {"id": catalog.id_of(c), "file": c.file, "line": c.line, "shape": c.shape} for c in catalog.copies_of(row)
+        ]
+        out: dict[str, Any] = {"row": row.to_json(catalog.id_of(row)), "count": opened.count, "copies": copies}
         if opened.trace is not None:
             end = opened.page_end(0)
             out.update(meta=opened.meta, waterfall=opened.waterfall, events=opened.events(0, end), next=end)
@@ -291,8 +326,8 @@ class Ui:
         (row_a, calls_a), (row_b, calls_b) = sides
         return _json(
             {
-                "a": {"row": row_a.to_json(), "calls": [_call(c) for c in calls_a]},
-                "b": {"row": row_b.to_json(), "calls": [_call(c) for c in calls_b]},
+                "a": {"row": self._row_json(row_a), "calls": [_call(c) for c in calls_a]},
+                "b": {"row": self._row_json(row_b), "calls": [_call(c) for c in calls_b]},
                 "divergence": divergence(calls_a, calls_b),
             }
         )

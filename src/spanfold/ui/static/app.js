@@ -2,8 +2,9 @@
 // attribute values), never parsed as HTML; images are shown only from data: URLs (the page makes no request outside
 // its server).
 import { api, el, fmtInt, setStatus } from "./dom.js";
+import { onKey } from "./keys.js";
 import { list, loadList } from "./list.js";
-import { openRun, renderRun } from "./run.js";
+import { openRun, pickInPlace, renderRun } from "./run.js";
 import { renderCompare } from "./compare.js";
 
 const POLL_MS = 1500;
@@ -17,8 +18,10 @@ async function route() {
   try {
     if (parts[0] === "run" && parts[1]) {
       state.view = "run";
+      const tab = parts[2] || "conversation";
+      if (state.run && state.run.id === parts[1] && pickInPlace(state.run.data, tab, parts[3])) return;
       if (!state.run || state.run.id !== parts[1]) state.run = { id: parts[1], data: await openRun(parts[1]) };
-      await renderRun(state.run.data, parts[2] || "conversation", parts[3]);
+      await renderRun(state.run.data, tab, parts[3]);
     } else if (parts[0] === "compare" && parts[1] && parts[2]) {
       state.view = "compare";
       renderCompare(await api(`/api/compare?a=${encodeURIComponent(parts[1])}&b=${encodeURIComponent(parts[2])}`));
@@ -33,14 +36,26 @@ async function route() {
   }
 }
 
+// The header's line: how many runs, that the page follows the files, and what could not be read.
+function showState(s) {
+  const problems = s.problems ? ` · ${fmtInt(s.problems)} unreadable (lines or files skipped)` : "";
+  setStatus(`${fmtInt(s.runs)} runs · live${problems}`);
+  document.getElementById("status").classList.toggle("problem", !!s.problems);
+}
+
 async function poll() {
   try {
     const s = await api("/api/state");
     if (s.generation !== list.generation && state.view === "list") await loadList(view);
-    else if (state.view !== "list") setStatus(`${fmtInt(s.total)} runs · live`);
-  } catch (e) { setStatus("server not reachable"); }
+    showState(s);
+  } catch (e) {
+    setStatus("server not reachable: the page is not updated");
+    document.getElementById("status").classList.add("problem");
+  }
 }
 
 window.addEventListener("hashchange", route);
+document.addEventListener("keydown", (e) => onKey(e, view));
 route();
+poll();
 setInterval(poll, POLL_MS);

@@ -2,6 +2,7 @@
 // call with its output, and each step's chip. A long text arrives cut (the event's `cut` names where and how long it
 // is) and the rest is fetched a slice at a time when asked for.
 import { api, el, errorBlock, fmtInt, fmtMs, fmtTime, pretty } from "./dom.js";
+import { MARKDOWN_CHARS, markdown } from "./markdown.js";
 import { stepLabel, stepNumbers } from "./waterfall.js";
 
 const FOLD_CHARS = 600;
@@ -64,6 +65,26 @@ function textBlock(run, ev, path, value, label, kind) {
   return el("details", {}, el("summary", {}, `${label} (${fmtInt(total)} chars)`), node, more);
 }
 
+// An assistant's text as Markdown (made of text nodes); a cut text is fetched whole on request and shown again. A
+// text too long for Markdown is shown as it is.
+function markdownBlock(run, ev, path, value) {
+  const text = String(value ?? "");
+  const total = (ev.cut || {})[path] || text.length;
+  if (total > MARKDOWN_CHARS) return textBlock(run, ev, path, text, "text", "div");
+  const box = el("div", { class: "md-text" }, markdown(text));
+  if (total <= text.length) return box;
+  const button = el("button", { class: "more", type: "button" }, `Show all (${fmtInt(total)} characters)`);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const slice = await api(`/api/run/${encodeURIComponent(run.row.id)}/part?n=${ev.n}&path=${encodeURIComponent(path)}&from=0`);
+      box.replaceChildren(markdown(slice.text));
+      button.remove();
+    } catch (err) { button.textContent = `cannot load the rest: ${err.message}`; }
+  });
+  return el("div", {}, box, button);
+}
+
 // A JSON part of the event at `path` (arguments, an unknown chunk), indented; whole on request when a string in it was cut.
 function jsonBlock(run, ev, path, value, label) {
   const text = pretty(value);
@@ -111,10 +132,10 @@ function stepChip(run, k, selected) {
 }
 
 // What the conversation needs across pages: which event is which step's, and which tool outputs were shown with their
-// call.
-export function conversationContext(run, selected) {
+// call; `markdownOn`: an assistant's text is shown as Markdown.
+export function conversationContext(run, selected, markdownOn) {
   return {
-    run, selected,
+    run, selected, markdownOn,
     stepOf: new Map(run.waterfall.steps.map((s, k) => [s.event, k]).filter(([n]) => n !== null)),
     paired: new Set(),
   };
@@ -163,7 +184,8 @@ export function messages(ctx, events, byN) {
         typeof reasoning === "string" ? textBlock(run, ev, "metadata/reasoning", reasoning, "reasoning", "div")
           : jsonBlock(run, ev, "metadata/reasoning", reasoning, "reasoning")));
     }
-    const text = ev.role === "tool" ? (p, t) => textBlock(run, ev, p, t, "output", "pre")
+    const text = ev.role === "assistant" && ctx.markdownOn ? (p, t) => markdownBlock(run, ev, p, t)
+      : ev.role === "tool" ? (p, t) => textBlock(run, ev, p, t, "output", "pre")
         : (p, t) => textBlock(run, ev, p, t, "content", "div");
     box.append(...chunks(run, ev, "content", ev.content, text));
     (ev.tool_calls || []).forEach((call, i) => {
@@ -178,8 +200,8 @@ export function messages(ctx, events, byN) {
 }
 
 // The conversation of `run` (its loaded events, then more as the reader reaches the end).
-export function conversation(run, selected) {
-  const ctx = conversationContext(run, selected);
+export function conversation(run, selected, markdownOn) {
+  const ctx = conversationContext(run, selected, markdownOn);
   const byN = new Map(run.events.map((ev) => [ev.n, ev]));
   const list = el("div", { id: "conversation" }, messages(ctx, run.events, byN));
   const footer = el("div", { id: "more-events" });

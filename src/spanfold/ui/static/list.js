@@ -7,16 +7,16 @@ const COLUMNS = [
   ["errors", "Errors"], ["tokens_in", "Tokens in"], ["tokens_out", "Tokens out"], ["duration", "Duration"],
   ["status", "Status"],
 ];
-const STATUSES = ["complete", "error", "incomplete", "truncated"];
+const STATUSES = ["complete", "error", "incomplete", "truncated", "unknown"];
 
 export const list = {
-  q: "", tool: "", model: "", status: "", errors: "", sort: "time", order: "desc", offset: 0,
-  generation: -1, picked: [],
+  q: "", tool: "", model: "", status: "", errors: "", copies: "", sort: "time", order: "desc", offset: 0,
+  generation: -1, picked: [], current: -1, rows: [], total: 0,
 };
 
 function params() {
   const p = new URLSearchParams();
-  for (const k of ["q", "tool", "model", "status", "errors", "sort", "order"]) if (list[k]) p.set(k, list[k]);
+  for (const k of ["q", "tool", "model", "status", "errors", "copies", "sort", "order"]) if (list[k]) p.set(k, list[k]);
   p.set("offset", list.offset);
   p.set("limit", PAGE);
   return p.toString();
@@ -30,7 +30,17 @@ function select(name, label, choices, current) {
   return s;
 }
 
-function filters(facets) {
+// How a run ended, as its row says it: an error in red, a run that ended normally after errors on the way not in
+// green, a record without metadata "unknown" (nothing says how it ended).
+export function statusCell(run, tag) {
+  const withErrors = run.status === "complete" && run.errors > 0;
+  const text = withErrors ? `complete (${run.errors} error${run.errors > 1 ? "s" : ""})` : run.status;
+  const title = run.status === "unknown" ? "no metadata says how this run ended"
+    : withErrors ? "ended normally, after errors on the way" : errorTitle(run.error);
+  return el(tag, { class: `status status-${run.status}${withErrors ? " with-errors" : ""}`, title }, text);
+}
+
+function filters(facets, copies) {
   let timer = null;
   const text = el("input", { id: "f-q", type: "search", placeholder: "Filter: agent, model, tool, trace id, prompt…",
     value: list.q, size: 40,
@@ -43,10 +53,14 @@ function filters(facets) {
     select("model", "any model", facets.models.map((m) => [m, m]), list.model),
     select("status", "any status", STATUSES.map((s) => [s, s]), list.status),
     select("errors", "errors or not", [["yes", "with errors"], ["no", "without errors"]], list.errors),
+    copies || list.copies ? el("label", { class: "muted", title: "the same run in other files (spanfold convert's copies)" },
+      el("input", { type: "checkbox", id: "f-copies", checked: list.copies === "show",
+        onchange: (e) => { list.copies = e.target.checked ? "show" : ""; list.offset = 0; loadList(); } }),
+      ` show ${fmtInt(copies)} cop${copies === 1 ? "y" : "ies"} in other files`) : null,
     compare);
 }
 
-function runRow(run) {
+function runRow(run, i) {
   const pick = el("input", { type: "checkbox", class: "pick", checked: list.picked.includes(run.id),
     "aria-label": "pick to compare",
     onclick: (e) => {
@@ -57,30 +71,50 @@ function runRow(run) {
     } });
   const tools = el("div", { class: "tools" },
     Object.entries(run.tools).map(([name, n]) => el("span", {}, n > 1 ? `${name} ×${n}` : name)));
-  return el("tr", { class: `run${run.errors ? " has-errors" : ""}`, "data-id": run.id,
+  return el("tr", { class: `run${run.errors ? " has-errors" : ""}${i === list.current ? " current" : ""}`, "data-id": run.id,
     onclick: () => { location.hash = `#/run/${encodeURIComponent(run.id)}`; } },
   el("td", {}, pick),
-  el("td", { title: `${run.file}:${run.line}` }, fmtTime(run.start) || `${run.file}:${run.line}`),
-  el("td", {}, run.name || el("span", { class: "muted" }, run.preview.slice(0, 60) || "—")),
-  el("td", {}, run.models.join(", ")),
-  el("td", { class: "num" }, run.steps),
-  el("td", {}, el("div", { class: "num" }, run.calls), tools),
-  el("td", { class: "num errors" }, run.errors),
-  el("td", { class: "num" }, fmtInt(run.tokens_in)),
-  el("td", { class: "num" }, fmtInt(run.tokens_out)),
-  el("td", { class: "num" }, fmtMs(run.duration_ms)),
-  el("td", { class: `status-${run.status}`, title: errorTitle(run.error) }, run.status));
+  el("td", { class: "col-time", title: `${run.file}:${run.line}` }, fmtTime(run.start) || `${run.file}:${run.line}`),
+  el("td", { class: "col-name" }, run.name || el("span", { class: "muted" }, run.preview.slice(0, 60) || "—")),
+  el("td", { class: "col-models" }, run.models.join(", ")),
+  el("td", { class: "num col-steps" }, run.steps),
+  el("td", { class: "col-calls" }, el("div", { class: "num" }, run.calls), tools),
+  el("td", { class: "num errors col-errors" }, run.errors),
+  el("td", { class: "num col-tokens_in" }, fmtInt(run.tokens_in)),
+  el("td", { class: "num col-tokens_out" }, fmtInt(run.tokens_out)),
+  el("td", { class: "num col-duration" }, fmtMs(run.duration_ms)),
+  statusCell(run, "td"));
+}
+
+// Move the keyboard's current row by `step` (j/k); past the page's end or start, the next or previous page.
+export function moveCurrent(step) {
+  const rows = document.querySelectorAll("#runs tr.run");
+  if (!rows.length) return;
+  const next = list.current + step;
+  if (next >= rows.length && list.offset + rows.length < list.total) { list.offset += PAGE; list.current = 0; loadList(); return; }
+  if (next < 0 && list.offset > 0) { list.offset = Math.max(0, list.offset - PAGE); list.current = PAGE - 1; loadList(); return; }
+  list.current = Math.max(0, Math.min(rows.length - 1, next));
+  rows.forEach((r, i) => r.classList.toggle("current", i === list.current));
+  rows[list.current].scrollIntoView({ block: "nearest" });
+}
+
+// The keyboard's current row opened (Enter), or picked to compare (x).
+export function currentRow() {
+  const rows = document.querySelectorAll("#runs tr.run");
+  return list.current >= 0 && list.current < rows.length ? rows[list.current] : null;
 }
 
 function renderList(data) {
   const main = document.getElementById("main");
   const head = el("tr", {}, el("th", {}, ""), COLUMNS.map(([key, label]) => el("th", {
-    class: list.sort === key ? `sorted ${list.order}` : "", "data-sort": key,
+    class: `col-${key}${list.sort === key ? ` sorted ${list.order}` : ""}`, "data-sort": key,
     onclick: () => {
       if (list.sort === key) list.order = list.order === "desc" ? "asc" : "desc";
       else { list.sort = key; list.order = "desc"; }
       loadList();
     } }, label)));
+  list.total = data.total;
+  if (list.current >= data.runs.length) list.current = data.runs.length - 1;
   const body = el("tbody", { id: "runs" }, data.runs.map(runRow));
   const first = data.total ? data.offset + 1 : 0;
   const last = data.offset + data.runs.length;
@@ -90,7 +124,7 @@ function renderList(data) {
       (data.total !== data.all ? ` (${fmtInt(data.all)} in all)` : "")),
     el("button", { disabled: last >= data.total, onclick: () => { list.offset += PAGE; loadList(); } }, "Older ›"));
   const focused = document.activeElement && document.activeElement.id;
-  main.replaceChildren(filters(data.facets), el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), body)), pager);
+  main.replaceChildren(filters(data.facets, data.copies || 0), el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), body)), pager);
   if (focused === "f-q") {
     const box = document.getElementById("f-q");
     box.focus();
@@ -103,6 +137,6 @@ export async function loadList(view) {
     const data = await api(`/api/runs?${params()}`);
     list.generation = data.generation;
     if (view === undefined || view() === "list") renderList(data);
-    setStatus(`${fmtInt(data.all)} runs · live`);
+    list.all = data.all;
   } catch (e) { setStatus(`cannot load runs: ${e.message}`); }
 }

@@ -3,11 +3,21 @@
 // as it is shown: its first page of events (more as the reader scrolls), the raw record and the spec when asked for.
 import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtTime, fmtTokens, pretty, setStatus } from "./dom.js";
 import { conversation, loadEvents, runHref } from "./conversation.js";
-import { waterfall } from "./waterfall.js";
+import { statusCell } from "./list.js";
+import { stepDetails, waterfall } from "./waterfall.js";
 
 export { runHref };
 
 const TABS = [["conversation", "Conversation"], ["timeline", "Timeline"], ["metadata", "Metadata"], ["raw", "Raw events"]];
+const MARKDOWN_KEY = "spanfold.markdown";
+
+// What the page shows of the run now: which run, tab and step (the keyboard and the links move from there).
+export const shown = { run: null, tab: "", step: null };
+
+// Whether an assistant's text is shown as Markdown (the reader's choice, kept in this browser; on by default).
+export function markdownOn() {
+  try { return localStorage.getItem(MARKDOWN_KEY) !== "off"; } catch (e) { return true; }
+}
 
 // A run as the page keeps it while it is shown: the server's first answer, and its events loaded so far.
 export async function openRun(id) {
@@ -30,15 +40,22 @@ function copySpec(run, box) {
   } }, "Copy as spec");
 }
 
-function header(run, tab, selected) {
+function header(run, tab) {
   const row = run.row;
   const ended = row.status === "error" ? (run.meta && run.meta.error) || row.error : null;
   const specBox = el("div", { id: "spec-box" }, el("div", { class: "label" }, "Expected messages for `spanfold check`:"),
     el("pre", { id: "spec" }, ""));
+  const markdownToggle = el("label", { class: "muted", title: "show an assistant's text as Markdown" },
+    el("input", { type: "checkbox", id: "markdown", checked: markdownOn(), onchange: (e) => {
+      try { localStorage.setItem(MARKDOWN_KEY, e.target.checked ? "on" : "off"); } catch (err) { /* kept for this view only */ }
+      renderRun(run, shown.tab, shown.step !== null ? `s${shown.step + 1}` : undefined);
+    } }), " Markdown");
+  const copies = run.copies && run.copies.length ? el("div", { class: "copies muted" }, "Also in: ",
+    run.copies.map((c, i) => [i ? ", " : "", el("a", { href: runHref(c.id, "conversation") }, `${c.file}:${c.line}`), ` (${c.shape})`])) : null;
   return el("div", { class: "run-head" },
     el("h1", {}, row.name || row.trace_id || `${row.file}:${row.line}`),
     el("div", { class: "facts" },
-      el("span", { id: "run-status" }, el("b", {}, "status "), el("span", { class: `status-${row.status}` }, row.status),
+      el("span", { id: "run-status" }, el("b", {}, "status "), statusCell(row, "span"),
         ended ? el("span", { class: "err-text" }, ` (${errorTitle(ended)})`) : null),
       el("span", {}, el("b", {}, "models "), row.models.join(", ") || "—"),
       el("span", {}, el("b", {}, "steps "), String(row.steps)),
@@ -48,10 +65,14 @@ function header(run, tab, selected) {
       row.cost ? el("span", {}, el("b", {}, "cost "), fmtCost(row.cost)) : null,
       el("span", {}, el("b", {}, "duration "), fmtMs(row.duration_ms) || "—"),
       el("span", {}, el("b", {}, "started "), fmtTime(row.start) || "—"),
-      el("span", { class: "muted" }, `${row.file}:${row.line}`)),
-    el("div", {}, copySpec(run, specBox), " ", el("a", { href: runHref(row.id, "conversation"), id: "permalink" }, "permalink")), specBox,
+      el("span", { class: "muted where" }, `${row.file}:${row.line}`)),
+    copies,
+    el("div", { class: "run-tools" }, copySpec(run, specBox),
+      el("a", { href: runHref(row.id, "conversation"), id: "permalink", title: row.trace_id ? "by trace id" : "by its place in its file" }, "permalink"),
+      markdownToggle),
+    specBox,
     el("div", { class: "tabs" }, TABS.map(([key, label]) => el("button", { class: key === tab ? "active" : "",
-      "data-tab": key, onclick: () => { location.hash = runHref(row.id, key, selected); } }, label))));
+      "data-tab": key, onclick: () => { location.hash = runHref(row.id, key, shown.step); } }, label))));
 }
 
 // The raw record as indented JSON, a slice at a time.
@@ -73,20 +94,58 @@ function rawView(run) {
   return [pre, footer];
 }
 
+function stepOf(run, anchor) {
+  const steps = run.waterfall ? run.waterfall.steps : [];
+  if (anchor && /^s\d+$/.test(anchor)) {
+    const k = Number(anchor.slice(1)) - 1;
+    if (k >= 0 && k < steps.length) return k;
+  }
+  return null;
+}
+
+function scrollToShown(tab, target) {
+  if (tab === "timeline" && shown.step !== null) {
+    const row = document.querySelector(`.wf-row[data-step="${shown.step}"]`);
+    if (row) row.scrollIntoView({ block: "nearest" });
+  } else if (tab === "conversation" && target !== null) {
+    const node = document.getElementById(`event-${target}`);
+    if (node) node.scrollIntoView({ block: "center" });
+  }
+}
+
+// Pick step `anchor` ("sK") on the tab already shown, without drawing the run again; false when it cannot be done
+// in place (another run or tab, or the step's event not on the page yet).
+export function pickInPlace(run, tab, anchor) {
+  if (shown.run !== run || shown.tab !== tab || !["timeline", "conversation"].includes(tab)) return false;
+  const k = stepOf(run, anchor);
+  if (k === null || !document.getElementById("run-body")) return false;
+  const step = run.waterfall.steps[k];
+  const target = step.event !== null ? step.event + 1 : null;
+  if (tab === "conversation" && (target === null || !document.getElementById(`event-${target}`))) return false;
+  shown.step = k;
+  document.querySelectorAll("#run-body .selected").forEach((n) => n.classList.remove("selected"));
+  if (tab === "timeline") {
+    const row = document.querySelector(`.wf-row[data-step="${k}"]`);
+    if (row) row.classList.add("selected");
+    const details = document.getElementById("step-details");
+    if (details) details.replaceWith(stepDetails(run, k, (t, j) => runHref(run.row.id, t, j)));
+  } else {
+    document.getElementById(`event-${target}`).classList.add("selected");
+    document.querySelectorAll("#run-body a.to-timeline").forEach((a) => a.remove());
+    const chip = document.querySelector(`#event-${target} .step-chip[data-step="${k}"]`);
+    if (chip) chip.appendChild(el("a", { class: "to-timeline", href: runHref(run.row.id, "timeline", k) }, "in the timeline"));
+  }
+  scrollToShown(tab, target);
+  return true;
+}
+
 // Show `run` on tab `tab`; `anchor`: "sK" picks step K (from 1), a number scrolls to that event.
 export async function renderRun(run, tab, anchor) {
   const steps = run.waterfall ? run.waterfall.steps : [];
-  let selected = null;
+  const selected = stepOf(run, anchor);
   let target = null;
-  if (anchor && /^s\d+$/.test(anchor)) {
-    const k = Number(anchor.slice(1)) - 1;
-    if (k >= 0 && k < steps.length) {
-      selected = k;
-      if (steps[k].event !== null) target = steps[k].event + 1;
-    }
-  } else if (anchor && /^\d+$/.test(anchor)) {
-    target = Number(anchor);
-  }
+  if (selected !== null && steps[selected].event !== null) target = steps[selected].event + 1;
+  else if (anchor && /^\d+$/.test(anchor)) target = Number(anchor);
   let body;
   if (!run.waterfall) body = [el("p", { class: "muted" }, "This record holds a summary only, no events.")];
   else if (tab === "timeline") body = waterfall(run, selected, (t, k) => runHref(run.row.id, t, k));
@@ -94,14 +153,9 @@ export async function renderRun(run, tab, anchor) {
   else if (tab === "raw") body = rawView(run);
   else {
     if (target !== null && target > run.next) await loadEvents(run, target - 1);
-    body = conversation(run, selected);
+    body = conversation(run, selected, markdownOn());
   }
-  document.getElementById("main").replaceChildren(header(run, tab, selected), el("div", { id: "run-body" }, body));
-  if (tab === "timeline" && selected !== null) {
-    const row = document.querySelector(`.wf-row[data-step="${selected}"]`);
-    if (row) row.scrollIntoView({ block: "nearest" });
-  } else if (tab === "conversation" && target !== null) {
-    const node = document.getElementById(`event-${target}`);
-    if (node) node.scrollIntoView({ block: "center" });
-  }
+  Object.assign(shown, { run, tab, step: selected });
+  document.getElementById("main").replaceChildren(header(run, tab), el("div", { id: "run-body" }, body));
+  scrollToShown(tab, target);
 }
