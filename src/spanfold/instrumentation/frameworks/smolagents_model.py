@@ -1,0 +1,323 @@
+"""smolagents' model calls as model steps, read from smolagents' own objects (its ``ChatMessage``s).
+
+Every smolagents model class (``OpenAIModel``, ``LiteLLMModel``, ``InferenceClientModel``, ``TransformersModel``...)
+answers ``generate`` with a ``ChatMessage`` and ``generate_stream`` with ``ChatMessageStreamDelta``s, whatever client
+it uses underneath (a patched SDK or none). The step is recorded at that level, as ``chat {model_id}``, and the
+client calls inside it record nothing: they run in a context whose current span is this one's, unsampled, so the SDK
+patches' spans (and any other instrumentation's, under a parent-based sampler: OpenTelemetry's default) are not
+recorded. Under a sampler that ignores its parent they are recorded too, inside this span, and the fold keeps one
+step of the two (``fold.drop_nested_calls``).
+
+Why smolagents' level and not the SDK's: smolagents re-sends earlier tool calls and outputs as text, which the
+step's input messages turn back into tool calls and outputs
+(:mod:`~spanfold.instrumentation.frameworks.smolagents_messages`), so each call's history extends the flat trace
+the earlier calls and tool runs made. A ``CodeAgent`` step's output holds the code action smolagents parsed from the
+text as a ``python_interpreter`` tool call: its span ends when the action is parsed (a :class:`Holder` keeps it
+until then).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.smolagents_messages import Observations, input_messages
+from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
+from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
+from spanfold.instrumentation.toolkit.patching import WrapperFactory
+from spanfold.instrumentation.toolkit.spans import ModelSpan
+from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
+from spanfold.semconv import parts as p
+from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
+
+#: ``gen_ai.provider.name`` by smolagents model class (others: ``smolagents``).
+PROVIDERS = {
+    "OpenAIModel": semconv.PROVIDER_OPENAI,
+    "AzureOpenAIModel": "azure.ai.openai",
+    "LiteLLMModel": "litellm",
+    "LiteLLMRouterModel": "litellm",
+    "InferenceClientModel": "huggingface",
+    "TransformersModel": "transformers",
+    "VLLMModel": "vllm",
+    "MLXModel": "mlx",
+    "AmazonBedrockModel": semconv.PROVIDER_AWS_BEDROCK,
+}
+
+
+@dataclass(slots=True)
+class Output:
+    """What a model call answered: its text, tool calls ``(id, name, arguments)``, finish reason, response id and
+    model (from an OpenAI-shaped ``raw`` response), token usage."""
+
+    text: str | None = None
+    calls: list[tuple[Any, Any, Any]] = field(default_factory=list)
+    finish: str | None = None
+    response_id: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def attributes(self, rt: Runtime) -> dict[str, Any]:
+        parts: list[p.Part] = [p.text(self.text, rt)] if self.text else []
+        parts.extend(p.tool_call(call_id, name, arguments, rt) for call_id, name, arguments in self.calls)
+        reason = OPENAI_COMPATIBLE_FINISH_REASONS.get(self.finish, self.finish) if self.finish else None
+        reason = reason or ("tool_call" if self.calls else "stop")
+        out = p.message("assistant", parts, finish_reason=reason)
+        return m.result_attributes(self.response_id, self.model, [reason], m.dumps([out]), self.usage)
+
+
+def _calls(calls: Any) -> list[tuple[Any, Any, Any]]:
+    out = []
+    for call in m.as_list(calls):
+        function = m.get(call, "function")
+        out.append((m.get(call, "id"), m.get(function, "name"), m.get(function, "arguments")))
+    return out
+
+
+def _usage(usage: Any) -> dict[str, Any]:
+    tokens = {
+        semconv.USAGE_INPUT_TOKENS: m.get(usage, "input_tokens"),
+        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
+    }
+    return {k: v for k, v in tokens.items() if isinstance(v, int)}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def output_of(message: Any) -> Output:
+    """A ``ChatMessage``'s output; the response id, model and finish reason from its ``raw`` API response where it
+    keeps one (an OpenAI-shaped completion)."""
+    raw = m.get(message, "raw")
+    choices = m.as_list(m.get(raw, "choices")) if raw is not None and not isinstance(raw, (str, bytes)) else []
+    return Output(
+        text=_str(m.get(message, "content")),
+        calls=_calls(m.get(message, "tool_calls")),
+        finish=_str(m.get(choices[0], "finish_reason")) if choices else None,
+        response_id=_str(m.get(raw, "id")) if choices else None,
+        model=_str(m.get(raw, "model")) if choices else None,
+        usage=_usage(m.get(message, "token_usage")),
+    )
+
+
+class Holder(Protocol):
+    """Keeps a step's span open past the model call (a ``CodeAgent`` step, until its action is parsed)."""
+
+    def hold(self, span: StepSpan) -> bool:
+        """Whether it keeps ``span`` (it then finishes it, :meth:`StepSpan.release`)."""
+        ...
+
+
+class StepSpan(ModelSpan):
+    """A model step's span; its :class:`Output` is set before it finishes, and a :class:`Holder` may keep it open."""
+
+    __slots__ = ("holder", "output")
+
+    def __init__(self, *args: Any, holder: Holder | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.holder = holder
+        self.output: Output | None = None
+
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
+        holder, self.holder = self.holder, None
+        try:
+            if holder is not None and self.output is not None and holder.hold(self):
+                return
+        except Exception as exc:
+            counters.fault("smolagents.hold", exc)
+        super().finish(attributes)
+
+    def release(self) -> None:
+        """Finish a held span from its output as it is now."""
+        try:
+            attrs = self.output.attributes(self.rt) if self.output is not None else {}
+        except Exception as exc:
+            counters.fault("smolagents.model_result", exc)
+            attrs = {}
+        ModelSpan.finish(self, attrs)
+
+
+class DeltaAccumulator:
+    """``generate_stream``'s ``ChatMessageStreamDelta``s: text, tool calls by index, token usage."""
+
+    __slots__ = ("calls", "rt", "span", "text", "usage")
+
+    def __init__(self, rt: Runtime, span: StepSpan) -> None:
+        self.rt = rt
+        self.span = span
+        self.text: list[str] = []
+        self.calls = IndexedBlocks()
+        self.usage: dict[str, Any] = {}
+
+    def add(self, delta: Any) -> None:
+        content = m.get(delta, "content")
+        if isinstance(content, str) and content:
+            self.text.append(content)
+        for call in m.as_list(m.get(delta, "tool_calls")):
+            index = m.get(call, "index")
+            block = self.calls.open(index if isinstance(index, int) else 0)
+            call_id = m.get(call, "id")
+            if call_id:
+                block.fields["id"] = call_id
+            function = m.get(call, "function")
+            name, arguments = m.get(function, "name"), m.get(function, "arguments")
+            if name:
+                block.fields["name"] = name
+            if isinstance(arguments, str):
+                block.fragments.append(arguments)
+            elif arguments is not None:
+                block.fields["arguments"] = arguments
+        for key, value in _usage(m.get(delta, "token_usage")).items():
+            self.usage[key] = self.usage.get(key, 0) + value
+
+    def attributes(self) -> Mapping[str, Any]:
+        calls = [
+            (b.fields.get("id"), b.fields.get("name"), b.fields.get("arguments", b.text()))
+            for b in self.calls.ordered()
+        ]
+        out = self.span.output = Output(text="".join(self.text) or None, calls=calls, usage=self.usage)
+        return out.attributes(self.rt)
+
+
+# --- the step's span -----------------------------------------------------------------------------------------
+
+
+def quiet(span: ModelSpan) -> otel_context.Context:
+    """The context a model call's client runs in: its current span carries this step's span context, unsampled, so
+    the spans started inside (the SDK patches') are not recorded."""
+    ctx = span.span.get_span_context()
+    unsampled = SpanContext(ctx.trace_id, ctx.span_id, False, TraceFlags(TraceFlags.DEFAULT), ctx.trace_state)
+    return otel_trace.set_span_in_context(NonRecordingSpan(unsampled))
+
+
+def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
+    return args[index] if len(args) > index else kwargs.get(name)
+
+
+def _tool_definitions(tools: Any) -> str | None:
+    """The tools a call offers, as smolagents declares them to an OpenAI-shaped API."""
+    if not tools:
+        return None
+    schema = importlib.import_module("smolagents.models").get_tool_json_schema
+    return m.dumps([schema(tool) for tool in m.as_list(tools)])
+
+
+def start(
+    tracer: Tracer,
+    rt: Runtime,
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    observations: Observations | None,
+    holder: Holder | None,
+) -> StepSpan | None:
+    """The span of ``model.generate(messages, stop_sequences, response_format, tools_to_call_from)``; None after a
+    fault (counted)."""
+    try:
+        model_id = getattr(model, "model_id", None)
+        model_id = model_id if isinstance(model_id, str) else None
+        attrs: dict[str, Any] = {
+            semconv.OPERATION_NAME: semconv.OP_CHAT,
+            semconv.PROVIDER_NAME: PROVIDERS.get(type(model).__name__, "smolagents"),
+            semconv.REQUEST_MODEL: model_id,
+        }
+        client = getattr(model, "client_kwargs", None)
+        if isinstance(client, Mapping):
+            attrs.update(server_of(client.get("base_url")))
+        messages = m.as_list(_argument(args, kwargs, 0, "messages"))
+        attrs[semconv.INPUT_MESSAGES] = m.dumps(input_messages(messages, observations, rt))
+        if rt.capture_content:
+            stops = _argument(args, kwargs, 1, "stop_sequences")
+            attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(list(stops)) if stops else None
+            attrs[semconv.TOOL_DEFINITIONS] = _tool_definitions(_argument(args, kwargs, 3, "tools_to_call_from"))
+        name = semconv.span_name(semconv.OP_CHAT, model_id)
+        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, holder=holder)
+    except Exception as exc:
+        counters.fault("smolagents.model_start", exc)
+        return None
+
+
+def finish(call: StepSpan, message: Any, rt: Runtime) -> None:
+    try:
+        call.output = output_of(message)
+        attrs = call.output.attributes(rt)
+    except Exception as exc:
+        counters.fault("smolagents.model_result", exc)
+        attrs = {}
+    call.finish(attrs)
+
+
+class DeltaStream(SyncStreamProxy):
+    """``generate_stream``'s generator: each delta read with the client quiet, fed to the step's accumulator."""
+
+    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
+        super().__init__(wrapped, state)
+        self._self_context = context
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return DeltaStream(wrapped_copy, self._self_state, self._self_context)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        token = otel_context.attach(self._self_context)
+        try:
+            return super().__next__()
+        finally:
+            otel_context.detach(token)
+
+
+def wrappers(
+    observations_of: Callable[[], Observations | None], holder_of: Callable[[], Holder | None]
+) -> tuple[WrapperFactory, WrapperFactory]:
+    """The factories of ``generate``'s and ``generate_stream``'s wrappers; ``observations_of()`` gives the
+    :class:`Observations` of the agent running now, ``holder_of()`` the step that holds its model call's span (None
+    for none)."""
+
+    def generate(tracer: Tracer, rt: Runtime) -> Wrapper:
+        def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            call = start(tracer, rt, instance, args, kwargs, observations_of(), holder_of())
+            if call is None:
+                return wrapped(*args, **kwargs)
+            token = otel_context.attach(quiet(call))
+            try:
+                result = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            finally:
+                otel_context.detach(token)
+            finish(call, result, rt)
+            return result
+
+        return wrapper
+
+    def generate_stream(tracer: Tracer, rt: Runtime) -> Wrapper:
+        def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            call = start(tracer, rt, instance, args, kwargs, observations_of(), holder_of())
+            if call is None:
+                return wrapped(*args, **kwargs)
+            context = quiet(call)
+            token = otel_context.attach(context)
+            try:
+                stream = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            finally:
+                otel_context.detach(token)
+            return DeltaStream(stream, StreamState(call, DeltaAccumulator(rt, call), "smolagents.stream"), context)
+
+        return wrapper
+
+    return generate, generate_stream
