@@ -170,9 +170,9 @@ def worker(kind: str) -> list[tuple[str, float]]:
     from spanfold.exporter.dialects import dispatch as dialects
     from spanfold.exporter.files.writers import JsonlWriter
     from spanfold.exporter.fold.folding import fold
-    from spanfold.exporter.fold.stitch import Stitcher, stitch_root
     from spanfold.exporter.pipeline.assembler import Assembler, Policy
     from spanfold.exporter.records import from_readable
+    from spanfold.exporter.runs.stitch import Stitcher, stitch_root
     from spanfold.trace import formats
 
     spans = record_calls(kind, 400)

@@ -23,7 +23,8 @@ import sys
 import spanfold
 import spanfold.exporter.dialects.dispatch  # the fold loads with the first trace: imported before dropping
 import spanfold.exporter.fold.folding  # privileges, as ``nobody`` may not read this interpreter's standard library
-import spanfold.exporter.fold.stitch
+import spanfold.exporter.runs.grouping
+import spanfold.exporter.runs.stitch
 import spanfold.setup
 
 PAYLOAD = 20_000

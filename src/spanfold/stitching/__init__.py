@@ -8,7 +8,7 @@ in the fold.
 * :mod:`.idle_windows`: the open conversations by the idle window that closes them.
 
 The source (:mod:`spanfold.instrumentation.toolkit.conversations`) decides for the calls of its own process and puts the
-decision on the span (its parent, and ``spanfold.stitched``); the fold (:mod:`spanfold.exporter.fold.stitch`) follows
+decision on the span (its parent, and ``spanfold.stitched``); the fold (:mod:`spanfold.exporter.runs.stitch`) follows
 those spans by their trace id and decides, by the same rule, only for other producers' un-parented calls. Nothing
 here imports OpenTelemetry or either half.
 """

@@ -1,6 +1,6 @@
 """Tool calls waiting for their result, and the tool run (or tool message) that answers each: one unit, shared by the
 fold (a trace's calls, :mod:`~spanfold.exporter.fold.folding`) and the stitcher (the calls of open conversations,
-:mod:`~spanfold.exporter.fold.stitch`).
+:mod:`~spanfold.exporter.runs.stitch`).
 
 A result answers the call with its tool-call id; a result without an id (OpenLLMetry's and OpenInference's tool
 spans, and hand-made ones, carry none) answers the oldest waiting call with its name and arguments, else with its
