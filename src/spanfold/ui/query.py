@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spanfold.ui.index import Row
+from spanfold.ui.steps import trace_cost
 
 #: Sortable columns and the key each sorts by (missing values sort as the smallest).
 SORT_KEYS: dict[str, Callable[[Row], Any]] = {
@@ -18,6 +19,7 @@ SORT_KEYS: dict[str, Callable[[Row], Any]] = {
     "errors": lambda r: (r.summary.error_count, r.seq),
     "tokens_in": lambda r: (r.meta.usage.input_tokens, r.seq),
     "tokens_out": lambda r: (r.meta.usage.output_tokens, r.seq),
+    "cost": lambda r: ((trace_cost(r.meta.extra) or {"amount": -1.0})["amount"], r.seq),
     "duration": lambda r: (r.meta.duration_ms if r.meta.duration_ms is not None else -1.0, r.seq),
     "status": lambda r: (r.status, r.seq),
     "file": lambda r: (r.file, r.line),
@@ -83,24 +85,30 @@ class Lister:
     def __init__(self) -> None:
         self._cache: tuple[tuple[Any, ...], int, list[Row]] | None = None
 
-    def page(self, generation: int, rows: list[Row], query: Query) -> tuple[int, list[Row]]:
+    def chosen(self, generation: int, rows: list[Row], query: Query) -> list[Row]:
+        """Every row the query keeps, in its order."""
         cached = self._cache
         if cached is not None and cached[0] == query.key() and cached[1] == generation:
-            chosen = cached[2]
-        else:
-            chosen = [r for r in rows if query.keeps(r)]
-            chosen.sort(key=SORT_KEYS[query.sort], reverse=query.desc)
-            self._cache = (query.key(), generation, chosen)
+            return cached[2]
+        chosen = [r for r in rows if query.keeps(r)]
+        chosen.sort(key=SORT_KEYS[query.sort], reverse=query.desc)
+        self._cache = (query.key(), generation, chosen)
+        return chosen
+
+    def page(self, generation: int, rows: list[Row], query: Query) -> tuple[int, list[Row]]:
+        chosen = self.chosen(generation, rows, query)
         return len(chosen), chosen[query.offset : query.offset + query.limit]
 
 
-def facets(rows: list[Row]) -> dict[str, list[str]]:
-    """The tool names, models and statuses present (the filters' choices)."""
+def facets(rows: list[Row]) -> dict[str, Any]:
+    """The tool names, models and statuses present (the filters' choices), and whether any run records its cost."""
     tools: set[str] = set()
     models: set[str] = set()
     statuses: set[str] = set()
+    priced = False
     for r in rows:
         tools.update(r.summary.tool_calls_by_name)
         models.update(r.meta.models)
         statuses.add(r.status)
-    return {"tools": sorted(tools), "models": sorted(models), "statuses": sorted(statuses)}
+        priced = priced or "cost" in r.meta.extra or "cost_usd" in r.meta.extra
+    return {"tools": sorted(tools), "models": sorted(models), "statuses": sorted(statuses), "priced": priced}

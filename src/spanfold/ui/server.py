@@ -33,6 +33,7 @@ from spanfold.ui.catalog import Catalog
 from spanfold.ui.index import Index, Row
 from spanfold.ui.opened import PAGE, Opened, OpenRuns, slice_of
 from spanfold.ui.query import Lister, Query, facets
+from spanfold.ui.stats import stats
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -45,7 +46,7 @@ STATIC = {
         name: "text/javascript"
         for name in (
             *("app.js", "dom.js", "keys.js", "list.js", "run.js", "conversation.js", "markdown.js", "waterfall.js"),
-            "compare.js",
+            *("compare.js", "numbers.js"),
         )
     },
     "style.css": "text/css",
@@ -151,7 +152,8 @@ class Ui:
         self.index = index
         self.options = options
         self.lister = Lister()
-        self._facets: tuple[int, dict[str, list[str]]] = (-1, {})
+        self._facets: tuple[int, dict[str, Any]] = (-1, {})
+        self._stats: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._catalog = Catalog()
         self._catalog_lock = threading.Lock()
         self.opened = OpenRuns()
@@ -163,6 +165,7 @@ class Ui:
         app.router.add_get("/favicon.ico", self.favicon)
         app.router.add_get("/api/state", self.state)
         app.router.add_get("/api/runs", self.runs)
+        app.router.add_get("/api/stats", self.stats)
         app.router.add_get("/api/run/{id}", self.run)
         app.router.add_get("/api/run/{id}/events", self.run_events)
         app.router.add_get("/api/run/{id}/part", self.run_part)
@@ -247,6 +250,19 @@ class Ui:
                 "facets": self._facets[1],
             }
         )
+
+    def _stats_of(self, query: Query) -> dict[str, Any]:
+        catalog = self.catalog()
+        key = (catalog.generation, query.key())
+        if self._stats[0] != key:
+            rows = catalog.rows if query.copies else catalog.shown
+            self._stats = (key, stats(self.lister.chosen(catalog.generation, rows, query)))
+        return self._stats[1]
+
+    async def stats(self, request: web.Request) -> web.Response:
+        """Totals and a chart's bins over the runs the list's filters keep (:mod:`spanfold.ui.stats`)."""
+        query = Query.parse(request.query)
+        return _json(await asyncio.get_running_loop().run_in_executor(None, self._stats_of, query))
 
     def _load(self, run_id: str) -> tuple[Row, Any, Trace | None]:
         row = self.catalog().resolve(run_id)

@@ -39,7 +39,7 @@ async function route() {
 // The header's line: how many runs, that the page follows the files, and what could not be read.
 function showState(s) {
   const problems = s.problems ? ` · ${fmtInt(s.problems)} unreadable (lines or files skipped)` : "";
-  setStatus(`${fmtInt(s.runs)} runs · live${problems}`);
+  setStatus(`${fmtInt(s.runs)} run${s.runs === 1 ? "" : "s"} · live${problems}`);
   document.getElementById("status").classList.toggle("problem", !!s.problems);
 }
 

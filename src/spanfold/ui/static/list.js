@@ -1,11 +1,12 @@
 // The run list: filters, sortable columns, a page of runs at a time, two runs picked to compare.
-import { api, el, errorTitle, fmtInt, fmtMs, fmtTime, setStatus } from "./dom.js";
+import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtTime, setStatus } from "./dom.js";
+import { numbers } from "./numbers.js";
 
 const PAGE = 100;
 const COLUMNS = [
   ["time", "Time"], ["name", "Agent"], ["models", "Models"], ["steps", "Steps"], ["calls", "Tool calls"],
-  ["errors", "Errors"], ["tokens_in", "Tokens in"], ["tokens_out", "Tokens out"], ["duration", "Duration"],
-  ["status", "Status"],
+  ["errors", "Errors"], ["tokens_in", "Tokens in"], ["tokens_out", "Tokens out"], ["cost", "Cost"],
+  ["duration", "Duration"], ["status", "Status"],
 ];
 const STATUSES = ["complete", "error", "incomplete", "truncated", "unknown"];
 
@@ -60,7 +61,7 @@ function filters(facets, copies) {
     compare);
 }
 
-function runRow(run, i) {
+function runRow(run, i, priced) {
   const pick = el("input", { type: "checkbox", class: "pick", checked: list.picked.includes(run.id),
     "aria-label": "pick to compare",
     onclick: (e) => {
@@ -82,6 +83,7 @@ function runRow(run, i) {
   el("td", { class: "num errors col-errors" }, run.errors),
   el("td", { class: "num col-tokens_in" }, fmtInt(run.tokens_in)),
   el("td", { class: "num col-tokens_out" }, fmtInt(run.tokens_out)),
+  priced ? el("td", { class: "num col-cost" }, fmtCost(run.cost)) : null,
   el("td", { class: "num col-duration" }, fmtMs(run.duration_ms)),
   statusCell(run, "td"));
 }
@@ -104,9 +106,11 @@ export function currentRow() {
   return list.current >= 0 && list.current < rows.length ? rows[list.current] : null;
 }
 
-function renderList(data) {
+function renderList(data, stats) {
   const main = document.getElementById("main");
-  const head = el("tr", {}, el("th", {}, ""), COLUMNS.map(([key, label]) => el("th", {
+  const priced = data.facets.priced;
+  const columns = COLUMNS.filter(([key]) => key !== "cost" || priced);
+  const head = el("tr", {}, el("th", {}, ""), columns.map(([key, label]) => el("th", {
     class: `col-${key}${list.sort === key ? ` sorted ${list.order}` : ""}`, "data-sort": key,
     onclick: () => {
       if (list.sort === key) list.order = list.order === "desc" ? "asc" : "desc";
@@ -115,7 +119,7 @@ function renderList(data) {
     } }, label)));
   list.total = data.total;
   if (list.current >= data.runs.length) list.current = data.runs.length - 1;
-  const body = el("tbody", { id: "runs" }, data.runs.map(runRow));
+  const body = el("tbody", { id: "runs" }, data.runs.map((run, i) => runRow(run, i, priced)));
   const first = data.total ? data.offset + 1 : 0;
   const last = data.offset + data.runs.length;
   const pager = el("div", { class: "pager" },
@@ -124,7 +128,8 @@ function renderList(data) {
       (data.total !== data.all ? ` (${fmtInt(data.all)} in all)` : "")),
     el("button", { disabled: last >= data.total, onclick: () => { list.offset += PAGE; loadList(); } }, "Older ›"));
   const focused = document.activeElement && document.activeElement.id;
-  main.replaceChildren(filters(data.facets, data.copies || 0), el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), body)), pager);
+  main.replaceChildren(filters(data.facets, data.copies || 0), numbers(stats),
+    el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), body)), pager);
   if (focused === "f-q") {
     const box = document.getElementById("f-q");
     box.focus();
@@ -134,9 +139,9 @@ function renderList(data) {
 
 export async function loadList(view) {
   try {
-    const data = await api(`/api/runs?${params()}`);
+    const [data, stats] = await Promise.all([api(`/api/runs?${params()}`), api(`/api/stats?${params()}`)]);
     list.generation = data.generation;
-    if (view === undefined || view() === "list") renderList(data);
+    if (view === undefined || view() === "list") renderList(data, stats);
     list.all = data.all;
   } catch (e) { setStatus(`cannot load runs: ${e.message}`); }
 }

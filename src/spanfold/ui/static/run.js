@@ -40,6 +40,17 @@ function copySpec(run, box) {
   } }, "Copy as spec");
 }
 
+// Where the run's time went: its model calls' and tool runs' durations added up (steps may overlap).
+function latency(run) {
+  const steps = run.waterfall ? run.waterfall.steps : [];
+  if (!steps.some((s) => s.duration_ms !== null)) return null;
+  const sum = (kind) => steps.filter((s) => s.kind === kind).reduce((t, s) => t + (s.duration_ms || 0), 0);
+  const models = steps.filter((s) => s.kind === "model").length;
+  const tools = steps.length - models;
+  return el("span", { id: "run-latency" }, el("b", {}, "in steps "),
+    `${models} model call${models === 1 ? "" : "s"} ${fmtMs(sum("model"))} · ${tools} tool run${tools === 1 ? "" : "s"} ${fmtMs(sum("tool"))}`);
+}
+
 function header(run, tab) {
   const row = run.row;
   const ended = row.status === "error" ? (run.meta && run.meta.error) || row.error : null;
@@ -64,6 +75,7 @@ function header(run, tab) {
       el("span", {}, el("b", {}, "tokens "), fmtTokens({ input_tokens: row.tokens_in, output_tokens: row.tokens_out })),
       row.cost ? el("span", {}, el("b", {}, "cost "), fmtCost(row.cost)) : null,
       el("span", {}, el("b", {}, "duration "), fmtMs(row.duration_ms) || "—"),
+      latency(run),
       el("span", {}, el("b", {}, "started "), fmtTime(row.start) || "—"),
       el("span", { class: "muted where" }, `${row.file}:${row.line}`)),
     copies,

@@ -1,0 +1,100 @@
+"""Numbers over the runs a list shows (its filters applied): how many, how many had errors or failed, their tokens,
+durations and cost, in total and over time (a bin per stretch of the runs' start times, for the list's chart).
+
+Cost is summed only from what the runs' metadata records (``cost``): a run without one adds nothing, and the totals
+say how many runs had one. Costs in several currencies are not added up (the total says so instead).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spanfold.ui.index import Row
+from spanfold.ui.steps import epoch_ms, trace_cost
+
+#: Bins of the chart over time (fewer when the runs span less).
+BINS = 40
+
+
+@dataclass(slots=True)
+class _Sum:
+    runs: int = 0
+    with_errors: int = 0
+    failed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    priced: int = 0
+    cost: float = 0.0
+    currencies: set[str] = field(default_factory=set)
+
+    def add(self, row: Row) -> None:
+        self.runs += 1
+        self.with_errors += row.summary.error_count > 0
+        self.failed += row.status == "error"
+        self.tokens_in += row.meta.usage.input_tokens
+        self.tokens_out += row.meta.usage.output_tokens
+        cost = trace_cost(row.meta.extra)
+        if cost is not None:
+            self.priced += 1
+            self.cost += cost["amount"]
+            self.currencies.add(cost["currency"])
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "runs": self.runs,
+            "with_errors": self.with_errors,
+            "failed": self.failed,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "priced": self.priced,
+            "cost": None,
+        }
+        if self.priced and len(self.currencies) == 1:
+            out["cost"] = {"amount": round(self.cost, 10), "currency": next(iter(self.currencies))}
+        elif self.priced:
+            out["currencies"] = sorted(self.currencies)
+        return out
+
+
+def _percentile(values: Sequence[float], p: float) -> float | None:
+    """The ``p``-th percentile of sorted ``values`` (nearest rank), None when there are none."""
+    if not values:
+        return None
+    return values[min(len(values) - 1, max(0, math.ceil(p / 100 * len(values)) - 1))]
+
+
+def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
+    """Totals over ``rows`` (with the error rate and duration percentiles) and ``bins``: the same counts per stretch
+    of start time (``start``/``end`` in ms since the epoch), over the runs that say when they started."""
+    total = _Sum()
+    durations: list[float] = []
+    started: list[tuple[float, Row]] = []
+    for row in rows:
+        total.add(row)
+        if row.meta.duration_ms is not None:
+            durations.append(row.meta.duration_ms)
+        at = epoch_ms(row.meta.start)
+        if at is not None:
+            started.append((at, row))
+    durations.sort()
+    out = total.to_json()
+    out["error_rate"] = total.with_errors / total.runs if total.runs else None
+    out["duration_p50"] = _percentile(durations, 50)
+    out["duration_p95"] = _percentile(durations, 95)
+    out["bins"] = _bins(started, bins)
+    return out
+
+
+def _bins(started: list[tuple[float, Row]], count: int) -> list[dict[str, Any]]:
+    if not started:
+        return []
+    first = min(at for at, _ in started)
+    last = max(at for at, _ in started)
+    width = max((last - first) / count, 1.0)
+    sums = [_Sum() for _ in range(count)]
+    for at, row in started:
+        sums[min(count - 1, int((at - first) / width))].add(row)
+    return [{"start": first + i * width, "end": first + (i + 1) * width, **s.to_json()} for i, s in enumerate(sums)]
