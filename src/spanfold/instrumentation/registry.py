@@ -38,6 +38,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "langchain": ("langchain_core", "spanfold.instrumentation.frameworks.langchain:LangChainInstrumentor"),
     "langgraph": ("langgraph.pregel", "spanfold.instrumentation.frameworks.langgraph:LangGraphInstrumentor"),
     "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents:SmolagentsInstrumentor"),
+    "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
 }
 
 _lock = threading.Lock()

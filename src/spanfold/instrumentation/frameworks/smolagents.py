@@ -31,18 +31,18 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks import smolagents_model
+from spanfold.instrumentation.frameworks.agent_runs import ContextRun, open_run
 from spanfold.instrumentation.frameworks.smolagents_messages import Observations
 from spanfold.instrumentation.frameworks.smolagents_model import StepSpan
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.messages import dumps
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.spans import ModelSpan
-from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy, Transparent
+from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tools import (
     end_tool_span,
     fail_tool_span,
@@ -120,16 +120,6 @@ def _observations() -> Observations | None:
 # --- runs --------------------------------------------------------------------------------------------------------
 
 
-class _NoChunks:
-    """A run's items are smolagents' steps: nothing of them goes into the span."""
-
-    def add(self, item: Any) -> None:
-        pass
-
-    def attributes(self) -> Mapping[str, Any]:
-        return {}
-
-
 def _in_other_run() -> bool:
     """An ``invoke_agent`` span is current that is no run of this instrumentor (``spanfold.agent``, another
     producer's): the user named the run."""
@@ -143,27 +133,6 @@ def _in_other_run() -> bool:
 def agent_name(agent: Any) -> str:
     name = getattr(agent, "name", None)
     return name if isinstance(name, str) and name else type(agent).__name__
-
-
-class AgentRun(SyncStreamProxy):
-    """``_run_stream``'s generator, each step run with the run's span current."""
-
-    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
-        super().__init__(wrapped, state)
-        self._self_context = context
-
-    def _self_copy(self, wrapped_copy: Any) -> Any:
-        return AgentRun(wrapped_copy, self._self_state, self._self_context)
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        token = otel_context.attach(self._self_context)
-        try:
-            return super().__next__()
-        finally:
-            otel_context.detach(token)
 
 
 class UntracedRun(Transparent):
@@ -187,21 +156,17 @@ class UntracedRun(Transparent):
 def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            agent = _state(instance)
-            context = otel_context.set_value(_AGENT_KEY, agent)
-            state: StreamState | None = None
-            if not _in_other_run():
-                name = agent_name(instance)
-                attrs = {semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT, semconv.AGENT_NAME: name}
-                span_name = semconv.span_name(semconv.OP_INVOKE_AGENT, name)
-                run = ModelSpan(tracer, span_name, attrs, kind=SpanKind.INTERNAL, rt=rt)
-                state = StreamState(run, _NoChunks(), "smolagents.run")
-                context = otel_trace.set_span_in_context(run.span, context)
+            context = otel_context.set_value(_AGENT_KEY, _state(instance))
+            opened = (
+                None
+                if _in_other_run()
+                else open_run(tracer, rt, agent_name(instance), "smolagents.run", context=context)
+            )
         except Exception as exc:
             counters.fault("smolagents.run_start", exc)
             return wrapped(*args, **kwargs)
         stream = wrapped(*args, **kwargs)  # a generator: nothing of the run has happened yet
-        return AgentRun(stream, state, context) if state is not None else UntracedRun(stream, context)
+        return ContextRun(stream, *opened) if opened is not None else UntracedRun(stream, context)
 
     return wrapper
 

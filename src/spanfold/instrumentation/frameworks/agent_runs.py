@@ -1,0 +1,150 @@
+"""A framework's agent run as an ``invoke_agent {name}`` span, current wherever the run's code runs.
+
+A run method returns its result at once, or a coroutine, a generator or an async generator whose body runs later,
+step by step. :func:`traced_run` calls it with the run's span current and hands back what it returned, its body run
+in the same context: a coroutine awaited inside it (a coroutine of the same result), a (async) generator proxied (the
+same items, ``close()`` / ``aclose()`` as before), so the model calls and tool runs inside nest under the span, in
+one trace. The span ends exactly once: when the result is returned, the coroutine done, the generator exhausted,
+failed, closed or garbage-collected; an exception is recorded and raised unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.spans import ModelSpan, set_failure
+from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
+
+
+class NoItems:
+    """A run's items (its steps, its events) go into no span attribute."""
+
+    def add(self, item: Any) -> None:
+        pass
+
+    def attributes(self) -> Mapping[str, Any]:
+        return {}
+
+
+def in_agent_run() -> bool:
+    """Whether the current span is an ``invoke_agent`` span (``spanfold.agent``, this or another producer's run)."""
+    attributes = getattr(otel_trace.get_current_span(), "attributes", None)
+    return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) == semconv.OP_INVOKE_AGENT
+
+
+def open_run(
+    tracer: Tracer,
+    rt: Runtime,
+    name: str,
+    kind: str,
+    attributes: Mapping[str, Any] | None = None,
+    context: otel_context.Context | None = None,
+) -> tuple[StreamState, otel_context.Context]:
+    """The run's span (``gen_ai.agent.name`` ``name``, and ``attributes``), and the context its code runs in
+    (``context`` with the span current). ``kind``: the fault counters' name of the framework's runs."""
+    attrs = {semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT, semconv.AGENT_NAME: name, **(attributes or {})}
+    run = ModelSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, kind=SpanKind.INTERNAL, rt=rt)
+    return StreamState(run, NoItems(), kind), otel_trace.set_span_in_context(run.span, context)
+
+
+class ContextRun(SyncStreamProxy):
+    """A run's generator, each step run in the run's context."""
+
+    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
+        super().__init__(wrapped, state)
+        self._self_context = context
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return ContextRun(wrapped_copy, self._self_state, self._self_context)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self  # each step through __next__, which runs it in the run's context
+
+    def __next__(self) -> Any:
+        token = otel_context.attach(self._self_context)
+        try:
+            return super().__next__()
+        finally:
+            otel_context.detach(token)
+
+
+class AsyncContextRun(AsyncStreamProxy):
+    """A run's async generator, each step run in the run's context."""
+
+    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
+        super().__init__(wrapped, state)
+        self._self_context = context
+
+    def _self_copy(self, wrapped_copy: Any) -> Any:
+        return AsyncContextRun(wrapped_copy, self._self_state, self._self_context)
+
+    async def __anext__(self) -> Any:
+        token = otel_context.attach(self._self_context)
+        try:
+            return await super().__anext__()
+        finally:
+            otel_context.detach(token)
+
+    async def aclose(self) -> Any:
+        try:
+            result = self.__wrapped__.aclose()
+            return await result if inspect.isawaitable(result) else result
+        finally:
+            self._self_state.finish()
+
+
+async def _awaited(coroutine: Any, state: StreamState, context: otel_context.Context) -> Any:
+    token = otel_context.attach(context)
+    try:
+        result = await coroutine
+    except BaseException as exc:
+        state.finish(exc)
+        raise
+    finally:
+        otel_context.detach(token)
+    state.finish()
+    return result
+
+
+def traced_run(
+    wrapped: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    state: StreamState,
+    context: otel_context.Context,
+    failed: Callable[[Any], tuple[str, str | None] | None] = lambda result: None,
+) -> Any:
+    """``wrapped(*args, **kwargs)`` run in ``context``, its result handed back as the module doc says. ``failed``:
+    ``(error.type, message)`` of a returned result that reports a failure (a framework that returns its errors),
+    the span's error."""
+    token = otel_context.attach(context)
+    try:
+        result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        state.finish(exc)
+        raise
+    finally:
+        otel_context.detach(token)
+    try:
+        if inspect.iscoroutine(result):
+            return _awaited(result, state, context)
+        if isinstance(result, AsyncIterator):
+            return AsyncContextRun(result, state, context)
+        if isinstance(result, Iterator):
+            return ContextRun(result, state, context)
+        failure = failed(result)
+        if failure is not None:
+            set_failure(state.span.span, failure[0], failure[1], state.span.rt)
+        state.finish()
+    except Exception as exc:
+        counters.fault(f"{state.kind}.result", exc)
+        state.finish()
+    return result
