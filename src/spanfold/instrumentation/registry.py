@@ -37,7 +37,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "openai_agents": ("agents", "spanfold.instrumentation.frameworks.openai_agents:OpenAIAgentsInstrumentor"),
     "langchain": ("langchain_core", "spanfold.instrumentation.frameworks.langchain:LangChainInstrumentor"),
     "langgraph": ("langgraph.pregel", "spanfold.instrumentation.frameworks.langgraph:LangGraphInstrumentor"),
-    "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents:SmolagentsInstrumentor"),
+    "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents.instrumentor:SmolagentsInstrumentor"),
     "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
 }
 

@@ -10,7 +10,7 @@ step of the two (``fold.drop_nested_calls``).
 
 Why smolagents' level and not the SDK's: smolagents re-sends earlier tool calls and outputs as text, which the
 step's input messages turn back into tool calls and outputs
-(:mod:`~spanfold.instrumentation.frameworks.smolagents_messages`), so each call's history extends the flat trace
+(:mod:`~spanfold.instrumentation.frameworks.smolagents.messages`), so each call's history extends the flat trace
 the earlier calls and tool runs made. A ``CodeAgent`` step's output holds the code action smolagents parsed from the
 text as a ``python_interpreter`` tool call: its span ends when the action is parsed (a :class:`Holder` keeps it
 until then).
@@ -29,7 +29,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFl
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.smolagents_messages import Observations, input_messages
+from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
 from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
 from spanfold.instrumentation.toolkit.calls import Wrapper, server_of

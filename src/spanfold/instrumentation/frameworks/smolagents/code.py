@@ -1,0 +1,150 @@
+"""``CodeAgent`` steps: the code action smolagents parses from the model's text joins the step's output as a
+``python_interpreter`` tool call, and its run is that call's ``execute_tool`` span (see the package's doc)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.smolagents.agents import AgentState, state_of
+from spanfold.instrumentation.frameworks.smolagents.model import StepSpan
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.streams import Transparent
+from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span, start_tool_span
+
+#: The :class:`CodeStep` running now, set in the context a ``CodeAgent`` step runs in.
+_STEP_KEY = otel_context.create_key("spanfold.smolagents.code_step")
+INTERPRETER = "python_interpreter"
+
+
+class CodeStep:
+    """One ``CodeAgent`` step: its model call's span, held until smolagents has parsed the code action from the
+    model's text (the action then joins the step's output as a ``python_interpreter`` tool call), and the action's
+    run as that call's ``execute_tool`` span."""
+
+    def __init__(self, tracer: Tracer, rt: Runtime, memory_step: Any, agent: AgentState) -> None:
+        self.tracer = tracer
+        self.rt = rt
+        self.memory_step = memory_step
+        self.agent = agent
+        self.model: StepSpan | None = None
+        self.tool: Span | None = None
+        self.call_id: str | None = None
+
+    def hold(self, span: StepSpan) -> bool:
+        if self.model is not None:
+            return False
+        self.model = span
+        return True
+
+    def release(self, action: Any = None) -> None:
+        """Finish the model step's span; ``action``: the ``ToolCall`` smolagents parsed from its text."""
+        span, self.model = self.model, None
+        if span is None:
+            return
+        try:
+            output = span.output
+            text = getattr(self.memory_step, "model_output", None)
+            if output is not None and isinstance(text, str):
+                output.text = text  # as smolagents keeps it (and re-sends it): its closing code tag added back
+            if output is not None and action is not None:
+                output.calls.append((action.id, INTERPRETER, {"code": action.arguments}))
+        except Exception as exc:
+            counters.fault("smolagents.code_action", exc)
+        span.release()
+
+    def item(self, item: Any) -> None:
+        """What the step yielded: its action (the tool run starts), its output (the run ends)."""
+        kind = type(item).__name__
+        if kind == "ToolCall" and getattr(item, "name", None) == INTERPRETER:
+            self.release(item)
+            self.call_id = item.id
+            code = item.arguments
+            self.tool = start_tool_span(
+                self.tracer,
+                INTERPRETER,
+                self.rt,
+                call_id=item.id,
+                arguments=dumps({"code": code}) if self.rt.capture_content else None,
+            )
+        elif kind == "ActionOutput":
+            self.end()
+
+    def end(self, error: BaseException | None = None) -> None:
+        """The step ended: the action's run with what the step observed (or its error)."""
+        self.release()
+        tool, self.tool = self.tool, None
+        if tool is None:
+            return
+        observation = getattr(self.memory_step, "observations", None)
+        self.agent.observations.add(self.call_id, observation)
+        if error is not None:
+            fail_tool_span(tool, error, self.rt)
+        else:
+            end_tool_span(tool, observation, self.rt)
+
+    def context(self, base: otel_context.Context) -> otel_context.Context:
+        context = otel_context.set_value(_STEP_KEY, self, base)
+        return otel_trace.set_span_in_context(self.tool, context) if self.tool is not None else context
+
+
+class CodeStepRun(Transparent):
+    """``CodeAgent._step_stream``'s generator: each part of the step run knowing the step (and with the action's
+    tool span current while it runs)."""
+
+    def __init__(self, wrapped: Any, step: CodeStep) -> None:
+        super().__init__(wrapped)
+        self._self_step = step
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        step = self._self_step
+        token = otel_context.attach(step.context(otel_context.get_current()))
+        try:
+            item = self.__wrapped__.__next__()
+        except StopIteration:
+            step.end()
+            raise
+        except BaseException as exc:
+            step.end(exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        try:
+            step.item(item)
+        except Exception as exc:
+            counters.fault("smolagents.code_step", exc)
+        return item
+
+    def close(self) -> Any:
+        try:
+            return self.__wrapped__.close()
+        finally:
+            self._self_step.end()
+
+
+def code_step_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        stream = wrapped(*args, **kwargs)
+        try:
+            memory_step = args[0] if args else kwargs.get("memory_step")
+            return CodeStepRun(stream, CodeStep(tracer, rt, memory_step, state_of(instance)))
+        except Exception as exc:
+            counters.fault("smolagents.code_step", exc)
+            return stream
+
+    return wrapper
+
+
+def holder() -> CodeStep | None:
+    step = otel_context.get_value(_STEP_KEY)
+    return step if isinstance(step, CodeStep) and step.model is None and step.tool is None else None
