@@ -203,7 +203,7 @@ def test_converse_request_and_response_shapes(traced: Traced) -> None:
     assert attrs["gen_ai.response.finish_reasons"] == ("max_tokens",)
     assert attrs["gen_ai.usage.input_tokens"] == 40  # input + cache read + cache write
     assert attrs["gen_ai.usage.cache_read.input_tokens"] == 20
-    assert attrs["gen_ai.usage.cache_creation.input_tokens"] == 10
+    assert attrs["gen_ai.usage.cache_write.input_tokens"] == 10
     assert attrs["gen_ai.usage.output_tokens"] == 5
     assert attrs["aws.request_id"] == "req-1"
 

@@ -107,6 +107,7 @@ def test_request_and_response_attributes(gspans: Spans, server: MockLLMServer, c
         ],
         "gen_ai.usage.input_tokens": 40,
         "gen_ai.usage.output_tokens": 7,
+        "gen_ai.usage.text.input_tokens": 40,  # the response's prompt_tokens_details (modality TEXT)
     }
 
 

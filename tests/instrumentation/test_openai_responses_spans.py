@@ -104,7 +104,6 @@ def test_create_with_parallel_function_calls(spans: Spans, server: MockLLMServer
         ],
         "gen_ai.usage.input_tokens": 31,
         "gen_ai.usage.output_tokens": 14,
-        "gen_ai.usage.cache_read.input_tokens": 0,
     }
 
 

@@ -50,7 +50,19 @@ RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+#: Input tokens written to a provider-managed cache.
+USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+#: Its name before the conventions renamed it: read, never written.
 USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+#: Per-modality counts, written only where the provider reports them (each included in its total).
+USAGE_TEXT_INPUT_TOKENS: Final = "gen_ai.usage.text.input_tokens"
+USAGE_IMAGE_INPUT_TOKENS: Final = "gen_ai.usage.image.input_tokens"
+USAGE_AUDIO_INPUT_TOKENS: Final = "gen_ai.usage.audio.input_tokens"
+USAGE_TEXT_OUTPUT_TOKENS: Final = "gen_ai.usage.text.output_tokens"
+USAGE_IMAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.image.output_tokens"
+USAGE_AUDIO_OUTPUT_TOKENS: Final = "gen_ai.usage.audio.output_tokens"
+#: Older usage names -> the current ones (other producers still write them; the dialects read both).
+USAGE_RENAMED: Final = {USAGE_CACHE_CREATION_INPUT_TOKENS: USAGE_CACHE_WRITE_INPUT_TOKENS}
 SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
@@ -89,8 +101,14 @@ OPENAI_PREVIOUS_RESPONSE_ID: Final = "openai.request.previous_response_id"
 ANTHROPIC_PREVIOUS_MESSAGE_ID: Final = "anthropic.request.previous_message_id"
 #: The Anthropic request id (the ``request-id`` response header), as the SDK's own spans name it.
 ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
+#: The conventions' name for the previous response a request continues (other producers write it; read).
+REQUEST_PREVIOUS_RESPONSE_ID: Final = "gen_ai.request.previous_response.id"
 #: The attributes that name the previous turn of a chain whose history lives on the server (the fold joins by them).
-PREVIOUS_RESPONSE_ATTRIBUTES: Final = (OPENAI_PREVIOUS_RESPONSE_ID, ANTHROPIC_PREVIOUS_MESSAGE_ID)
+PREVIOUS_RESPONSE_ATTRIBUTES: Final = (
+    OPENAI_PREVIOUS_RESPONSE_ID,
+    REQUEST_PREVIOUS_RESPONSE_ID,
+    ANTHROPIC_PREVIOUS_MESSAGE_ID,
+)
 #: True on an un-parented model call or tool run whose zero-code run the source decided (stitching on): its trace id
 #: says which run it belongs to, and the fold decides nothing more for it (:mod:`spanfold.stitching`).
 SPANFOLD_STITCHED: Final = "spanfold.stitched"
@@ -142,6 +160,7 @@ OP_GENERATE_CONTENT: Final = "generate_content"
 EXCEPTION_EVENT: Final = "exception"
 EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 #: Resource attribute: the service a span came from (trace metadata).
 SERVICE_NAME: Final = "service.name"
 #: Resource attribute: which process of the service (opentelemetry-sdk sets a random one from 1.43 on; older releases
@@ -165,8 +184,8 @@ ANTHROPIC_NATIVE_TOOL_SPAN_PREFIXES: Final = (
     "anthropic.mcp_tool_use",
 )
 ANTHROPIC_NATIVE_STOP_REASON: Final = "anthropic.message.stop_reason"
-#: The SDK's name for semconv's ``gen_ai.usage.cache_creation.input_tokens``.
-ANTHROPIC_NATIVE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+#: The SDK's cache-write count: the conventions' current name (:data:`USAGE_CACHE_WRITE_INPUT_TOKENS`).
+ANTHROPIC_NATIVE_CACHE_WRITE_INPUT_TOKENS: Final = USAGE_CACHE_WRITE_INPUT_TOKENS
 ANTHROPIC_NATIVE_TOOL_RESULT_CONTENT: Final = "anthropic.tool_result.content"
 
 # --- OpenLLMetry / traceloop (exporter/dialects/openllmetry.py) ---------------------------------------------
@@ -191,7 +210,7 @@ OPENLLMETRY_USAGE_ALIASES: Final = {
     "gen_ai.usage.prompt_tokens": USAGE_INPUT_TOKENS,
     "gen_ai.usage.completion_tokens": USAGE_OUTPUT_TOKENS,
     "gen_ai.usage.cache_read_input_tokens": USAGE_CACHE_READ_INPUT_TOKENS,
-    "gen_ai.usage.cache_creation_input_tokens": USAGE_CACHE_CREATION_INPUT_TOKENS,
+    "gen_ai.usage.cache_creation_input_tokens": USAGE_CACHE_WRITE_INPUT_TOKENS,
 }
 
 # --- OpenInference (exporter/dialects/openinference.py) -----------------------------------------------------
@@ -227,7 +246,7 @@ OPENINFERENCE_LLM_ATTRIBUTES: Final = {
     "llm.token_count.prompt": USAGE_INPUT_TOKENS,
     "llm.token_count.completion": USAGE_OUTPUT_TOKENS,
     "llm.token_count.prompt_details.cache_read": USAGE_CACHE_READ_INPUT_TOKENS,
-    "llm.token_count.prompt_details.cache_write": USAGE_CACHE_CREATION_INPUT_TOKENS,
+    "llm.token_count.prompt_details.cache_write": USAGE_CACHE_WRITE_INPUT_TOKENS,
     OPENINFERENCE_SESSION_ID: CONVERSATION_ID,
 }
 

@@ -8,8 +8,8 @@ module, which rewrites each native span into the standard GenAI semconv attribut
 ``anthropic.messages.create`` (CLIENT, one per API call; ``gen_ai.operation.name=chat``)
     always: ``gen_ai.request.model``, ``gen_ai.request.max_tokens``, ``gen_ai.response.id`` / ``.model``,
     ``gen_ai.usage.input_tokens`` (already input + cache read + cache write), ``gen_ai.usage.output_tokens``,
-    ``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.cache_write.input_tokens`` (semconv's
-    ``cache_creation``), ``anthropic.message.stop_reason`` (no ``gen_ai.response.finish_reasons``), ``error.type``
+    ``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.cache_write.input_tokens`` (the contract's names),
+    ``anthropic.message.stop_reason`` (no ``gen_ai.response.finish_reasons``), ``error.type``
     (the API's error type, e.g. ``overloaded_error``, or ``connection_error`` / a status code) with status ERROR.
     content mode only: ``gen_ai.system_instructions``, ``gen_ai.input.messages`` (``tool_result`` blocks stay
     ``tool_call_response`` parts *inside the user message*, their response a list of ``{"type":"text","text"}``
@@ -25,8 +25,8 @@ module, which rewrites each native span into the standard GenAI semconv attribut
 
 Rewritten here: tool results split into their own ``{"role": "tool"}`` messages (one per result, in order, the user
 message keeping its other parts); block-list responses joined into their text; ``finish_reason`` (semconv enum) on
-output messages and ``gen_ai.response.finish_reasons`` from ``anthropic.message.stop_reason``; ``cache_write`` ->
-``cache_creation``; ``anthropic.tool_result.content`` -> ``gen_ai.tool.call.result``; media placeholders -> content-less
+output messages and ``gen_ai.response.finish_reasons`` from ``anthropic.message.stop_reason``;
+``anthropic.tool_result.content`` -> ``gen_ai.tool.call.result``; media placeholders -> content-less
 ``blob`` parts; model spans renamed ``chat {model}``. With content mode off the step keeps model, usage, ids, timing
 and errors, and the tool spans keep names and call ids.
 
@@ -48,7 +48,6 @@ TOOL_RUNNER_SPAN: Final = semconv.ANTHROPIC_NATIVE_TOOL_RUNNER_SPAN
 TOOL_SPAN_PREFIXES: Final = semconv.ANTHROPIC_NATIVE_TOOL_SPAN_PREFIXES
 
 STOP_REASON: Final = semconv.ANTHROPIC_NATIVE_STOP_REASON
-CACHE_WRITE_INPUT_TOKENS: Final = semconv.ANTHROPIC_NATIVE_CACHE_WRITE_INPUT_TOKENS
 TOOL_RESULT_CONTENT: Final = semconv.ANTHROPIC_NATIVE_TOOL_RESULT_CONTENT
 
 FINISH_REASONS: Final = shapes.ANTHROPIC_FINISH_REASONS
@@ -122,9 +121,6 @@ def _model_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
     stop_reason = attrs.get(STOP_REASON)
     if isinstance(stop_reason, str) and semconv.RESPONSE_FINISH_REASONS not in attrs:
         out[semconv.RESPONSE_FINISH_REASONS] = [stop_reason]
-    cache_write = out.pop(CACHE_WRITE_INPUT_TOKENS, None)
-    if cache_write is not None and semconv.USAGE_CACHE_CREATION_INPUT_TOKENS not in out:
-        out[semconv.USAGE_CACHE_CREATION_INPUT_TOKENS] = cache_write
     inputs = loads(attrs.get(semconv.INPUT_MESSAGES))
     if inputs is not None:
         out[semconv.INPUT_MESSAGES] = _dumps(split_messages(inputs))

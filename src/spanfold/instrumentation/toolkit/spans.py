@@ -45,12 +45,16 @@ def set_error(span: Span, exc: BaseException, rt: Runtime) -> None:
         message = secrets(str(rt.content(str(exc))))
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         stack = secrets(str(rt.content("".join(frames))))
-        attributes = {"exception.type": kind, "exception.message": message, "exception.stacktrace": stack}
+        attributes = {
+            semconv.EXCEPTION_TYPE: kind,
+            semconv.EXCEPTION_MESSAGE: message,
+            semconv.EXCEPTION_STACKTRACE: stack,
+        }
         description = f"{type(exc).__name__}: {message}"
     else:
         frames = traceback.format_tb(exc.__traceback__)
         stack = "Traceback (most recent call last):\n" + "".join(frames) + kind
-        attributes = {"exception.type": kind, "exception.message": "", "exception.stacktrace": stack}
+        attributes = {semconv.EXCEPTION_TYPE: kind, semconv.EXCEPTION_MESSAGE: "", semconv.EXCEPTION_STACKTRACE: stack}
         description = type(exc).__name__
     span.record_exception(exc, attributes=attributes, escaped=True)
     span.set_status(Status(StatusCode.ERROR, description))

@@ -197,7 +197,8 @@ def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None,
 
 
 def usage_attributes(usage: Any) -> dict[str, Any]:
-    """Usage per the Anthropic refinement: input tokens include the cache reads and writes."""
+    """Usage per the Anthropic refinement: input tokens include the cache reads and writes; a cache count only when the
+    response reports a non-zero one."""
     if usage is None:
         return {}
     cache_read = m.get(usage, "cache_read_input_tokens")
@@ -208,8 +209,8 @@ def usage_attributes(usage: Any) -> dict[str, Any]:
     return {
         semconv.USAGE_INPUT_TOKENS: input_tokens,
         semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read,
-        semconv.USAGE_CACHE_CREATION_INPUT_TOKENS: cache_creation,
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read or None,
+        semconv.USAGE_CACHE_WRITE_INPUT_TOKENS: cache_creation or None,
     }
 
 

@@ -209,8 +209,8 @@ def usage_attributes(usage: Any) -> dict[str, Any]:
     return {
         semconv.USAGE_INPUT_TOKENS: input_tokens,
         semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "outputTokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read,
-        semconv.USAGE_CACHE_CREATION_INPUT_TOKENS: cache_write,
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read or None,
+        semconv.USAGE_CACHE_WRITE_INPUT_TOKENS: cache_write or None,
     }
 
 

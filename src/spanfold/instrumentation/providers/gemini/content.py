@@ -221,9 +221,36 @@ def usage_attributes(usage: Any) -> dict[str, Any]:
     return {
         semconv.USAGE_INPUT_TOKENS: prompt,
         semconv.USAGE_OUTPUT_TOKENS: output,
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(usage, "cached_content_token_count"),
-        semconv.USAGE_REASONING_OUTPUT_TOKENS: thoughts,
+        # the breakdown counts only where the response reports a non-zero one
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(usage, "cached_content_token_count") or None,
+        semconv.USAGE_REASONING_OUTPUT_TOKENS: thoughts or None,
+        **_by_modality(m.get(usage, "prompt_tokens_details"), _INPUT_MODALITIES),
+        **_by_modality(m.get(usage, "candidates_tokens_details"), _OUTPUT_MODALITIES),
     }
+
+
+#: Gemini's modality (``MediaModality``) -> the per-modality count it is recorded as (video and document have none).
+_INPUT_MODALITIES: Final = {
+    "TEXT": semconv.USAGE_TEXT_INPUT_TOKENS,
+    "IMAGE": semconv.USAGE_IMAGE_INPUT_TOKENS,
+    "AUDIO": semconv.USAGE_AUDIO_INPUT_TOKENS,
+}
+_OUTPUT_MODALITIES: Final = {
+    "TEXT": semconv.USAGE_TEXT_OUTPUT_TOKENS,
+    "IMAGE": semconv.USAGE_IMAGE_OUTPUT_TOKENS,
+    "AUDIO": semconv.USAGE_AUDIO_OUTPUT_TOKENS,
+}
+
+
+def _by_modality(details: Any, names: dict[str, str]) -> dict[str, int]:
+    """``[{modality, token_count}, ...]`` as per-modality counts (the non-zero ones of the modalities named)."""
+    out: dict[str, int] = {}
+    for entry in m.as_list(details) or []:
+        modality, count = m.get(entry, "modality"), m.get(entry, "token_count")
+        name = names.get(str(getattr(modality, "value", modality)).upper())
+        if name is not None and isinstance(count, int) and count > 0:
+            out[name] = out.get(name, 0) + count
+    return out
 
 
 def result_attributes(

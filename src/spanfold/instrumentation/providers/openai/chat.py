@@ -244,12 +244,19 @@ def _choice_from_message(message: Any, finish_reason: Any) -> Choice:
 def _usage_attributes(usage: Any) -> dict[str, Any]:
     if usage is None:
         return {}
-    details = m.get(usage, "prompt_tokens_details")
-    return {
+    details, out = m.get(usage, "prompt_tokens_details"), m.get(usage, "completion_tokens_details")
+    attrs = {
         semconv.USAGE_INPUT_TOKENS: m.get(usage, "prompt_tokens"),
         semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "completion_tokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(details, "cached_tokens") if details is not None else None,
     }
+    # the breakdown counts only where the response reports a non-zero one
+    if details is not None:
+        attrs[semconv.USAGE_CACHE_READ_INPUT_TOKENS] = m.get(details, "cached_tokens") or None
+        attrs[semconv.USAGE_AUDIO_INPUT_TOKENS] = m.get(details, "audio_tokens") or None
+    if out is not None:
+        attrs[semconv.USAGE_REASONING_OUTPUT_TOKENS] = m.get(out, "reasoning_tokens") or None
+        attrs[semconv.USAGE_AUDIO_OUTPUT_TOKENS] = m.get(out, "audio_tokens") or None
+    return attrs
 
 
 def _result_attributes(response_id: Any, model: Any, choices: list[Choice], usage: Any, rt: Runtime) -> dict[str, Any]:

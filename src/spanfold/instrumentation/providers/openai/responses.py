@@ -276,14 +276,16 @@ def finish_reason(status: Any, incomplete: Any, items: list[Any]) -> tuple[str |
 def usage_attributes(usage: Any) -> dict[str, Any]:
     if usage is None:
         return {}
-    details = m.get(usage, "input_tokens_details")
+    details, out = m.get(usage, "input_tokens_details"), m.get(usage, "output_tokens_details")
     return {
         semconv.USAGE_INPUT_TOKENS: m.get(usage, "input_tokens"),
         semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(details, "cached_tokens") if details is not None else None,
-        semconv.USAGE_CACHE_CREATION_INPUT_TOKENS: (m.get(details, "cache_write_tokens") or None)
+        # the breakdown counts only where the response reports a non-zero one
+        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(details, "cached_tokens") or None if details is not None else None,
+        semconv.USAGE_CACHE_WRITE_INPUT_TOKENS: m.get(details, "cache_write_tokens") or None
         if details is not None
         else None,
+        semconv.USAGE_REASONING_OUTPUT_TOKENS: m.get(out, "reasoning_tokens") or None if out is not None else None,
     }
 
 

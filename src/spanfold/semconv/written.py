@@ -1,0 +1,114 @@
+"""Every name spanfold writes on a span, with the registry entry it follows.
+
+One row per attribute key, span event name and ``gen_ai.operation.name`` value spanfold's instrumentation writes: the
+registry file of :mod:`.registry`'s pinned commit that defines it (``model/gen-ai/registry.yaml``,
+``model/mcp/registry.yaml``, or a core attribute those reference), or ``vendor: <whose>`` for a name no registry has
+(spanfold's own, a framework's, OpenInference's). ``tests/semconv/test_written_names.py`` holds the table to the
+pinned registry and to what spanfold writes: a written name missing here, or a registry row the registry lacks,
+fails it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from spanfold.semconv import names as n
+from spanfold.semconv import registry as r
+
+VENDOR: Final = "vendor: "
+
+
+def vendor(whose: str) -> str:
+    """The row of a name no registry defines, and whose name it is."""
+    return VENDOR + whose
+
+
+SPANFOLD: Final = vendor("spanfold")
+#: OpenInference's span attributes, the ones Arize Phoenix and Langfuse show a span's input and output from.
+OPENINFERENCE: Final = vendor("OpenInference (read by Arize Phoenix and Langfuse)")
+
+#: Attribute key -> the registry entry it follows.
+ATTRIBUTES: Final[Mapping[str, str]] = {
+    # every GenAI span
+    n.OPERATION_NAME: r.GENAI,
+    n.PROVIDER_NAME: r.GENAI,
+    n.CONVERSATION_ID: r.GENAI,
+    n.ERROR_TYPE: r.CORE,
+    n.SERVER_ADDRESS: r.CORE,
+    n.SERVER_PORT: r.CORE,
+    # model call
+    n.REQUEST_MODEL: r.GENAI,
+    n.REQUEST_MAX_TOKENS: r.GENAI,
+    n.REQUEST_TEMPERATURE: r.GENAI,
+    n.REQUEST_TOP_P: r.GENAI,
+    n.REQUEST_TOP_K: r.GENAI,
+    n.REQUEST_SEED: r.GENAI,
+    n.REQUEST_CHOICE_COUNT: r.GENAI,
+    n.REQUEST_STOP_SEQUENCES: r.GENAI,
+    n.REQUEST_FREQUENCY_PENALTY: r.GENAI,
+    n.REQUEST_PRESENCE_PENALTY: r.GENAI,
+    n.OUTPUT_TYPE: r.GENAI,
+    n.RESPONSE_MODEL: r.GENAI,
+    n.RESPONSE_ID: r.GENAI,
+    n.RESPONSE_FINISH_REASONS: r.GENAI,
+    n.USAGE_INPUT_TOKENS: r.GENAI,
+    n.USAGE_OUTPUT_TOKENS: r.GENAI,
+    n.USAGE_CACHE_READ_INPUT_TOKENS: r.GENAI,
+    n.USAGE_CACHE_WRITE_INPUT_TOKENS: r.GENAI,
+    n.USAGE_REASONING_OUTPUT_TOKENS: r.GENAI,
+    n.USAGE_TEXT_INPUT_TOKENS: r.GENAI,
+    n.USAGE_IMAGE_INPUT_TOKENS: r.GENAI,
+    n.USAGE_AUDIO_INPUT_TOKENS: r.GENAI,
+    n.USAGE_TEXT_OUTPUT_TOKENS: r.GENAI,
+    n.USAGE_IMAGE_OUTPUT_TOKENS: r.GENAI,
+    n.USAGE_AUDIO_OUTPUT_TOKENS: r.GENAI,
+    n.SYSTEM_INSTRUCTIONS: r.GENAI,
+    n.INPUT_MESSAGES: r.GENAI,
+    n.OUTPUT_MESSAGES: r.GENAI,
+    n.TOOL_DEFINITIONS: r.GENAI,
+    n.OPENAI_PREVIOUS_RESPONSE_ID: vendor("openai (spanfold's; the registry's is gen_ai.request.previous_response.id)"),
+    n.ANTHROPIC_PREVIOUS_MESSAGE_ID: vendor("anthropic (spanfold's)"),
+    n.ANTHROPIC_REQUEST_ID: vendor("anthropic (the anthropic SDK's own spans' name)"),
+    n.AWS_REQUEST_ID: r.CORE,
+    n.SPANFOLD_STITCHED: SPANFOLD,
+    # tool run
+    n.TOOL_NAME: r.GENAI,
+    n.TOOL_CALL_ID: r.GENAI,
+    n.TOOL_TYPE: r.GENAI,
+    n.TOOL_DESCRIPTION: r.GENAI,
+    n.TOOL_CALL_ARGUMENTS: r.GENAI,
+    n.TOOL_CALL_RESULT: r.GENAI,
+    n.MCP_METHOD_NAME: r.MCP,
+    n.MCP_SESSION_ID: r.MCP,
+    n.MCP_PROTOCOL_VERSION: r.MCP,
+    # agent run
+    n.AGENT_NAME: r.GENAI,
+    n.OPENAI_AGENTS_WORKFLOW_NAME: vendor("OpenAI Agents SDK (RunConfig.workflow_name)"),
+    n.OPENAI_AGENTS_TRACE_ID: vendor("OpenAI Agents SDK (its trace id)"),
+}
+
+#: Span event name -> the registry entry it follows.
+SPAN_EVENTS: Final[Mapping[str, str]] = {
+    n.EXCEPTION_EVENT: r.CORE,
+    n.OPENAI_AGENTS_HANDOFF_EVENT: vendor("OpenAI Agents SDK"),
+    n.OPENAI_AGENTS_GUARDRAIL_EVENT: vendor("OpenAI Agents SDK"),
+}
+
+#: Attribute keys of span events -> the registry entry each follows.
+EVENT_ATTRIBUTES: Final[Mapping[str, str]] = {
+    n.EXCEPTION_TYPE: r.CORE,
+    n.EXCEPTION_MESSAGE: r.CORE,
+    n.EXCEPTION_STACKTRACE: r.CORE,
+    n.OPENAI_AGENTS_HANDOFF_FROM: vendor("OpenAI Agents SDK"),
+    n.OPENAI_AGENTS_HANDOFF_TO: vendor("OpenAI Agents SDK"),
+    n.OPENAI_AGENTS_GUARDRAIL_NAME: vendor("OpenAI Agents SDK"),
+    n.OPENAI_AGENTS_GUARDRAIL_TRIGGERED: vendor("OpenAI Agents SDK"),
+}
+
+#: ``gen_ai.operation.name`` values spanfold writes (each one of the registry's members).
+OPERATIONS: Final = frozenset({n.OP_CHAT, n.OP_TEXT_COMPLETION, n.OP_EXECUTE_TOOL, n.OP_INVOKE_AGENT})
+
+
+def is_vendor(row: str) -> bool:
+    return row.startswith(VENDOR)
