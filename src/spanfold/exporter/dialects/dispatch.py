@@ -196,6 +196,7 @@ def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Model
         conversation_id=_str(attrs, semconv.CONVERSATION_ID),
         previous_response_id=previous,
         provider=_str(attrs, semconv.PROVIDER_NAME) or _str(attrs, semconv.SYSTEM_LEGACY),
+        cost=cost_of(attrs),
     )
 
 
@@ -230,7 +231,9 @@ def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Agent
         start_ns=record.start_ns,
         end_ns=record.end_ns,
         name=_str(attrs, semconv.AGENT_NAME) or _target(name),
-        conversation_id=_str(attrs, semconv.CONVERSATION_ID),
+        # the thread: the conversation the run belongs to, else the OpenAI Agents SDK run whose agents hand off to
+        # each other (one conversation, whatever the application names)
+        conversation_id=_str(attrs, semconv.CONVERSATION_ID) or _str(attrs, semconv.OPENAI_AGENTS_TRACE_ID),
         error=error_of(record, attrs),
     )
 

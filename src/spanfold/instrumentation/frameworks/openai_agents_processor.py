@@ -5,10 +5,12 @@ ends. This maps:
 
 * a trace (one ``Runner.run`` / ``run_sync`` / ``run_streamed``, or the user's ``agents.trace(...)``) -> the root
   ``invoke_agent {agent}`` span, named after the first agent that runs in it (the starting agent), with
-  ``gen_ai.conversation.id`` = the SDK trace id, ``openai_agents.workflow.name`` and ``openai_agents.trace.id``;
+  ``openai_agents.workflow.name`` and ``openai_agents.trace.id``, and ``gen_ai.conversation.id`` only when the
+  application names the conversation: the trace's ``group_id`` (``RunConfig(group_id=...)``, ``agents.trace(...,
+  group_id=...)``); never the trace id, which names one run, not a conversation;
 * an agent span -> that root for the first agent of the trace; each later agent (after a handoff) -> a child
-  ``invoke_agent {agent}`` span with the same conversation id (so the fold keeps one conversation: the next agent is
-  sent the history so far);
+  ``invoke_agent {agent}`` span with the same ``openai_agents.trace.id`` (and conversation id, when there is one), so
+  the fold keeps the run one conversation: the next agent is sent the history so far;
 * a function span -> ``execute_tool {tool}`` (arguments and result as the SDK recorded them, content capture and
   redaction through the runtime; the SDK's error record -> status ERROR, ``error.type`` = ``tool_error``);
 * handoff and guardrail spans -> span events ``openai_agents.handoff`` (from, to) and ``openai_agents.guardrail``
@@ -60,7 +62,9 @@ class _Run:
     """One SDK trace: its root span, the SDK spans open in it, and the agent spans running, innermost last."""
 
     root: _Open
-    conversation_id: str
+    trace_id: str
+    #: The trace's ``group_id``: the application's name of the conversation (None: it names none).
+    conversation_id: str | None
     named: bool = False
     spans: dict[str, _Open] = field(default_factory=dict)
     agents: list[Span] = field(default_factory=list)
@@ -118,9 +122,11 @@ class AgentsTracing:
             return
         try:
             workflow = str(getattr(trace, "name", "") or "")
+            group = getattr(trace, "group_id", None)
+            conversation = group if isinstance(group, str) and group else None
             attrs = {
                 semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-                semconv.CONVERSATION_ID: trace.trace_id,
+                semconv.CONVERSATION_ID: conversation,
                 semconv.OPENAI_AGENTS_TRACE_ID: trace.trace_id,
                 semconv.OPENAI_AGENTS_WORKFLOW_NAME: workflow or None,
             }
@@ -130,11 +136,11 @@ class AgentsTracing:
                 attributes=clean(attrs),
             )
             with self._lock:
-                self._runs[trace.trace_id] = _Run(_Open(span, _attach(span), "trace"), trace.trace_id)
+                self._runs[trace.trace_id] = _Run(_Open(span, _attach(span), "trace"), trace.trace_id, conversation)
                 stale = next(iter(self._runs.values())) if len(self._runs) > MAX_OPEN_RUNS else None
             if stale is not None:
                 counters.incr("openai_agents.runs_never_finished")
-                self._close(stale.conversation_id)
+                self._close(stale.trace_id)
         except Exception as exc:
             counters.fault("openai_agents.trace_start", exc)
 
@@ -194,6 +200,7 @@ class AgentsTracing:
             # After a handoff: the run's conversation goes on. An agent run as a tool (``Agent.as_tool``) has a
             # conversation of its own, under the tool span.
             semconv.CONVERSATION_ID: None if in_tool else run.conversation_id,
+            semconv.OPENAI_AGENTS_TRACE_ID: None if in_tool else run.trace_id,
         }
         parent = None if in_tool else otel_trace.set_span_in_context(run.root.span)
         span = tracer.start_span(
