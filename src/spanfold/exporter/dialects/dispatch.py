@@ -196,7 +196,6 @@ def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Model
         conversation_id=_str(attrs, semconv.CONVERSATION_ID),
         previous_response_id=previous,
         provider=_str(attrs, semconv.PROVIDER_NAME) or _str(attrs, semconv.SYSTEM_LEGACY),
-        cost=cost_of(attrs),
     )
 
 
