@@ -76,6 +76,9 @@ def test_hundred_thousand_traces(tmp_path: Path, ui_server, page: Any) -> None:
     page.fill("#f-q", "agent-12")
     expect(page.locator("#count")).to_contain_text("of 7,692 runs")
     page.fill("#f-q", "")
+    page.locator("#f-q").press_sequentially("out 4242", delay=40)  # full text: tool outputs, counted as you type
+    expect(page.locator("#count")).to_contain_text("of 11 runs")  # out 4242 and out 42420 ... 42429
+    page.fill("#f-q", "")
     write(path.parent, [trace(RUNS + 7, tool="appended_tool")], name="big")
     server.wait_total(RUNS + 1, timeout=10)
     expect(page.locator("#count")).to_contain_text("of 100,001 runs", timeout=10_000)

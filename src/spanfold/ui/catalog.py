@@ -65,24 +65,26 @@ class Catalog:
             else:
                 loose.append(row)
         hidden: set[int] = set()
-        runs: dict[tuple[str, tuple[object, ...]], Row] = {}  # (directory, content) -> a listed run with a trace id
+        best_of: list[Row] = []
         for trace_id, group in by_trace.items():
-            best = min(group, key=_rank)
+            best = group[0] if len(group) == 1 else min(group, key=_rank)
             catalog._name(best, trace_id)
-            runs.setdefault((os.path.dirname(best.file), _content(best)), best)
+            best_of.append(best)
             for row in group:
                 if row is best:
                     continue
-                catalog._name(row, row.id)
                 if row.file != best.file:
                     hidden.add(id(row))
                     catalog.copies.setdefault(id(best), []).append(row)
-        for row in loose:
-            catalog._name(row, row.id)
-            run = runs.get((os.path.dirname(row.file), _content(row)))
-            if run is not None and run.file != row.file:
-                hidden.add(id(row))
-                catalog.copies.setdefault(id(run), []).append(row)
+        if loose:  # (directory, content) -> a listed run with a trace id
+            runs: dict[tuple[str, tuple[object, ...]], Row] = {}
+            for best in best_of:
+                runs.setdefault((os.path.dirname(best.file), _content(best)), best)
+            for row in loose:
+                run = runs.get((os.path.dirname(row.file), _content(row)))
+                if run is not None and run.file != row.file:
+                    hidden.add(id(row))
+                    catalog.copies.setdefault(id(run), []).append(row)
         catalog.shown = [row for row in rows if id(row) not in hidden]
         return catalog
 
@@ -91,6 +93,7 @@ class Catalog:
         self.by_id.setdefault(run_id, row)
 
     def id_of(self, row: Row) -> str:
+        """The row's permalink: its trace id when it is the run listed under it, else its place in its file."""
         return self.ids.get(id(row), row.id)
 
     def resolve(self, run_id: str) -> Row | None:

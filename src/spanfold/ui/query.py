@@ -1,13 +1,19 @@
-"""The run list's filters, sorting and paging (pure functions over index rows)."""
+"""The run list's filters, sorting and paging over index rows.
+
+The filters combine (each one given must hold): a text (in the run's metadata, file, tools and first question, or,
+from :data:`CONTENT_CHARS` characters on, anywhere in its content: :mod:`spanfold.ui.search`), a tool, a model, an
+agent, a service, a status, errors or none, a time range (when the run started), and the conversation (session) and
+user ids its metadata records.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from spanfold.ui.index import Row
-from spanfold.ui.steps import trace_cost
+from spanfold.ui.steps import epoch_ms, trace_cost
 
 #: Sortable columns and the key each sorts by (missing values sort as the smallest).
 SORT_KEYS: dict[str, Callable[[Row], Any]] = {
@@ -25,6 +31,29 @@ SORT_KEYS: dict[str, Callable[[Row], Any]] = {
     "file": lambda r: (r.file, r.line),
 }
 MAX_LIMIT = 500
+#: A text this long or longer is also looked for in the runs' content (a shorter one is in nearly every run).
+CONTENT_CHARS = 3
+#: The metadata keys a conversation (session) id and a user id are found under, first found first.
+CONVERSATION_KEYS = ("conversation_id", "gen_ai.conversation.id", "session_id", "session.id")
+USER_KEYS = ("user_id", "user.id", "enduser.id", "gen_ai.user.id")
+
+
+def _first(extra: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = extra.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return None
+
+
+def conversation_of(row: Row) -> str | None:
+    """The conversation (session) id the run's metadata records."""
+    return _first(row.meta.extra, CONVERSATION_KEYS)
+
+
+def user_of(row: Row) -> str | None:
+    """The user id the run's metadata records."""
+    return _first(row.meta.extra, USER_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +61,14 @@ class Query:
     text: str = ""
     tool: str = ""
     model: str = ""
+    agent: str = ""
+    service: str = ""
     status: str = ""
     errors: str = ""  # "", "yes", "no"
+    conversation: str = ""
+    user: str = ""
+    since: float | None = None  # ms since the epoch: runs that started then or later
+    until: float | None = None  # ... started before then
     copies: bool = False  # list the copies of a run in other files too
     sort: str = "time"
     desc: bool = True
@@ -53,8 +88,14 @@ class Query:
             text=params.get("q", "").strip().lower(),
             tool=params.get("tool", ""),
             model=params.get("model", ""),
+            agent=params.get("agent", ""),
+            service=params.get("service", ""),
             status=params.get("status", ""),
             errors=params.get("errors", ""),
+            conversation=params.get("conversation", "").strip(),
+            user=params.get("user", "").strip(),
+            since=epoch_ms(params.get("from")),
+            until=epoch_ms(params.get("to")),
             copies=params.get("copies", "") == "show",
             sort=sort if sort in SORT_KEYS else "time",
             desc=params.get("order", "desc") != "asc",
@@ -63,9 +104,15 @@ class Query:
         )
 
     def keeps(self, row: Row) -> bool:
+        """Whether every filter but the text holds for the row."""
+        meta = row.meta
         if self.tool and self.tool not in row.summary.tool_calls_by_name:
             return False
-        if self.model and self.model not in row.meta.models:
+        if self.model and self.model not in meta.models:
+            return False
+        if self.agent and meta.name != self.agent:
+            return False
+        if self.service and meta.service != self.service:
             return False
         if self.status and row.status != self.status:
             return False
@@ -73,16 +120,32 @@ class Query:
             return False
         if self.errors == "no" and row.summary.error_count:
             return False
-        return not self.text or self.text in row.haystack()
+        if self.conversation and conversation_of(row) != self.conversation:
+            return False
+        if self.user and user_of(row) != self.user:
+            return False
+        if self.since is not None or self.until is not None:
+            start = epoch_ms(meta.start)
+            if start is None or (self.since is not None and start < self.since):
+                return False
+            if self.until is not None and start >= self.until:
+                return False
+        return True
 
     def key(self) -> tuple[Any, ...]:
-        return (self.text, self.tool, self.model, self.status, self.errors, self.copies, self.sort, self.desc)
+        """What the rows kept, and their order, depend on (not the page)."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name not in ("offset", "limit"))
+
+
+#: Which rows hold a text in their content: ``(text, rows) -> {id(row)}`` (:class:`spanfold.ui.search.ContentSearch`).
+ContentMatch = Callable[[str, list[Row]], set[int]]
 
 
 class Lister:
     """Filters and sorts the rows once per (query, index generation), then pages from that result."""
 
-    def __init__(self) -> None:
+    def __init__(self, content: ContentMatch | None = None) -> None:
+        self.content = content
         self._cache: tuple[tuple[Any, ...], int, list[Row]] | None = None
 
     def chosen(self, generation: int, rows: list[Row], query: Query) -> list[Row]:
@@ -91,6 +154,10 @@ class Lister:
         if cached is not None and cached[0] == query.key() and cached[1] == generation:
             return cached[2]
         chosen = [r for r in rows if query.keeps(r)]
+        if query.text:
+            deep = self.content is not None and len(query.text) >= CONTENT_CHARS
+            inside = self.content(query.text, chosen) if self.content is not None and deep else set()
+            chosen = [r for r in chosen if id(r) in inside or query.text in r.haystack()]
         chosen.sort(key=SORT_KEYS[query.sort], reverse=query.desc)
         self._cache = (query.key(), generation, chosen)
         return chosen
@@ -101,14 +168,34 @@ class Lister:
 
 
 def facets(rows: list[Row]) -> dict[str, Any]:
-    """The tool names, models and statuses present (the filters' choices), and whether any run records its cost."""
+    """The filters' choices: the tool names, models, agents, services and statuses present; whether any run records
+    its cost, a conversation id, a user id."""
     tools: set[str] = set()
     models: set[str] = set()
+    agents: set[str] = set()
+    services: set[str] = set()
     statuses: set[str] = set()
-    priced = False
+    priced = conversations = users = False
     for r in rows:
         tools.update(r.summary.tool_calls_by_name)
         models.update(r.meta.models)
+        if r.meta.name:
+            agents.add(r.meta.name)
+        if r.meta.service:
+            services.add(r.meta.service)
         statuses.add(r.status)
-        priced = priced or "cost" in r.meta.extra or "cost_usd" in r.meta.extra
-    return {"tools": sorted(tools), "models": sorted(models), "statuses": sorted(statuses), "priced": priced}
+        extra = r.meta.extra
+        if extra:
+            priced = priced or "cost" in extra or "cost_usd" in extra
+            conversations = conversations or conversation_of(r) is not None
+            users = users or user_of(r) is not None
+    return {
+        "tools": sorted(tools),
+        "models": sorted(models),
+        "agents": sorted(agents),
+        "services": sorted(services),
+        "statuses": sorted(statuses),
+        "priced": priced,
+        "conversations": conversations,
+        "users": users,
+    }

@@ -33,6 +33,7 @@ from spanfold.ui.catalog import Catalog
 from spanfold.ui.index import Index, Row
 from spanfold.ui.opened import PAGE, Opened, OpenRuns, slice_of
 from spanfold.ui.query import Lister, Query, facets
+from spanfold.ui.search import ContentSearch, load_trace
 from spanfold.ui.stats import stats
 
 CSP = (
@@ -151,7 +152,8 @@ class Ui:
     def __init__(self, index: Index, options: UiOptions) -> None:
         self.index = index
         self.options = options
-        self.lister = Lister()
+        self.search = ContentSearch(load_trace(index))
+        self.lister = Lister(self.search.matching)
         self._facets: tuple[int, dict[str, Any]] = (-1, {})
         self._stats: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._catalog = Catalog()
@@ -231,25 +233,27 @@ class Ui:
             }
         )
 
-    async def runs(self, request: web.Request) -> web.Response:
-        query = Query.parse(request.query)
-        catalog = await asyncio.get_running_loop().run_in_executor(None, self.catalog)
+    def _runs_of(self, query: Query) -> dict[str, Any]:
+        catalog = self.catalog()
         generation = catalog.generation
         rows = catalog.rows if query.copies else catalog.shown
         total, page = self.lister.page(generation, rows, query)
         if self._facets[0] != generation:
             self._facets = (generation, facets(catalog.shown))
-        return _json(
-            {
-                "generation": generation,
-                "total": total,
-                "all": len(catalog.shown),
-                "copies": len(catalog.rows) - len(catalog.shown),
-                "offset": query.offset,
-                "runs": [r.to_json(catalog.id_of(r)) for r in page],
-                "facets": self._facets[1],
-            }
-        )
+        return {
+            "generation": generation,
+            "total": total,
+            "all": len(catalog.shown),
+            "copies": len(catalog.rows) - len(catalog.shown),
+            "offset": query.offset,
+            "runs": [r.to_json(catalog.id_of(r)) for r in page],
+            "facets": self._facets[1],
+        }
+
+    async def runs(self, request: web.Request) -> web.Response:
+        """A page of the runs the query keeps (:mod:`spanfold.ui.query`), how many, and the filters' choices."""
+        query = Query.parse(request.query)
+        return _json(await asyncio.get_running_loop().run_in_executor(None, self._runs_of, query))
 
     def _stats_of(self, query: Query) -> dict[str, Any]:
         catalog = self.catalog()

@@ -2,7 +2,7 @@
 durations and cost, in total and over time (a bin per stretch of the runs' start times, for the list's chart).
 
 Cost is summed only from what the runs' metadata records (``cost``): a run without one adds nothing, and the totals
-say how many runs had one. Costs in several currencies are not added up (the total says so instead).
+say how many runs had one. Costs in several currencies are not added up (the totals name the currencies instead).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from spanfold.ui.index import Row
 from spanfold.ui.steps import epoch_ms, trace_cost
 
-#: Bins of the chart over time (fewer when the runs span less).
+#: Bins of the chart over time.
 BINS = 40
 
 
@@ -30,13 +30,12 @@ class _Sum:
     cost: float = 0.0
     currencies: set[str] = field(default_factory=set)
 
-    def add(self, row: Row) -> None:
+    def add(self, errors: bool, failed: bool, tokens_in: int, tokens_out: int, cost: dict[str, Any] | None) -> None:
         self.runs += 1
-        self.with_errors += row.summary.error_count > 0
-        self.failed += row.status == "error"
-        self.tokens_in += row.meta.usage.input_tokens
-        self.tokens_out += row.meta.usage.output_tokens
-        cost = trace_cost(row.meta.extra)
+        self.with_errors += errors
+        self.failed += failed
+        self.tokens_in += tokens_in
+        self.tokens_out += tokens_out
         if cost is not None:
             self.priced += 1
             self.cost += cost["amount"]
@@ -71,14 +70,22 @@ def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
     of start time (``start``/``end`` in ms since the epoch), over the runs that say when they started."""
     total = _Sum()
     durations: list[float] = []
-    started: list[tuple[float, Row]] = []
+    started: list[tuple[float, tuple[bool, bool, int, int, dict[str, Any] | None]]] = []
     for row in rows:
-        total.add(row)
-        if row.meta.duration_ms is not None:
-            durations.append(row.meta.duration_ms)
-        at = epoch_ms(row.meta.start)
+        meta = row.meta
+        facts = (
+            row.summary.error_count > 0,
+            row.status == "error",
+            meta.usage.input_tokens,
+            meta.usage.output_tokens,
+            trace_cost(meta.extra),
+        )
+        total.add(*facts)
+        if meta.duration_ms is not None:
+            durations.append(meta.duration_ms)
+        at = epoch_ms(meta.start)
         if at is not None:
-            started.append((at, row))
+            started.append((at, facts))
     durations.sort()
     out = total.to_json()
     out["error_rate"] = total.with_errors / total.runs if total.runs else None
@@ -88,13 +95,13 @@ def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
     return out
 
 
-def _bins(started: list[tuple[float, Row]], count: int) -> list[dict[str, Any]]:
+def _bins(started: list[tuple[float, tuple[bool, bool, int, int, dict[str, Any] | None]]], count: int) -> list[Any]:
     if not started:
         return []
     first = min(at for at, _ in started)
     last = max(at for at, _ in started)
     width = max((last - first) / count, 1.0)
     sums = [_Sum() for _ in range(count)]
-    for at, row in started:
-        sums[min(count - 1, int((at - first) / width))].add(row)
+    for at, facts in started:
+        sums[min(count - 1, int((at - first) / width))].add(*facts)
     return [{"start": first + i * width, "end": first + (i + 1) * width, **s.to_json()} for i, s in enumerate(sums)]

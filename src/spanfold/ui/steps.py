@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from spanfold.trace.model import Message, StepTime, Trace
@@ -34,6 +35,11 @@ def epoch_ms(iso: Any) -> float | None:
     """Milliseconds since the epoch of an ISO 8601 time (to the microsecond), None when it is not one."""
     if not isinstance(iso, str) or not iso:
         return None
+    return _epoch_ms(iso)
+
+
+@lru_cache(maxsize=1 << 18)  # every run's start, read again by each filter and chart over the list
+def _epoch_ms(iso: str) -> float | None:
     try:
         moment = datetime.fromisoformat(iso[:-1] + "+00:00" if iso.endswith("Z") else iso)
     except ValueError:
@@ -73,6 +79,8 @@ def cost_of(value: Any) -> dict[str, Any] | None:
 
 def trace_cost(meta: dict[str, Any]) -> dict[str, Any] | None:
     """A run's cost, when its metadata says it (``cost`` or ``cost_usd``)."""
+    if not meta:
+        return None
     return cost_of(meta.get("cost")) or cost_of(meta.get("cost_usd"))
 
 

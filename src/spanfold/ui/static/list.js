@@ -10,22 +10,35 @@ const COLUMNS = [
 ];
 const STATUSES = ["complete", "error", "incomplete", "truncated", "unknown"];
 
+//: The query's parameters the list keeps (the server's `spanfold.ui.query`).
+const FILTERS = ["q", "tool", "model", "agent", "service", "status", "errors", "conversation", "user", "from", "to", "copies"];
+
 export const list = {
-  q: "", tool: "", model: "", status: "", errors: "", copies: "", sort: "time", order: "desc", offset: 0,
-  generation: -1, picked: [], current: -1, rows: [], total: 0,
+  q: "", tool: "", model: "", agent: "", service: "", status: "", errors: "", conversation: "", user: "", from: "",
+  to: "", copies: "", sort: "time", order: "desc", offset: 0, generation: -1, picked: [], current: -1, total: 0,
 };
+
+// Set filter `name` (from the filters, or a link such as a session's) and show the list again from its first page.
+export function setFilter(name, value) {
+  list[name] = value;
+  list.offset = 0;
+  list.current = -1;
+  loadList();
+}
 
 function params() {
   const p = new URLSearchParams();
-  for (const k of ["q", "tool", "model", "status", "errors", "copies", "sort", "order"]) if (list[k]) p.set(k, list[k]);
+  for (const k of [...FILTERS, "sort", "order"]) {
+    if (!list[k]) continue;
+    p.set(k, k === "from" || k === "to" ? `${list[k]}:00Z` : list[k]);  // the time inputs are UTC, as the list shows
+  }
   p.set("offset", list.offset);
   p.set("limit", PAGE);
   return p.toString();
 }
 
 function select(name, label, choices, current) {
-  const s = el("select", { id: `f-${name}`, "aria-label": label,
-    onchange: (e) => { list[name] = e.target.value; list.offset = 0; loadList(); } },
+  const s = el("select", { id: `f-${name}`, "aria-label": label, onchange: (e) => setFilter(name, e.target.value) },
   el("option", { value: "" }, label));
   for (const [value, text] of choices) s.appendChild(el("option", { value, selected: value === current }, text));
   return s;
@@ -41,22 +54,40 @@ export function statusCell(run, tag) {
   return el(tag, { class: `status status-${run.status}${withErrors ? " with-errors" : ""}`, title }, text);
 }
 
-function filters(facets, copies) {
+// A text filter, applied a moment after the typing stops.
+function typed(name, attrs) {
   let timer = null;
-  const text = el("input", { id: "f-q", type: "search", placeholder: "Filter: agent, model, tool, trace id, prompt…",
-    value: list.q, size: 40,
-    oninput: (e) => { clearTimeout(timer); timer = setTimeout(() => { list.q = e.target.value; list.offset = 0; loadList(); }, 250); } });
+  return el("input", { id: `f-${name}`, type: "search", value: list[name], ...attrs,
+    oninput: (e) => { clearTimeout(timer); timer = setTimeout(() => setFilter(name, e.target.value), 250); } });
+}
+
+function when(name, label) {
+  return el("label", { class: "muted when", title: "when the run started (UTC, as the list shows it)" }, `${label} `,
+    el("input", { id: `f-${name}`, type: "datetime-local",
+    value: list[name], "aria-label": `started ${label} (UTC)`, onchange: (e) => setFilter(name, e.target.value) }));
+}
+
+function filters(facets, copies) {
   const compare = el("button", { id: "compare", disabled: list.picked.length !== 2,
     onclick: () => { location.hash = `#/compare/${encodeURIComponent(list.picked[0])}/${encodeURIComponent(list.picked[1])}`; } },
   `Compare ${list.picked.length}/2`);
-  return el("div", { class: "filters" }, text,
-    select("tool", "any tool", facets.tools.map((t) => [t, t]), list.tool),
-    select("model", "any model", facets.models.map((m) => [m, m]), list.model),
+  const named = (values) => values.map((v) => [v, v]);
+  return el("div", { class: "filters" },
+    typed("q", { placeholder: "Search runs: messages, tool arguments and outputs, agent, model, trace id…", size: 48,
+      "aria-label": "search the runs" }),
+    select("tool", "any tool", named(facets.tools), list.tool),
+    select("model", "any model", named(facets.models), list.model),
+    facets.agents.length ? select("agent", "any agent", named(facets.agents), list.agent) : null,
+    facets.services.length > 1 || list.service ? select("service", "any service", named(facets.services), list.service) : null,
     select("status", "any status", STATUSES.map((s) => [s, s]), list.status),
     select("errors", "errors or not", [["yes", "with errors"], ["no", "without errors"]], list.errors),
+    when("from", "from"), when("to", "to"),
+    facets.conversations || list.conversation ? typed("conversation", { placeholder: "conversation / session id", size: 22,
+      "aria-label": "conversation or session id" }) : null,
+    facets.users || list.user ? typed("user", { placeholder: "user id", size: 14, "aria-label": "user id" }) : null,
     copies || list.copies ? el("label", { class: "muted", title: "the same run in other files (spanfold convert's copies)" },
       el("input", { type: "checkbox", id: "f-copies", checked: list.copies === "show",
-        onchange: (e) => { list.copies = e.target.checked ? "show" : ""; list.offset = 0; loadList(); } }),
+        onchange: (e) => setFilter("copies", e.target.checked ? "show" : "") }),
       ` show ${fmtInt(copies)} cop${copies === 1 ? "y" : "ies"} in other files`) : null,
     compare);
 }
@@ -106,7 +137,7 @@ export function currentRow() {
   return list.current >= 0 && list.current < rows.length ? rows[list.current] : null;
 }
 
-function renderList(data, stats) {
+function renderList(data) {
   const main = document.getElementById("main");
   const priced = data.facets.priced;
   const columns = COLUMNS.filter(([key]) => key !== "cost" || priced);
@@ -127,21 +158,33 @@ function renderList(data, stats) {
     el("span", { id: "count" }, `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(data.total)} runs` +
       (data.total !== data.all ? ` (${fmtInt(data.all)} in all)` : "")),
     el("button", { disabled: last >= data.total, onclick: () => { list.offset += PAGE; loadList(); } }, "Older ›"));
-  const focused = document.activeElement && document.activeElement.id;
-  main.replaceChildren(filters(data.facets, data.copies || 0), numbers(stats),
+  const focused = document.activeElement;
+  const caret = focused && focused.type === "search" ? [focused.id, focused.selectionStart, focused.selectionEnd] : null;
+  const focusedId = focused && focused.id;
+  const previous = document.getElementById("numbers");
+  main.replaceChildren(filters(data.facets, data.copies || 0), previous || el("div", { id: "numbers" }),
     el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), body)), pager);
-  if (focused === "f-q") {
-    const box = document.getElementById("f-q");
-    box.focus();
-    box.setSelectionRange(box.value.length, box.value.length);
+  const again = focusedId && focusedId.startsWith("f-") ? document.getElementById(focusedId) : null;
+  if (again) {
+    again.focus();
+    if (caret) again.setSelectionRange(caret[1], caret[2]);
   }
 }
 
+let asked = 0;
+
+// The list shown again: its page of runs first (the count as you type), then the numbers over them.
 export async function loadList(view) {
+  const mine = ++asked;
+  const query = params();
   try {
-    const [data, stats] = await Promise.all([api(`/api/runs?${params()}`), api(`/api/stats?${params()}`)]);
+    const data = await api(`/api/runs?${query}`);
+    if (mine !== asked) return;  // a newer query is on its way
     list.generation = data.generation;
-    if (view === undefined || view() === "list") renderList(data, stats);
-    list.all = data.all;
+    if (view !== undefined && view() !== "list") return;
+    renderList(data);
+    const stats = await api(`/api/stats?${query}`);
+    const shown = document.getElementById("numbers");
+    if (mine === asked && shown) shown.replaceWith(numbers(stats));
   } catch (e) { setStatus(`cannot load runs: ${e.message}`); }
 }
