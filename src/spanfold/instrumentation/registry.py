@@ -39,6 +39,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "langgraph": ("langgraph.pregel", "spanfold.instrumentation.frameworks.langgraph:LangGraphInstrumentor"),
     "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents.instrumentor:SmolagentsInstrumentor"),
     "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
+    "crewai": ("crewai", "spanfold.instrumentation.frameworks.crewai:CrewAIInstrumentor"),
 }
 
 _lock = threading.Lock()

@@ -1,0 +1,159 @@
+"""CrewAI: a crew's kickoff is one trace, rooted at ``invoke_agent {crew name}``, each agent's task run an
+``invoke_agent {role}`` span in it, with every native tool run.
+
+Supported: ``crewai`` >= 1.15, < 2 (tested with 1.15.30, in a venv of its own: CrewAI pins ``openai < 3``,
+``mcp < 2`` and ``pydantic < 2.13``, which the main test environment is past). Patched, once on the classes:
+
+* ``Crew.kickoff`` / ``kickoff_async`` / ``akickoff``: the crew's run, named after the crew (``name=``, ``crew`` by
+  default), current while it runs (``kickoff_async`` runs ``kickoff`` in a thread: one span, not two).
+* ``Agent.execute_task`` / ``aexecute_task`` (a task run by its agent in a crew) and ``Agent.kickoff`` /
+  ``kickoff_async`` / ``akickoff`` (an agent on its own): an ``invoke_agent {role}`` span, so each agent's steps are
+  a thread of their own, under its role.
+* ``AgentExecutor._execute_single_native_tool_call``: each tool call the model made through native function calling
+  is an ``execute_tool {tool}`` span with the model's call id, the arguments and the result the agent sends the model;
+  a failure CrewAI records (an exception the tool raised, a ``ToolFailure``, an unknown tool, a usage limit) is the
+  span's error (``error.type`` ``tool_error``, the text the model is sent), an exception it raises (a hook's abort)
+  is recorded and raised unchanged.
+
+The model calls are the provider patches' (CrewAI's native OpenAI provider calls the openai SDK; LiteLLM routes are
+the litellm patch's): one step each, under the agent's span. A run inside ``spanfold.agent`` (or another producer's
+current ``invoke_agent`` span) opens no crew or agent span of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.tools import (
+    end_tool_span,
+    end_tool_span_with_error_result,
+    fail_tool_span,
+    start_tool_span,
+)
+from spanfold.semconv.parts import parse_json_arguments
+
+SUPPORTED = "crewai >= 1.15, < 2"
+
+#: The crew or agent object whose run is current, set in the context its code runs in.
+_RUN_KEY = otel_context.create_key("spanfold.crewai.run")
+
+
+def _name(instance: Any, attribute: str, default: str) -> str:
+    name = getattr(instance, attribute, None)
+    return name if isinstance(name, str) and name else default
+
+
+def _run_wrapper(attribute: str, default: str) -> Callable[[Tracer, Runtime], Wrapper]:
+    """A run's wrapper, naming it after ``instance.<attribute>`` (else ``default``)."""
+
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            try:
+                current = otel_context.get_value(_RUN_KEY)
+                if current is instance or (in_agent_run() and current is None):
+                    return wrapped(*args, **kwargs)  # its own run again (kickoff_async), or the user named the run
+                name = _name(instance, attribute, default)
+                state, context = open_run(
+                    tracer, rt, name, "crewai.run", context=otel_context.set_value(_RUN_KEY, instance)
+                )
+            except Exception as exc:
+                counters.fault("crewai.run_start", exc)
+                return wrapped(*args, **kwargs)
+            return traced_run(wrapped, args, kwargs, state, context)
+
+        return wrapper
+
+    return factory
+
+
+def _call(tool_call: Any) -> tuple[str | None, str, Any]:
+    """(the model's call id, the tool's name, its arguments) of a native tool call, as CrewAI reads it (an id CrewAI
+    made up for a provider that gives none is no id)."""
+    info = importlib.import_module("crewai.utilities.agent_utils").extract_tool_call_info(tool_call)
+    if not info:
+        return None, "unknown", None
+    call_id, name, arguments = info
+    made_up = call_id == f"call_{id(tool_call)}"
+    return (None if made_up else str(call_id)), str(name), parse_json_arguments(arguments)
+
+
+def _start_tool(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span | None:
+    try:
+        call_id, name, arguments = _call(args[0] if args else kwargs.get("tool_call"))
+        return start_tool_span(
+            tracer,
+            name,
+            rt,
+            call_id=call_id,
+            arguments=dumps(arguments) if rt.capture_content else None,
+            argument_values=arguments,
+        )
+    except Exception as exc:
+        counters.fault("crewai.tool_start", exc)
+        return None
+
+
+def _end_tool(span: Span, outcome: Any, rt: Runtime) -> None:
+    try:
+        result = outcome.get("result") if isinstance(outcome, Mapping) else None
+        failed = isinstance(outcome, Mapping) and outcome.get("tool_failure") is not None
+    except Exception as exc:
+        counters.fault("crewai.tool_result", exc)
+        result, failed = None, False
+    if failed:
+        end_tool_span_with_error_result(span, result, rt)
+    else:
+        end_tool_span(span, result, rt)
+
+
+def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        span = _start_tool(tracer, rt, args, kwargs)
+        if span is None:
+            return wrapped(*args, **kwargs)
+        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            try:
+                outcome = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                fail_tool_span(span, exc, rt)
+                raise
+        _end_tool(span, outcome, rt)
+        return outcome
+
+    return wrapper
+
+
+_CREW = _run_wrapper("name", "crew")
+_AGENT = _run_wrapper("role", "Agent")
+
+PATCHES = (
+    *(Patch("crewai.crew", f"Crew.{name}", _CREW) for name in ("kickoff", "kickoff_async", "akickoff")),
+    *(
+        Patch("crewai.agent.core", f"Agent.{name}", _AGENT)
+        for name in ("execute_task", "aexecute_task", "kickoff", "kickoff_async", "akickoff")
+    ),
+    Patch("crewai.agents.agent_executor", "AgentExecutor._execute_single_native_tool_call", tool_wrapper),
+)
+
+
+class CrewAIInstrumentor(TableInstrumentor):
+    """CrewAI crews and agents as ``invoke_agent`` spans, native tool runs as ``execute_tool`` spans."""
+
+    library = "crewai"
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        return PATCHES

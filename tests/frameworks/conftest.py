@@ -1,0 +1,19 @@
+"""Frameworks whose pins conflict with the main test environment are tested in venvs of their own
+(``.ci/frameworks``): their test modules are collected only where the framework is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+#: test module -> the framework it needs
+SEPARATE = {"test_crewai.py": "crewai"}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
+collect_ignore = [test for test, module in SEPARATE.items() if not _installed(module)]
