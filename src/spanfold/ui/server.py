@@ -32,8 +32,9 @@ from spanfold.trace.model import Trace
 from spanfold.ui.catalog import Catalog
 from spanfold.ui.index import Index, Row
 from spanfold.ui.opened import PAGE, Opened, OpenRuns, slice_of
-from spanfold.ui.query import Lister, Query, facets
+from spanfold.ui.query import Lister, Query, conversation_of, facets
 from spanfold.ui.search import ContentSearch, load_trace
+from spanfold.ui.sessions import Session, group, in_order
 from spanfold.ui.stats import stats
 
 CSP = (
@@ -47,7 +48,7 @@ STATIC = {
         name: "text/javascript"
         for name in (
             *("app.js", "dom.js", "keys.js", "list.js", "run.js", "conversation.js", "markdown.js", "waterfall.js"),
-            *("compare.js", "numbers.js"),
+            *("compare.js", "numbers.js", "sessions.js"),
         )
     },
     "style.css": "text/css",
@@ -156,6 +157,7 @@ class Ui:
         self.lister = Lister(self.search.matching)
         self._facets: tuple[int, dict[str, Any]] = (-1, {})
         self._stats: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+        self._sessions: tuple[tuple[Any, ...], dict[str, Session]] = ((), {})
         self._catalog = Catalog()
         self._catalog_lock = threading.Lock()
         self.opened = OpenRuns()
@@ -168,6 +170,8 @@ class Ui:
         app.router.add_get("/api/state", self.state)
         app.router.add_get("/api/runs", self.runs)
         app.router.add_get("/api/stats", self.stats)
+        app.router.add_get("/api/sessions", self.sessions)
+        app.router.add_get("/api/session", self.session)
         app.router.add_get("/api/run/{id}", self.run)
         app.router.add_get("/api/run/{id}/events", self.run_events)
         app.router.add_get("/api/run/{id}/part", self.run_part)
@@ -268,6 +272,35 @@ class Ui:
         query = Query.parse(request.query)
         return _json(await asyncio.get_running_loop().run_in_executor(None, self._stats_of, query))
 
+    def _sessions_of(self, query: Query) -> dict[str, Session]:
+        """The sessions among the runs the query keeps (its text and filters; not its order)."""
+        catalog = self.catalog()
+        key = (catalog.generation, query.key())
+        if self._sessions[0] != key:
+            rows = catalog.rows if query.copies else catalog.shown
+            self._sessions = (key, group(self.lister.chosen(catalog.generation, rows, query)))
+        return self._sessions[1]
+
+    async def sessions(self, request: web.Request) -> web.Response:
+        """A page of the sessions among the runs the list's filters keep, the one active last first."""
+        query = Query.parse(request.query)
+        found = await asyncio.get_running_loop().run_in_executor(None, self._sessions_of, query)
+        page = list(found.values())[query.offset : query.offset + query.limit]
+        return _json({"total": len(found), "offset": query.offset, "sessions": [s.to_json() for s in page]})
+
+    def _session(self, sid: str) -> dict[str, Any]:
+        found = self._sessions_of(Query()).get(sid)
+        if found is None:
+            raise web.HTTPNotFound(reason="no such session")
+        catalog = self.catalog()
+        rows = in_order(found.rows)
+        return {"session": found.to_json(), "runs": [r.to_json(catalog.id_of(r)) for r in rows], "stats": stats(rows)}
+
+    async def session(self, request: web.Request) -> web.Response:
+        """One session (``id``): its runs in the order they started, and its totals."""
+        sid = request.query.get("id", "")
+        return _json(await asyncio.get_running_loop().run_in_executor(None, self._session, sid))
+
     def _load(self, run_id: str) -> tuple[Row, Any, Trace | None]:
         row = self.catalog().resolve(run_id)
         if row is None:
@@ -305,6 +338,10 @@ class Ui:
             {"id": catalog.id_of(c), "file": c.file, "line": c.line, "shape": c.shape} for c in catalog.copies_of(row)
         ]
         out: dict[str, Any] = {"row": row.to_json(catalog.id_of(row)), "count": opened.count, "copies": copies}
+        sid = conversation_of(row)
+        if sid is not None:
+            found = await asyncio.get_running_loop().run_in_executor(None, self._sessions_of, Query())
+            out["session"] = {"id": sid, "runs": len(found[sid].rows) if sid in found else 1}
         if opened.trace is not None:
             end = opened.page_end(0)
             out.update(meta=opened.meta, waterfall=opened.waterfall, events=opened.events(0, end), next=end)

@@ -3,15 +3,22 @@
 // its server).
 import { api, el, fmtInt, setStatus } from "./dom.js";
 import { onKey } from "./keys.js";
-import { list, loadList } from "./list.js";
+import { list, listParams, loadList } from "./list.js";
 import { openRun, pickInPlace, renderRun } from "./run.js";
 import { renderCompare } from "./compare.js";
+import { renderSession, renderSessions } from "./sessions.js";
 
 const POLL_MS = 1500;
 
 const state = { view: "", run: null };
 
 function view() { return state.view; }
+
+// The header's links: the run list, the sessions.
+function nav() {
+  const here = state.view === "sessions" || state.view === "session" ? "sessions" : "runs";
+  document.querySelectorAll("#nav a").forEach((a) => a.classList.toggle("here", a.dataset.nav === here));
+}
 
 async function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
@@ -22,6 +29,12 @@ async function route() {
       if (state.run && state.run.id === parts[1] && pickInPlace(state.run.data, tab, parts[3])) return;
       if (!state.run || state.run.id !== parts[1]) state.run = { id: parts[1], data: await openRun(parts[1]) };
       await renderRun(state.run.data, tab, parts[3]);
+    } else if (parts[0] === "sessions") {
+      state.view = "sessions";
+      await renderSessions(listParams());
+    } else if (parts[0] === "session" && parts[1]) {
+      state.view = "session";
+      await renderSession(parts[1]);
     } else if (parts[0] === "compare" && parts[1] && parts[2]) {
       state.view = "compare";
       renderCompare(await api(`/api/compare?a=${encodeURIComponent(parts[1])}&b=${encodeURIComponent(parts[2])}`));
@@ -34,6 +47,7 @@ async function route() {
     state.run = null;
     document.getElementById("main").replaceChildren(el("p", { class: "err-text" }, `Cannot show this: ${e.message}`));
   }
+  nav();
 }
 
 // The header's line: how many runs, that the page follows the files, and what could not be read.

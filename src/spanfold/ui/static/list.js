@@ -26,7 +26,8 @@ export function setFilter(name, value) {
   loadList();
 }
 
-function params() {
+// The list's query (its filters, order and page) as URL parameters (the sessions take the same filters).
+export function listParams() {
   const p = new URLSearchParams();
   for (const k of [...FILTERS, "sort", "order"]) {
     if (!list[k]) continue;
@@ -176,7 +177,7 @@ let asked = 0;
 // The list shown again: its page of runs first (the count as you type), then the numbers over them.
 export async function loadList(view) {
   const mine = ++asked;
-  const query = params();
+  const query = listParams();
   try {
     const data = await api(`/api/runs?${query}`);
     if (mine !== asked) return;  // a newer query is on its way

@@ -4,6 +4,7 @@
 import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtTime, fmtTokens, pretty, setStatus } from "./dom.js";
 import { conversation, loadEvents, runHref } from "./conversation.js";
 import { statusCell } from "./list.js";
+import { sessionHref } from "./sessions.js";
 import { stepDetails, waterfall } from "./waterfall.js";
 
 export { runHref };
@@ -79,6 +80,9 @@ function header(run, tab) {
       el("span", {}, el("b", {}, "started "), fmtTime(row.start) || "—"),
       el("span", { class: "muted where" }, `${row.file}:${row.line}`)),
     copies,
+    run.session ? el("div", { class: "session-link" }, el("b", {}, "session "),
+      el("a", { href: sessionHref(run.session.id), id: "session-link" }, run.session.id),
+      ` (${fmtInt(run.session.runs)} run${run.session.runs === 1 ? "" : "s"})`) : null,
     el("div", { class: "run-tools" }, copySpec(run, specBox),
       el("a", { href: runHref(row.id, "conversation"), id: "permalink", title: row.trace_id ? "by trace id" : "by its place in its file" }, "permalink"),
       markdownToggle),
