@@ -54,6 +54,10 @@ def test_invoke_with_a_tool_call(spans: Spans) -> None:
     assert tool_attrs(span) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "get_weather",
+        "input.value": '{"city":"Paris"}',
+        "input.mime_type": "application/json",
+        "output.value": "Paris: 18°C, sunny",
+        "output.mime_type": "text/plain",
         "gen_ai.tool.type": "function",
         "gen_ai.tool.description": "Get the current weather in a city.",
         "gen_ai.tool.call.id": "call_1",

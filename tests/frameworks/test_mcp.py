@@ -140,6 +140,10 @@ async def test_weather_agent_over_stdio(traced: Any, server: MockLLMServer, glob
         "mcp.method.name": "tools/call",
         "gen_ai.tool.call.arguments": '{"city":"Paris"}',
         "gen_ai.tool.call.result": scenarios.get_weather("Paris"),
+        "input.value": '{"city":"Paris"}',
+        "input.mime_type": "application/json",
+        "output.value": scenarios.get_weather("Paris"),
+        "output.mime_type": "text/plain",
     }
     if MCP2:
         expected["mcp.protocol.version"] = paris["mcp.protocol.version"]

@@ -154,6 +154,10 @@ async def test_weather_agent(traced: Any, server: MockLLMServer, global_spans: A
         "gen_ai.tool.type": "function",
         "gen_ai.tool.call.arguments": '{"celsius":18,"to":"fahrenheit"}',
         "gen_ai.tool.call.result": "18°C is 64.4°F",
+        "input.value": '{"celsius":18,"to":"fahrenheit"}',
+        "input.mime_type": "application/json",
+        "output.value": "18°C is 64.4°F",
+        "output.mime_type": "text/plain",
     }
 
 

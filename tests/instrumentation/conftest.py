@@ -33,6 +33,10 @@ class Replay:
         )
 
 
+#: What a backend shows first of a span (:mod:`spanfold.instrumentation.toolkit.shown`).
+SHOWN = ("input.value", "input.mime_type", "output.value", "output.mime_type")
+
+
 class Spans:
     """The finished spans of a test, and the switches it may flip."""
 
@@ -60,9 +64,13 @@ class Spans:
 
     def attrs(self, span: ReadableSpan | None = None) -> dict[str, Any]:
         """Attributes with the JSON ones parsed, without the stitching marker (whether a zero-code conversation is
-        active depends on the tests before; tests/e2e/test_source_stitching.py checks the marker)."""
+        active depends on the tests before; tests/e2e/test_source_stitching.py checks the marker) and without what a
+        backend shows first (``input.value`` / ``output.value`` and their MIME types: copies of the messages,
+        tests/instrumentation/test_shown_values.py checks them)."""
         raw = dict((span or self.one()).attributes or {})
         raw.pop("spanfold.stitched", None)
+        for key in SHOWN:
+            raw.pop(key, None)
         for key in (
             "gen_ai.input.messages",
             "gen_ai.output.messages",

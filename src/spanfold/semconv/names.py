@@ -230,8 +230,14 @@ OPENINFERENCE_CONTENT_IMAGE_URL: Final = "message_content.image.image.url"
 OPENINFERENCE_TOOL_CALLS: Final = "tool_calls."
 OPENINFERENCE_TOOL_CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
 OPENINFERENCE_FINISH_REASON: Final = "llm.finish_reason"
+#: A span's input and output as one value each, with their MIME types: what Arize Phoenix's trace list and Input /
+#: Output columns show (Langfuse reads them too). spanfold writes them beside the GenAI attributes.
 OPENINFERENCE_INPUT_VALUE: Final = "input.value"
 OPENINFERENCE_OUTPUT_VALUE: Final = "output.value"
+OPENINFERENCE_INPUT_MIME_TYPE: Final = "input.mime_type"
+OPENINFERENCE_OUTPUT_MIME_TYPE: Final = "output.mime_type"
+MIME_JSON: Final = "application/json"
+MIME_TEXT: Final = "text/plain"
 OPENINFERENCE_SESSION_ID: Final = "session.id"
 OPENINFERENCE_TOOL_NAME: Final = "tool.name"
 OPENINFERENCE_TOOL_CALL_ID_ATTRIBUTE: Final = "tool_call.id"

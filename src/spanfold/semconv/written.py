@@ -72,6 +72,11 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.ANTHROPIC_REQUEST_ID: vendor("anthropic (the anthropic SDK's own spans' name)"),
     n.AWS_REQUEST_ID: r.CORE,
     n.SPANFOLD_STITCHED: SPANFOLD,
+    # what a backend shows first (model calls, tool runs, a run's root)
+    n.OPENINFERENCE_INPUT_VALUE: OPENINFERENCE,
+    n.OPENINFERENCE_INPUT_MIME_TYPE: OPENINFERENCE,
+    n.OPENINFERENCE_OUTPUT_VALUE: OPENINFERENCE,
+    n.OPENINFERENCE_OUTPUT_MIME_TYPE: OPENINFERENCE,
     # tool run
     n.TOOL_NAME: r.GENAI,
     n.TOOL_CALL_ID: r.GENAI,

@@ -25,6 +25,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import ModelSpan
@@ -39,13 +40,17 @@ _RUN_KEY = otel_context.create_key("spanfold.langgraph.run")
 
 
 class _NoChunks:
-    """The run's chunks are the graph's state updates: nothing of them goes into the span."""
+    """The run's chunks are the graph's state updates: nothing of them goes into the span. When the run ends its span
+    gets the run's question and answer, from the model calls made in it."""
+
+    def __init__(self, run: shown.Shown) -> None:
+        self.run = run
 
     def add(self, chunk: Any) -> None:
         pass
 
     def attributes(self) -> Mapping[str, Any]:
-        return {}
+        return self.run.attributes()
 
 
 def _nested() -> bool:
@@ -92,8 +97,8 @@ def _open(
             semconv.CONVERSATION_ID: _thread_id(config),  # None (dropped) without a checkpointer thread
         }
         run = ModelSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, kind=SpanKind.INTERNAL, rt=rt)
-        context = otel_context.set_value(_RUN_KEY, True, otel_trace.set_span_in_context(run.span))
-        return StreamState(run, _NoChunks(), "langgraph"), context
+        context, io = shown.open_run(otel_context.set_value(_RUN_KEY, True, otel_trace.set_span_in_context(run.span)))
+        return StreamState(run, _NoChunks(io), "langgraph"), context
     except Exception as exc:
         counters.fault("langgraph.start", exc)
         return None

@@ -37,6 +37,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_failure
 from spanfold.instrumentation.toolkit.tools import end_tool_span, start_tool_span
 
@@ -65,6 +66,8 @@ class _Run:
     trace_id: str
     #: The trace's ``group_id``: the application's name of the conversation (None: it names none).
     conversation_id: str | None
+    #: The run's question and answer, told by the model calls made in its context.
+    io: shown.Shown | None = None
     named: bool = False
     spans: dict[str, _Open] = field(default_factory=dict)
     agents: list[Span] = field(default_factory=list)
@@ -135,8 +138,10 @@ class AgentsTracing:
                 kind=SpanKind.INTERNAL,
                 attributes=clean(attrs),
             )
+            context, io = shown.open_run(otel_trace.set_span_in_context(span))
+            opened = _Open(span, otel_context.attach(context), "trace")
             with self._lock:
-                self._runs[trace.trace_id] = _Run(_Open(span, _attach(span), "trace"), trace.trace_id, conversation)
+                self._runs[trace.trace_id] = _Run(opened, trace.trace_id, conversation, io)
                 stale = next(iter(self._runs.values())) if len(self._runs) > MAX_OPEN_RUNS else None
             if stale is not None:
                 counters.incr("openai_agents.runs_never_finished")
@@ -157,6 +162,7 @@ class AgentsTracing:
                 if opened.kind != "alias":
                     end_span(opened.span)
             _detach(run.root)
+            shown.close_run(run.root.span, run.io)
         except Exception as exc:
             counters.fault("openai_agents.trace_end", exc)
         end_span(run.root.span)
@@ -235,7 +241,8 @@ class AgentsTracing:
         data, rt = span.span_data, self._rt
         _detach(opened)
         if rt.capture_content and data.input:
-            opened.span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(str(data.input)))
+            arguments = rt.content(str(data.input))
+            opened.span.set_attributes({semconv.TOOL_CALL_ARGUMENTS: arguments, **shown.tool_input(arguments)})
         if span.error:
             set_failure(opened.span, semconv.TOOL_ERROR, _error_text(span.error), rt)
         if data.output is None:

@@ -20,6 +20,7 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content.redaction import secrets
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.conversations import Turn, records_all
 
 
@@ -90,7 +91,7 @@ def clean(attributes: Mapping[str, Any]) -> Mapping[str, AttributeValue]:
 class ModelSpan:
     """One started GenAI span and the promise to end it exactly once."""
 
-    __slots__ = ("_lock", "_token", "ended", "full", "rt", "span", "turn")
+    __slots__ = ("_lock", "_token", "ended", "full", "rt", "run", "span", "turn")
 
     def __init__(
         self,
@@ -103,6 +104,13 @@ class ModelSpan:
         context: otel_context.Context | None = None,
     ) -> None:
         self.rt = rt
+        #: The run (its root's question and answer) this call belongs to; the call's own input and output shown
+        #: (with content capture on: what it records then is structure alone).
+        self.run = shown.current_run(context) if rt.capture_content else None
+        if rt.capture_content and semconv.INPUT_MESSAGES in attributes:
+            attributes = dict(attributes)
+            root = not otel_trace.get_current_span(context).get_span_context().is_valid
+            shown.model_request(attributes, context, root)
         self.span: Span = tracer.start_span(name, context=context, kind=kind, attributes=clean(attributes))
         self.ended = False
         self._lock = threading.Lock()
@@ -139,6 +147,8 @@ class ModelSpan:
         try:
             if attributes:
                 self.span.set_attributes(clean(attributes))
+                if self.rt.capture_content:
+                    self.span.set_attributes(shown.model_result(attributes, self.run))
         except Exception as exc:
             counters.fault("span.finish", exc)
         end_span(self.span)

@@ -20,7 +20,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from spanfold import counters, semconv
 from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import conversations
+from spanfold.instrumentation.toolkit import conversations, shown
 from spanfold.instrumentation.toolkit.messages import dumps, get
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_error
 from spanfold.semconv.parts import parse_json_arguments
@@ -206,6 +206,7 @@ def start_tool_span(
         attrs[semconv.TOOL_CALL_ID] = str(call_id)
     if arguments is not None and rt.capture_content:
         attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
+        attrs.update(shown.tool_input(attrs[semconv.TOOL_CALL_ARGUMENTS]))
     context, joined, decided, answered = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
     if decided:
         attrs[semconv.SPANFOLD_STITCHED] = True
@@ -236,7 +237,9 @@ def _end_ok(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
     try:
         rt = rt or runtime.active()
         if rt.capture_content:
-            span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(_result_text(result)))
+            text = rt.content(_result_text(result))
+            span.set_attribute(semconv.TOOL_CALL_RESULT, text)
+            span.set_attributes(shown.tool_output(text, isinstance(result, str)))
     except Exception as exc:
         counters.fault("tool.result", exc)
     end_span(span)
@@ -356,7 +359,9 @@ def tool(
 #: The agent runs open in this thread / asyncio task, innermost last: ``(agent, span, context token)``. One variable for
 #: every agent object (a ContextVar per object would stay in each context for good), so one agent object may be
 #: entered concurrently and nested.
-_OPEN_AGENTS: ContextVar[tuple[tuple[agent, Span, object], ...]] = ContextVar("spanfold_agents", default=())
+_OPEN_AGENTS: ContextVar[tuple[tuple[agent, Span, object, shown.Shown], ...]] = ContextVar(
+    "spanfold_agents", default=()
+)
 
 
 class agent:
@@ -391,8 +396,9 @@ class agent:
                 kind=SpanKind.INTERNAL,
                 attributes=attrs,
             )
-            token = otel_context.attach(otel_trace.set_span_in_context(span))
-            _OPEN_AGENTS.set((*_OPEN_AGENTS.get(), (self, span, token)))
+            context, run = shown.open_run(otel_trace.set_span_in_context(span))
+            token = otel_context.attach(context)
+            _OPEN_AGENTS.set((*_OPEN_AGENTS.get(), (self, span, token, run)))
         except Exception as exc:
             counters.fault("agent.start", exc)
         return self
@@ -413,10 +419,11 @@ class agent:
         stack = _OPEN_AGENTS.get()
         if not stack or stack[-1][0] is not self:  # entering failed, or exits out of order: nothing of ours is open
             return
-        _, span, token = stack[-1]
+        _, span, token, run = stack[-1]
         _OPEN_AGENTS.set(stack[:-1])
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
+            shown.close_run(span, run)
             if exc is not None:
                 set_error(span, exc, runtime.active())
         except Exception as fault:
@@ -466,6 +473,7 @@ def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.
         if rt.capture_content:
             text = rt.content(_result_text(result))
             span.set_attribute(semconv.TOOL_CALL_RESULT, text)
+            span.set_attributes(shown.tool_output(text, isinstance(result, str)))
             span.set_status(Status(StatusCode.ERROR, str(text)))
         else:
             span.set_status(Status(StatusCode.ERROR))
