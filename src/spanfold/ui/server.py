@@ -24,12 +24,10 @@ from typing import Any
 from aiohttp import web
 
 from spanfold import counters
-from spanfold.checks.trajectory import ExpectedCall
-from spanfold.checks.view import Call, view_of
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.formats import writable
-from spanfold.trace.model import Trace
 from spanfold.ui.catalog import Catalog
+from spanfold.ui.compare import Side, compare
 from spanfold.ui.index import Index, Row
 from spanfold.ui.opened import PAGE, Opened, OpenRuns, slice_of
 from spanfold.ui.query import Lister, Query, conversation_of, facets
@@ -122,31 +120,11 @@ def _json(value: Any) -> web.Response:
     return web.Response(text=text, content_type="application/json")
 
 
-def _call(call: Call) -> dict[str, Any]:
-    return {
-        "index": call.index,
-        "name": call.name,
-        "args": call.args,
-        "output": call.output if call.has_output else None,
-        "error": call.error,
-        "event": call.event,
-    }
-
-
 def _number(text: str | None, default: int) -> int:
     try:
         return max(0, int(text)) if text is not None else default
     except ValueError:
         return default
-
-
-def divergence(a: list[Call], b: list[Call]) -> int | None:
-    """Where two trajectories part (0-based), by ``tool_trajectory``'s ``exact`` rule: call i of one must be
-    call i of the other, same tool and equal arguments; None when they are the same."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if not ExpectedCall(x.name, x.args, "exact").matches(y):
-            return i
-    return None if len(a) == len(b) else min(len(a), len(b))
 
 
 class Ui:
@@ -301,16 +279,6 @@ class Ui:
         sid = request.query.get("id", "")
         return _json(await asyncio.get_running_loop().run_in_executor(None, self._session, sid))
 
-    def _load(self, run_id: str) -> tuple[Row, Any, Trace | None]:
-        row = self.catalog().resolve(run_id)
-        if row is None:
-            raise web.HTTPNotFound(reason="no such run")
-        try:
-            raw, trace = self.index.trace(row)
-        except Exception:
-            raise web.HTTPNotFound(reason="this run can no longer be read") from None
-        return row, raw, trace
-
     def _open(self, run_id: str) -> tuple[Row, Opened]:
         """The run, decoded once for the requests that follow (its events page by page, its texts)."""
         row = self.catalog().resolve(run_id)
@@ -373,21 +341,16 @@ class Ui:
             return _json({"spec": text})
         return _json(slice_of(text, _number(request.query.get("from"), 0)))
 
+    def _side(self, run_id: str) -> Side:
+        row, opened = self._open(run_id)
+        return Side(self._row_json(row), opened.trace, opened.waterfall, row.meta.extra)
+
     async def compare(self, request: web.Request) -> web.Response:
+        """Two runs (``a``, ``b``) compared (:mod:`spanfold.ui.compare`)."""
         loop = asyncio.get_running_loop()
-        sides = []
-        for name in ("a", "b"):
-            row, _, trace = await loop.run_in_executor(None, self._load, request.query.get(name, ""))
-            calls = view_of(trace).calls if trace is not None else []
-            sides.append((row, calls))
-        (row_a, calls_a), (row_b, calls_b) = sides
-        return _json(
-            {
-                "a": {"row": self._row_json(row_a), "calls": [_call(c) for c in calls_a]},
-                "b": {"row": self._row_json(row_b), "calls": [_call(c) for c in calls_b]},
-                "divergence": divergence(calls_a, calls_b),
-            }
-        )
+        a = await loop.run_in_executor(None, self._side, request.query.get("a", ""))
+        b = await loop.run_in_executor(None, self._side, request.query.get("b", ""))
+        return _json(await loop.run_in_executor(None, compare, a, b))
 
 
 async def start(index: Index, options: UiOptions) -> tuple[web.AppRunner, str]:
