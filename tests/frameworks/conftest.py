@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 
 #: test module -> the framework it needs
-SEPARATE = {"test_crewai.py": "crewai"}
+SEPARATE = {"test_crewai.py": "crewai", "test_llama_index.py": "llama_index.llms.openai"}
 
 
 def _installed(module: str) -> bool:

@@ -40,6 +40,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents.instrumentor:SmolagentsInstrumentor"),
     "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
     "crewai": ("crewai", "spanfold.instrumentation.frameworks.crewai:CrewAIInstrumentor"),
+    "llama_index": ("llama_index.core", "spanfold.instrumentation.frameworks.llama_index:LlamaIndexInstrumentor"),
 }
 
 _lock = threading.Lock()

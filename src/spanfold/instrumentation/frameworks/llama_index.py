@@ -1,0 +1,165 @@
+"""LlamaIndex agents: an agent workflow run is one trace, rooted at ``invoke_agent {agent name}``, with every tool
+run in it.
+
+Supported: ``llama-index-core`` >= 0.14, < 0.15 (tested with 0.14.25 and ``llama-index-llms-openai`` 0.8.3, in a
+venv of its own: the OpenAI LLM pins ``openai < 3``). Patched, once on the classes:
+
+* ``BaseWorkflowAgent.run`` (``FunctionAgent``, ``ReActAgent``, ``CodeActAgent``) and ``AgentWorkflow.run``: the
+  run's ``invoke_agent`` span, named after the agent (``name=``; an ``AgentWorkflow`` after its root agent), current
+  while ``run()`` schedules the workflow, so every step task the workflow starts (each copies the context it is
+  created in) runs under it; it ends when the run's result is in (the handler's result task is done), failed with
+  the run's exception. Awaiting the handler and streaming its events (``handler.stream_events()``) are untouched.
+* The ``call_tool`` step of both: each tool call is an ``execute_tool {tool}`` span with the model's call id
+  (``tool_id``), the arguments and the tool's output; an output LlamaIndex marks as an error (the tool raised, or
+  is unknown) is the span's error (``error.type`` ``tool_error``, the text the model is sent).
+
+The model calls are the provider patches' (``OpenAI`` through the openai SDK): one step each, under the run. In an
+``AgentWorkflow`` the agents share one memory (a handoff re-sends the whole conversation), so the run is one thread:
+its events carry the root agent's name. A run inside ``spanfold.agent`` (or another producer's current
+``invoke_agent`` span) opens none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.streams import StreamState
+from spanfold.instrumentation.toolkit.tools import (
+    end_tool_span,
+    end_tool_span_with_error_result,
+    fail_tool_span,
+    start_tool_span,
+)
+
+SUPPORTED = "llama-index-core >= 0.14, < 0.15"
+AGENT = "llama_index.core.agent.workflow.base_agent"
+WORKFLOW = "llama_index.core.agent.workflow.multi_agent_workflow"
+
+
+def _name(workflow: Any) -> str:
+    name = getattr(workflow, "root_agent", None) or getattr(workflow, "name", None)
+    return name if isinstance(name, str) and name else type(workflow).__name__
+
+
+def _end_with(handler: Any, state: StreamState) -> None:
+    """End the run's span when the handler's result is in (its result task done), failed with its exception."""
+
+    def done(task: Any) -> None:
+        try:
+            error = None if task.cancelled() else task.exception()
+        except BaseException as exc:  # cancelled in between
+            error = exc
+        state.finish(error)
+
+    task = getattr(handler, "_result_task", None)
+    if task is None or not hasattr(task, "add_done_callback"):
+        counters.incr("llama_index.run_unfollowed")
+        state.finish()
+        return
+    task.add_done_callback(done)
+
+
+def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            if in_agent_run():
+                return wrapped(*args, **kwargs)
+            state, context = open_run(tracer, rt, _name(instance), "llama_index.run")
+        except Exception as exc:
+            counters.fault("llama_index.run_start", exc)
+            return wrapped(*args, **kwargs)
+        token = otel_context.attach(context)
+        try:
+            handler = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            state.finish(exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        try:
+            _end_with(handler, state)
+        except Exception as exc:
+            counters.fault("llama_index.run_end", exc)
+            state.finish()
+        return handler
+
+    return wrapper
+
+
+def _start_tool(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span | None:
+    """``call_tool(ctx, ev)``'s span: ``ev`` is the ``ToolCall`` event (``tool_name``, ``tool_kwargs``, ``tool_id``)."""
+    try:
+        event = args[1] if len(args) > 1 else kwargs.get("ev")
+        arguments = getattr(event, "tool_kwargs", None) or {}
+        return start_tool_span(
+            tracer,
+            str(getattr(event, "tool_name", None)),
+            rt,
+            call_id=getattr(event, "tool_id", None),
+            arguments=dumps(arguments) if rt.capture_content else None,
+            argument_values=arguments,
+        )
+    except Exception as exc:
+        counters.fault("llama_index.tool_start", exc)
+        return None
+
+
+def _end_tool(span: Span, result: Any, rt: Runtime) -> None:
+    try:
+        output = getattr(result, "tool_output", None)
+        content = getattr(output, "content", None)
+        failed = bool(getattr(output, "is_error", False))
+    except Exception as exc:
+        counters.fault("llama_index.tool_result", exc)
+        content, failed = None, False
+    if failed:
+        end_tool_span_with_error_result(span, content, rt)
+    else:
+        end_tool_span(span, content, rt)
+
+
+def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        span = _start_tool(tracer, rt, args, kwargs)
+        if span is None:
+            return await wrapped(*args, **kwargs)
+        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            try:
+                result = await wrapped(*args, **kwargs)
+            except BaseException as exc:
+                fail_tool_span(span, exc, rt)
+                raise
+        _end_tool(span, result, rt)
+        return result
+
+    return wrapper
+
+
+PATCHES = (
+    Patch(AGENT, "BaseWorkflowAgent.run", run_wrapper),
+    Patch(WORKFLOW, "AgentWorkflow.run", run_wrapper),
+    Patch(AGENT, "BaseWorkflowAgent.call_tool", tool_wrapper),
+    Patch(WORKFLOW, "AgentWorkflow.call_tool", tool_wrapper),
+)
+
+
+class LlamaIndexInstrumentor(TableInstrumentor):
+    """LlamaIndex agent workflow runs as ``invoke_agent`` spans, tool calls as ``execute_tool`` spans."""
+
+    library = "llama_index.core"
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        return PATCHES
