@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from spanfold.trace.model import Usage
+from spanfold.trace.model import StepCost, Usage
 
 SemconvMessage: TypeAlias = dict[str, Any]
 
@@ -39,6 +39,8 @@ class ModelStep:
     conversation_id: str | None = None
     previous_response_id: str | None = None
     provider: str | None = None
+    #: What the span says the call cost (``gen_ai.usage.cost.*``: LiteLLM's ``response_cost``, a gateway's price).
+    cost: StepCost | None = None
 
     @property
     def model(self) -> str | None:

@@ -82,6 +82,20 @@ AGENT_ID: Final = "gen_ai.agent.id"
 
 REQUEST_TOP_K: Final = "gen_ai.request.top_k"
 
+# --- cost of a model step ------------------------------------------------------------------------------
+# Not in the registry at the pinned commit: named as open-telemetry/semantic-conventions-genai pull request 443
+# proposes them (open when written: "Add per-operation cost conventions (gen_ai.usage.cost.*)"), on inference spans.
+#: What the call cost (a double), in :data:`USAGE_COST_CURRENCY`.
+USAGE_COST_AMOUNT: Final = "gen_ai.usage.cost.amount"
+#: The ISO 4217 code of the amount's currency (required with the amount; no default).
+USAGE_COST_CURRENCY: Final = "gen_ai.usage.cost.currency"
+#: Where the amount comes from: :data:`COST_SOURCE_PROVIDER` or :data:`COST_SOURCE_LOCAL`.
+USAGE_COST_SOURCE: Final = "gen_ai.usage.cost.source"
+#: The amount was in the response the client received (from the provider, or a gateway that priced the call).
+COST_SOURCE_PROVIDER: Final = "provider"
+#: The recorder computed the amount from the tokens and prices it holds (spanfold's pricing, LiteLLM's price map).
+COST_SOURCE_LOCAL: Final = "local"
+
 # --- providers (gen_ai.provider.name values) -------------------------------------------------------------
 PROVIDER_OPENAI: Final = "openai"
 PROVIDER_ANTHROPIC: Final = "anthropic"

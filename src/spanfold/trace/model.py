@@ -90,19 +90,126 @@ class Message:
 
 @dataclass(slots=True)
 class Usage:
+    """Tokens of a model call, or of a run. As the GenAI conventions count them, ``input_tokens`` includes the tokens
+    read from and written to a provider's cache, and ``output_tokens`` the reasoning tokens."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        """``input_tokens`` and ``output_tokens``, and each of the others that is not 0."""
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        for key in _USAGE_DETAILS:
+            value: int = getattr(self, key)
+            if value:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Usage:
+        """The inverse of :meth:`to_dict` (a count of the wrong type reads as 0)."""
+        return cls(*(_int(raw.get(key)) for key in ("input_tokens", "output_tokens", *_USAGE_DETAILS)))
+
+
+_USAGE_DETAILS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+#: The kinds a cost is split by: ``input`` (input tokens at the input price: not read from or written to a cache),
+#: ``cache_read``, ``cache_write``, ``output`` (output tokens that are not reasoning), ``reasoning``, and ``other``
+#: (what a price charges besides tokens, such as a fee per request).
+COST_KINDS = ("input", "cache_read", "cache_write", "output", "reasoning", "other")
+
+
+def _amounts(raw: Any) -> dict[str, float]:
+    """A ``{name: amount}`` record (an amount that is not a finite number is left out)."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): number for k, v in raw.items() if (number := finite_number(v)) is not None}
+
+
+@dataclass(slots=True)
+class StepCost:
+    """What one model call cost: ``amount`` in ``currency`` (ISO 4217), its ``source`` as the GenAI conventions name
+    it (``local``: computed by the recorder; ``provider``: stated by whoever answered the call), who priced it
+    (``priced_by``: ``genai-prices``, the user's ``override``, or ``reported``: the span stated it, as LiteLLM's
+    ``response_cost``), and the amount by kind of token (:data:`COST_KINDS`, the kinds the call used; empty when the
+    cost was stated whole)."""
+
+    amount: float
+    currency: str = "USD"
+    source: str | None = "local"
+    priced_by: str | None = None
+    by_kind: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"amount": self.amount, "currency": self.currency}
+        if self.source is not None:
+            out["source"] = self.source
+        if self.priced_by is not None:
+            out["priced_by"] = self.priced_by
+        if self.by_kind:
+            out["by_kind"] = self.by_kind
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> StepCost | None:
+        """The inverse of :meth:`to_dict`; None when ``raw`` states no amount and currency."""
+        if not isinstance(raw, dict):
+            return None
+        amount, currency = finite_number(raw.get("amount")), raw.get("currency")
+        if amount is None or not isinstance(currency, str):
+            return None
+        return cls(amount, currency, _str(raw.get("source")), _str(raw.get("priced_by")), _amounts(raw.get("by_kind")))
+
+
+@dataclass(slots=True)
+class RunCost:
+    """What a run's model calls cost together: ``total`` in ``currency``, by kind of token (:data:`COST_KINDS`) and
+    by model; ``unpriced_steps``: model calls that reported tokens but no price covers (not in the total)."""
+
+    total: float
+    currency: str = "USD"
+    by_kind: dict[str, float] = field(default_factory=dict)
+    by_model: dict[str, float] = field(default_factory=dict)
+    unpriced_steps: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"total": self.total, "currency": self.currency}
+        if self.by_kind:
+            out["by_kind"] = self.by_kind
+        if self.by_model:
+            out["by_model"] = self.by_model
+        if self.unpriced_steps:
+            out["unpriced_steps"] = self.unpriced_steps
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> RunCost | None:
+        """The inverse of :meth:`to_dict`; None when ``raw`` states no total and currency."""
+        if not isinstance(raw, dict):
+            return None
+        total, currency = finite_number(raw.get("total")), raw.get("currency")
+        if total is None or not isinstance(currency, str):
+            return None
+        by_kind, by_model = _amounts(raw.get("by_kind")), _amounts(raw.get("by_model"))
+        return cls(total, currency, by_kind, by_model, _int(raw.get("unpriced_steps")))
 
 
 @dataclass(slots=True)
 class StepTime:
     """One model call (``kind="model"``) or tool run (``kind="tool"``) of a trace, for a waterfall: when it started,
-    how long it took, its model and tokens or its tool and call id, its error. ``event``: where (from 0) the step's
-    first event is in the trace's event list (a model call's output or error, a tool run's output), when it has one."""
+    how long it took, its model, tokens and cost or its tool and call id, its error. ``event``: where (from 0) the
+    step's first event is in the trace's event list (a model call's output or error, a tool run's output), when it has
+    one."""
 
     kind: str
     start: str | None = None  # ISO 8601
@@ -114,13 +221,16 @@ class StepTime:
     error: dict[str, Any] | None = None  # {"type", "message"}
     span_id: str | None = None
     event: int | None = None
+    cost: StepCost | None = None  # a model call's, when it was priced
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "start": self.start, "duration_ms": self.duration_ms}
         if self.kind == "model":
             out["model"] = self.model
             if self.usage is not None:
-                out["usage"] = {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens}
+                out["usage"] = self.usage.to_dict()
+            if self.cost is not None:
+                out["cost"] = self.cost.to_dict()
         else:
             out["name"] = self.name
             out["call_id"] = self.call_id
@@ -146,14 +256,13 @@ class StepTime:
             start=_str(raw.get("start")),
             duration_ms=took if took is None or took >= 0 else None,
             model=_str(raw.get("model")),
-            usage=Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
-            if isinstance(usage, dict)
-            else None,
+            usage=Usage.from_dict(usage) if isinstance(usage, dict) else None,
             name=_str(raw.get("name")),
             call_id=_str(raw.get("call_id")),
             error=error if isinstance(error, dict) else None,
             span_id=_str(raw.get("span_id")),
             event=event if isinstance(event, int) and not isinstance(event, bool) and event >= 0 else None,
+            cost=StepCost.from_dict(raw.get("cost")),
         )
 
 
@@ -175,8 +284,15 @@ class TraceMeta:
     span_count: int = 0
     #: Each model call and tool run, in the order they started (written when there are any).
     steps: list[StepTime] = field(default_factory=list)
-    #: Extra facts: the OTel trace ids a stitched run spans, truncation counters, ...
+    #: Extra facts: the OTel trace ids a stitched run spans, truncation counters, what the run cost (``cost``: a
+    #: :class:`RunCost` record, :attr:`run_cost`; ``cost_usd``: its total in US dollars, AgentV's name, when every
+    #: model call that reported tokens was priced), ...
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_cost(self) -> RunCost | None:
+        """What the run's model calls cost, as its metadata records it (``cost``), or None."""
+        return RunCost.from_dict(self.extra.get("cost"))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -184,7 +300,7 @@ class TraceMeta:
             "name": self.name,
             "service": self.service,
             "models": self.models,
-            "usage": {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens},
+            "usage": self.usage.to_dict(),
             "start": self.start,
             "end": self.end,
             "duration_ms": self.duration_ms,
@@ -213,7 +329,7 @@ class TraceMeta:
             name=_str(raw.get("name")),
             service=_str(raw.get("service")),
             models=[str(m) for m in models] if isinstance(models, list) else [],
-            usage=Usage(_int(tokens.get("input_tokens")), _int(tokens.get("output_tokens"))),
+            usage=Usage.from_dict(tokens),
             start=_str(raw.get("start")),
             end=_str(raw.get("end")),
             duration_ms=finite_number(raw.get("duration_ms")),

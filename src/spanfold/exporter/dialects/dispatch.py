@@ -34,7 +34,7 @@ from spanfold.exporter.dialects import strands as dialect_strands
 from spanfold.exporter.dialects import vercel_ai as dialect_vercel_ai
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, Steps, ToolStep
-from spanfold.trace.model import Usage, parse_arguments
+from spanfold.trace.model import StepCost, Usage, finite_number, parse_arguments
 
 #: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).
 PREVIOUS_RESPONSE_ATTRIBUTES: Final = semconv.PREVIOUS_RESPONSE_ATTRIBUTES
@@ -171,11 +171,35 @@ def _target(name: str) -> str | None:
 # --- builders ----------------------------------------------------------------------------------------------
 
 
-def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> ModelStep:
-    usage = None
+def usage_of(attrs: Mapping[str, Any]) -> Usage | None:
+    """A model step's tokens (None: the span reports none): input and output, and of them the cache reads and writes
+    and the reasoning tokens (a cache write under its older name too)."""
     tokens_in, tokens_out = _int(attrs, semconv.USAGE_INPUT_TOKENS), _int(attrs, semconv.USAGE_OUTPUT_TOKENS)
-    if tokens_in is not None or tokens_out is not None:
-        usage = Usage(tokens_in or 0, tokens_out or 0)
+    if tokens_in is None and tokens_out is None:
+        return None
+    cache_write = _int(attrs, semconv.USAGE_CACHE_WRITE_INPUT_TOKENS)
+    if cache_write is None:
+        cache_write = _int(attrs, semconv.USAGE_CACHE_CREATION_INPUT_TOKENS)
+    cache_read = _int(attrs, semconv.USAGE_CACHE_READ_INPUT_TOKENS)
+    reasoning = _int(attrs, semconv.USAGE_REASONING_OUTPUT_TOKENS)
+    return Usage(tokens_in or 0, tokens_out or 0, cache_read or 0, cache_write or 0, reasoning or 0)
+
+
+def cost_of(attrs: Mapping[str, Any]) -> StepCost | None:
+    """What the span says the call cost (``gen_ai.usage.cost.*``, LiteLLM's ``response_cost`` or a gateway's), when
+    it gives an amount and its currency."""
+    amount = attrs.get(semconv.USAGE_COST_AMOUNT)
+    if amount is None:
+        return None
+    currency = attrs.get(semconv.USAGE_COST_CURRENCY)
+    number = finite_number(amount)
+    if number is None or number < 0 or not isinstance(currency, str) or not currency:
+        _bad("type", semconv.USAGE_COST_AMOUNT)
+        return None
+    return StepCost(number, currency, _str(attrs, semconv.USAGE_COST_SOURCE), priced_by="reported")
+
+
+def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> ModelStep:
     reasons = attrs.get(semconv.RESPONSE_FINISH_REASONS)
     system = parse_json(attrs, semconv.SYSTEM_INSTRUCTIONS, list)
     previous = next((v for k in PREVIOUS_RESPONSE_ATTRIBUTES if (v := _str(attrs, k)) is not None), None)
@@ -190,12 +214,13 @@ def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Model
         request_model=_str(attrs, semconv.REQUEST_MODEL),
         response_model=_str(attrs, semconv.RESPONSE_MODEL),
         response_id=_str(attrs, semconv.RESPONSE_ID),
-        usage=usage,
+        usage=usage_of(attrs),
         finish_reasons=[str(r) for r in reasons] if isinstance(reasons, (list, tuple)) else [],
         error=error_of(record, attrs),
         conversation_id=_str(attrs, semconv.CONVERSATION_ID),
         previous_response_id=previous,
         provider=_str(attrs, semconv.PROVIDER_NAME) or _str(attrs, semconv.SYSTEM_LEGACY),
+        cost=cost_of(attrs),
     )
 
 
