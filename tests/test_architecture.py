@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "spanfold"
 GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.content", "spanfold.counters",
           "spanfold.version", "spanfold.codecs", "spanfold.stitching", "spanfold.host_check",
-          "spanfold.text")  # fmt: skip
+          "spanfold.text", "spanfold.pricing")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold.demo", "spanfold.commands",
          "spanfold.cli", "spanfold.checks", "spanfold.ui", "spanfold.run_report")  # fmt: skip

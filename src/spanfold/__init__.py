@@ -20,8 +20,8 @@ The public surface is this module's ``__all__`` and these packages:
   (``opentelemetry-instrument`` finds them by their entry points).
 
 Internal, their names free to change in any release: ``bootstrap``, ``cli``, ``codecs``, ``commands``, ``config``,
-``content``, ``counters``, ``demo``, ``host_check``, ``run_report``, ``semconv``, ``setup``, ``stitching``, ``text``,
-``ui``, ``version``, ``zero_code``, and the modules of the public packages not named above.
+``content``, ``counters``, ``demo``, ``host_check``, ``pricing``, ``run_report``, ``semconv``, ``setup``,
+``stitching``, ``text``, ``ui``, ``version``, ``zero_code``, and the modules of the public packages not named above.
 """
 
 from __future__ import annotations
@@ -72,6 +72,11 @@ def init(
       waits on tools).
     * ``instrument`` (``SPANFOLD_INSTRUMENT``): the client libraries to patch: all installed (default), ``none``, or
       a list such as ``"openai,anthropic"``.
+    * ``prices`` (``SPANFOLD_PRICES``): your own prices, over the table's (a model on your own hardware, a negotiated
+      rate): a YAML or JSON file, or the list itself, of entries such as ``{"model": "llama3.2", "provider":
+      "ollama", "input_mtok": 0, "output_mtok": 0}`` (US dollars per million tokens; ``cache_read_mtok``,
+      ``cache_write_mtok``, ``output_reasoning_mtok`` too). Each model call's cost is priced on the worker from
+      genai-prices' bundled table (``pip install 'spanfold[cost]'``, never fetched) and written to the metadata.
     * ``otlp`` (``SPANFOLD_OTLP``): also export the raw spans over OTLP/HTTP to this endpoint (by default when
       spanfold installs the provider and ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set).
     * ``file_per_trace`` (``SPANFOLD_FILE_PER_TRACE``): also write each trace to its own ``<trace_id>.json``.
@@ -120,6 +125,8 @@ def stats() -> dict[str, Any]:
       that started a trace of their own (``ambiguous``, ``in_flight``, ``conflict``);
     * ``writer.dropped_traces``, ``writer.io_errors``, ``writer.unsafe_path``, ``writer.torn_lines_cut``,
       ``writer.meta_lines_restored``, ``writer.rotations``, ``writer.files_removed``;
+    * ``cost.unknown_model``, ``cost.bad_usage``, ``cost.no_table``: model calls that reported tokens and got no cost
+      (a model no price knows; tokens that do not add up; genai-prices not installed);
     * ``faults`` and ``fault.<kind>``: spanfold's own faults (each logged once per kind; your program is never
       affected); ``instrument.unsupported_version``: a library left unpatched.
     """

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from spanfold.pricing import overrides as price_overrides
+
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT takes booleans (older instrumentations) or, in the
@@ -118,6 +120,17 @@ def _names(name: str, raw: str) -> tuple[str, ...] | None:
     if value == "none":
         return ()
     return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _prices(name: str, raw: Any) -> price_overrides.PriceOverrides | None:
+    """The user's prices: a file's path, or (given in code) a list of entries; checked now, so a mistake is said at
+    ``init()`` (:mod:`spanfold.pricing.overrides`)."""
+    if isinstance(raw, str) and not raw.strip():
+        return None
+    try:
+        return price_overrides.load(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 #: A stitched conversation whose latest model call asked for tools waits on them: however long a plain (untraced)
@@ -240,6 +253,13 @@ class Config:
         None,
         "with rotation: delete trace files last written more than this many days ago (when a new one starts)",
     )
+    prices: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
+        ("SPANFOLD_PRICES",),
+        _prices,
+        None,
+        "your own prices, over genai-prices' (pip install 'spanfold[cost]'): a YAML or JSON file of entries (model, "
+        "optional provider, input_mtok, output_mtok, ... in US dollars), or pass the list of entries to init()",
+    )
     redact: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
         ("SPANFOLD_REDACT",),
         _bool,
@@ -278,6 +298,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         values["output"] = os.fspath(values["output"])
     if isinstance(values["instrument"], (list, set, frozenset)):
         values["instrument"] = tuple(values["instrument"])
+    if values["prices"] is not None:
+        values["prices"] = _prices("prices", values["prices"])
     if isinstance(values["rotate_when"], str):
         values["rotate_when"] = _when("rotate_when", values["rotate_when"])
     if (values["keep_files"] or values["keep_days"]) and not (values["rotate_bytes"] or values["rotate_when"]):

@@ -1,0 +1,234 @@
+"""Prices from genai-prices (the ``cost`` extra), and what a call's tokens cost at a price, by kind of token.
+
+* :func:`table_price`: the price of a model at a provider on a date, from the snapshot genai-prices holds: the one it
+  bundles, unless the program started genai-prices's ``UpdatePrices`` (then what that fetched). spanfold never starts
+  it: nothing here reaches the network. None when the table does not know the model (or the provider), never a guess.
+* :func:`override_price`: an entry of the user's prices (:mod:`~spanfold.pricing.overrides`) as a genai-prices price.
+* :func:`split`: what a :class:`~spanfold.trace.model.Usage` costs at a price, by kind of token
+  (:data:`~spanfold.trace.model.COST_KINDS`), computed by genai-prices; the kinds add up to its total exactly.
+
+genai-prices is imported on the first price asked for (on the fold's worker, never by ``spanfold.init()``); without
+it installed :func:`available` is False and nothing is priced.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+from spanfold.pricing.overrides import PriceOverride
+from spanfold.trace.model import Usage
+
+#: Models looked up (a hit or a miss) kept per snapshot before the memo starts again.
+MAX_REMEMBERED = 1024
+#: The prices of what a model call's usage counts (:class:`~spanfold.trace.model.Usage`): a price's others (per
+#: modality, per web search, ...) charge units spanfold never reports, 0 of them, and are left out.
+COUNTED = (
+    "input_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "output_mtok",
+    "output_reasoning_mtok",
+    "requests_kcount",
+)
+_ZERO = Decimal(0)
+
+
+class _Table:
+    """genai-prices, imported, and what was looked up in it: models by (name, provider), per snapshot; each price's
+    prices of one kind of token; the user's entries as prices."""
+
+    def __init__(self) -> None:
+        import genai_prices
+        from genai_prices import data_snapshot, types
+
+        self.module = genai_prices
+        self.snapshots = data_snapshot
+        self.types = types
+        self.snapshot: Any = None
+        self.models: dict[tuple[str, str | None], Any] = {}
+        self.kinds: dict[int, tuple[Any, _Priced | None]] = {}
+        self.overrides: dict[PriceOverride, Any] = {}
+
+    def model(self, name: str, provider: str | None) -> Any:
+        snapshot = self.snapshots.get_snapshot()
+        if snapshot is not self.snapshot or len(self.models) >= MAX_REMEMBERED:
+            self.snapshot, self.models, self.kinds = snapshot, {}, {}
+        key = (name, provider)
+        if key not in self.models:
+            try:
+                _, self.models[key] = snapshot.find_provider_model(name, None, provider, None)
+            except LookupError:
+                self.models[key] = None
+        return self.models[key]
+
+    def counted(self, price: Any) -> _Priced | None:
+        """``price`` with only its :data:`COUNTED` prices, and that as one price per kind of token it charges: that
+        kind's prices kept, every other one 0 (the same prices set, so genai-prices counts the tokens alike and each
+        kind's amount is its share of the total); None when it has no price of tokens."""
+        held = self.kinds.get(id(price))
+        if held is not None and held[0] is price:
+            return held[1]
+        given = {key: getattr(price, key) for key in COUNTED if getattr(price, key, None) is not None}
+        out: _Priced | None = None
+        if given:
+            kinds = {
+                kind: {k: v if _kind(k) == kind else _ZERO for k, v in given.items()} for kind in map(_kind, given)
+            }
+            tiered = any(isinstance(value, self.types.TieredPrices) for value in given.values())
+            out = _Priced(
+                self,
+                self.types.ModelPrice(**given),
+                {kind: self.types.ModelPrice(**kept) for kind, kept in kinds.items()},
+                tiered,
+            )
+        if len(self.kinds) >= MAX_REMEMBERED:
+            self.kinds = {}
+        self.kinds[id(price)] = (price, out)
+        return out
+
+
+_table: _Table | None = None
+_missing = False
+
+
+def _get() -> _Table | None:
+    global _table, _missing
+    if _table is None and not _missing:
+        try:
+            _table = _Table()
+        except ImportError:
+            _missing = True
+    return _table
+
+
+def available() -> bool:
+    """Whether genai-prices can be imported here (``pip install 'spanfold[cost]'``)."""
+    return _get() is not None
+
+
+def table_price(model: str, provider: str | None, when_ns: int) -> Any | None:
+    """The table's price of ``model`` at ``provider`` (``gen_ai.provider.name``; None: the provider whose models
+    match the name) for a call made at ``when_ns`` (ns since the epoch), or None: the table does not know it."""
+    table = _get()
+    if table is None:
+        return None
+    info = table.model(model, provider)
+    if info is None:
+        return None
+    return info.get_prices(datetime.fromtimestamp(when_ns / 1e9, tz=timezone.utc))
+
+
+def override_price(entry: PriceOverride) -> Any | None:
+    """The user's entry as a genai-prices price (None: genai-prices is not installed)."""
+    table = _get()
+    if table is None:
+        return None
+    price = table.overrides.get(entry)
+    if price is None:
+        price = table.overrides[entry] = table.types.ModelPrice(**dict(entry.prices))
+    return price
+
+
+def split(price: Any, usage: Usage) -> dict[str, Decimal] | None:
+    """What ``usage`` costs at ``price`` (from :func:`table_price` or :func:`override_price`) by kind of token:
+    ``input`` and ``output`` always, ``cache_read``, ``cache_write``, ``reasoning`` when the call had such tokens,
+    ``other`` when the price charges more (a fee per request). A kind the price has no price of is charged as
+    genai-prices charges it (cache tokens at the input price, reasoning at the output price). None when the usage does
+    not add up (more cache tokens than input tokens) or the price has no price of tokens."""
+    table = _get()
+    if table is None:
+        return None
+    priced = table.counted(price)
+    if priced is None:
+        return None
+    if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
+        return None
+    if usage.reasoning_tokens > usage.output_tokens:
+        return None
+    return priced.split(usage)
+
+
+class _Priced:
+    """A price of tokens (its :data:`COUNTED` prices), as genai-prices charges it: :meth:`computed` asks genai-prices
+    (its total, and each kind's share: the price of that kind alone); a price without tiers (one rate per token,
+    whatever the call's size) is asked once, for its rate per token of each kind, and then charges ``tokens * rate``,
+    the same product genai-prices takes."""
+
+    __slots__ = ("kinds", "price", "rates", "table")
+
+    def __init__(self, table: _Table, price: Any, kinds: dict[str, Any], tiered: bool) -> None:
+        self.table, self.price, self.kinds = table, price, kinds
+        self.rates: dict[str, Decimal] | None = None
+        if not tiered:
+            million = 1_000_000
+            plain = self.computed(Usage(million, million))
+            detailed = self.computed(Usage(2 * million, 2 * million, million, million, million))
+            if plain is not None and detailed is not None:
+                rates = {kind: amount / million for kind, amount in plain.items() if kind != "other"}
+                rates.update((d, detailed[d] / million) for d in ("cache_read", "cache_write", "reasoning"))
+                rates["other"] = plain.get("other", _ZERO)
+                self.rates = rates
+
+    def split(self, usage: Usage) -> dict[str, Decimal] | None:
+        rates = self.rates
+        if rates is None:
+            return self.computed(usage)
+        cache_read, cache_write, reasoning = usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens
+        out = {
+            "input": (usage.input_tokens - cache_read - cache_write) * rates["input"],
+            "output": (usage.output_tokens - reasoning) * rates["output"],
+        }
+        for kind, tokens in (("cache_read", cache_read), ("cache_write", cache_write), ("reasoning", reasoning)):
+            if tokens:
+                out[kind] = tokens * rates[kind]
+        if rates["other"]:
+            out["other"] = rates["other"]
+        return out
+
+    def computed(self, usage: Usage) -> dict[str, Decimal] | None:
+        """The split as genai-prices computes it, or None when it refuses the usage."""
+        tokens = {
+            "cache_read": usage.cache_read_tokens,
+            "cache_write": usage.cache_write_tokens,
+            "reasoning": usage.reasoning_tokens,
+        }
+        counted = self.table.module.Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            output_reasoning_tokens=usage.reasoning_tokens,
+        )
+        kinds = self.kinds
+        try:
+            whole = self.price.calc_price(counted)
+            parts = {k: kinds[k].calc_price(counted)["total_price"] for k, n in tokens.items() if n and k in kinds}
+        except ValueError:  # genai-prices refuses usage that does not add up
+            return None
+        out: dict[str, Decimal] = {}
+        sides = (
+            ("input", usage.input_tokens, whole["input_price"], ("cache_read", "cache_write")),
+            ("output", usage.output_tokens, whole["output_price"], ("reasoning",)),
+        )
+        for base, total_tokens, amount, details in sides:
+            # a kind without a price of its own is charged at the base's: its tokens' share of what the base charged
+            rest = amount - sum((parts.get(d, _ZERO) for d in details), _ZERO)
+            at_base = total_tokens - sum(tokens[d] for d in details if d in parts)
+            shares = {d: rest * tokens[d] / at_base for d in details if tokens[d] and d not in parts and at_base > 0}
+            out[base] = rest - sum(shares.values(), _ZERO)
+            out.update((d, parts.get(d, shares.get(d, _ZERO))) for d in details if tokens[d])
+        other = whole["total_price"] - whole["input_price"] - whole["output_price"]
+        if other:
+            out["other"] = other
+        return out
+
+
+def _kind(price_key: str) -> str:
+    """The kind of token a genai-prices price name charges (``cache_text_read_mtok`` -> ``cache_read``)."""
+    if price_key.startswith("cache"):
+        return "cache_read" if "_read" in price_key else "cache_write"
+    if price_key.startswith("output"):
+        return "reasoning" if "reasoning" in price_key else "output"
+    return "input" if price_key.startswith("input") else "other"
