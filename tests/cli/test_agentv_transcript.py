@@ -54,7 +54,8 @@ def test_the_writer_writes_one_row_per_message_each_run_under_its_test_id(writte
         "output": sum(r.get("token_usage", {}).get("output", 0) for r in weather),
     }
     assert all(r["transcript_token_usage"] == total and r["transcript_duration_ms"] > 0 for r in weather)
-    assert all("transcript_cost_usd" not in r for r in out)  # no cost in the metadata: none written
+    cost = weather[0]["transcript_cost_usd"]  # the run's cost (its metadata's cost_usd) on every row
+    assert cost > 0 and all(r["transcript_cost_usd"] == cost for r in weather)
     assert (
         weather[0]["source"]["kind"] == "otlp" and weather[0]["source"]["session_id"] == weather[0]["trace"]["trace_id"]
     )
@@ -108,7 +109,7 @@ def test_the_cost_in_the_metadata_is_written_where_agentv_reads_it(cli: Cli, tra
     out = tmp_path / "t.jsonl"
     assert cli("convert", "--to", "agentv-transcript", traces.invariant, "-o", out).exit_code == 0
     costs = {r["test_id"].split("-")[0]: r.get("transcript_cost_usd") for r in rows(out)}
-    assert costs == {"weather": 0.00125, "lookup": None}
+    assert costs == {"weather": 0.00125, "lookup": meta[1]["metadata"]["cost_usd"]}  # costUsd is read first
     doc = json.loads(cli("convert", "--to", "agentv", traces.invariant, "--trace", "1").output)
     assert doc["costUsd"] == 0.00125
 
@@ -129,7 +130,7 @@ def test_the_agentv_format_adds_agentvs_current_names(cli: Cli, traces: Recorded
         meta["start"],
         meta["end"],
     )
-    assert "costUsd" not in weather
+    assert weather["costUsd"] == meta["cost_usd"]
     assert failing["trace_summary"]["llmCallCount"] == 2  # the refused call counts, as AgentV counts it
     only = json.loads(cli("convert", "--to", "agentv", traces.invariant, "--summary-only", "--trace", "1").output)
     assert "trace" not in only and only["tokenUsage"] == weather["tokenUsage"]

@@ -90,7 +90,7 @@ def test_summary_only(cli: Cli, traces: Recorded, tmp_path: Path) -> None:
     out = tmp_path / "summaries.jsonl"
     assert cli("convert", "--to", "agentv", "--summary-only", traces.agentv, "-o", out).exit_code == 0
     records = jsonl(out)
-    agentv_fields = {"tokenUsage", "durationMs", "startTime", "endTime"}  # AgentV 4.42's, no content among them
+    agentv_fields = {"tokenUsage", "costUsd", "durationMs", "startTime", "endTime"}  # AgentV 4.42's, no content
     assert [set(r) for r in records] == [{"trace_summary", "metadata", *agentv_fields}] * 2
     assert [r["trace_summary"] for r in records] == [d["trace_summary"] for d in jsonl(traces.agentv)]
     assert "Paris" not in out.read_text()  # no content

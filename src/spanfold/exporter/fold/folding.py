@@ -16,7 +16,7 @@
    a tool span and the next step's inputs hold a call's output they are merged into the one event, where the span put
    it: the span gives its time, error and call id, the inputs the output text as the model received it; an empty
    field never overwrites a known one. Results of parallel calls keep the model's order.
-6. Trace metadata (models, token totals, start/end) is tallied as the steps go, and written last (:mod:`~.meta`).
+6. Trace metadata (models, token totals, start/end, cost) is tallied as the steps go, and written last (:mod:`~.meta`).
 
 Cost is linear in the attribute bytes: one parse per attribute, hash lookups, no pairwise comparisons.
 """
@@ -43,6 +43,7 @@ from spanfold.exporter.fold.nested_tools import merge_nested_tool_steps
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.pricing.overrides import PriceOverrides
 from spanfold.semconv.shapes import first_choice
 from spanfold.stitching.pairing import Call, Pairing
 from spanfold.trace.model import Message, Trace
@@ -164,7 +165,9 @@ def error_text(err: dict[str, Any]) -> str:
 
 
 class _Folder:
-    def __init__(self, records: list[SpanRecord], steps: Mapping[int, Step | None]) -> None:
+    def __init__(
+        self, records: list[SpanRecord], steps: Mapping[int, Step | None], prices: PriceOverrides | None = None
+    ) -> None:
         self.records = records
         self.parents = {r.span_id: r.parent_id for r in records}
         self.steps: dict[int, Step] = {}
@@ -190,7 +193,7 @@ class _Folder:
         self.outputs_by_id: dict[str, Message] = {}
         self.unsent: set[int] = set()
         self.sent_calls: set[Call[_FoldThread]] = set()
-        self.tally = Tally()
+        self.tally = Tally(prices)
         self.inputs = InputEvents(self.call_names)
 
     # --- threads -----------------------------------------------------------------------------------------
@@ -469,18 +472,26 @@ class _Folder:
         return [a for a in self.agents.values() if self.agent_of(a.span_id) is None]
 
 
-def fold_run(run: Run) -> Trace:
-    """The flat trace of a run (one trace, or a stitched conversation), from the steps it brings, and its metadata.
-    Never raises on bad span data: faults are counted."""
-    folder = _Folder(run.records, run.steps)
+def fold_run(run: Run, prices: PriceOverrides | None = None) -> Trace:
+    """The flat trace of a run (one trace, or a stitched conversation), from the steps it brings, and its metadata
+    (``prices``: the user's, over the table's, for what its model calls cost). Never raises on bad span data: faults
+    are counted."""
+    folder = _Folder(run.records, run.steps, prices)
     events = folder.run()
     return Trace(events=events, meta=run_meta(run, folder.roots(), folder.tally))
 
 
-def fold(spans: Iterable[SpanRecord], *, trace_id: str, steps: Mapping[int, Step | None] | None = None) -> Trace:
+def fold(
+    spans: Iterable[SpanRecord],
+    *,
+    trace_id: str,
+    steps: Mapping[int, Step | None] | None = None,
+    prices: PriceOverrides | None = None,
+) -> Trace:
     """The flat trace of one trace's spans, the whole way: each span through its dialect (``steps``: those already
-    read, by span id, not read again), the fold, the metadata. Never raises on bad span data: faults are counted."""
+    read, by span id, not read again), the fold, the metadata (``prices`` as :func:`fold_run`'s). Never raises on bad
+    span data: faults are counted."""
     records = list(spans)
-    folder = _Folder(records, steps_of(records, steps))
+    folder = _Folder(records, steps_of(records, steps), prices)
     events = folder.run()
     return Trace(events=events, meta=trace_meta(trace_id, records, folder.roots(), folder.tally))

@@ -1,13 +1,17 @@
 """Trace metadata, beside the events (DESIGN "Export formats"): the models a trace used, its token totals, start,
-end and duration, its service and name, how it ended (its status, and the error it ended with), and each model
-call's and tool run's start, duration, model, tokens and error (a waterfall); and the metadata an event gets from its
-model step.
+end and duration, its service and name, how it ended (its status, and the error it ended with), what it cost, and each
+model call's and tool run's start, duration, model, tokens, cost and error (a waterfall); and the metadata an event
+gets from its model step.
 
 A run ended with an error (status ``error``) when a root agent span failed (an exception, Ctrl-C's
 ``KeyboardInterrupt`` too, left the run) or its last step (the one that ended last) failed; else normally
 (``complete``). Written before it was done (``incomplete``) or with spans dropped (``truncated``) is the run's to say
 (:attr:`~spanfold.exporter.runs.run.Run.status`), and the less complete of the two is the trace's
 (:func:`~spanfold.exporter.runs.run.worst`).
+
+What the run cost (:mod:`~.cost`): ``cost`` (the total, by kind of token and by model, and how many model calls that
+reported tokens no price covers) and, when every one was priced in US dollars, ``cost_usd`` (the total, as AgentV
+names it); each model step's ``cost`` in ``steps``.
 
 The stage after the fold: the fold tallies a trace's steps as it takes them (:class:`Tally`) and ends with
 :func:`run_meta` (a run) or :func:`trace_meta` (one trace's spans); the event metadata (:func:`step_metadata`,
@@ -22,9 +26,11 @@ from functools import lru_cache
 from typing import Any
 
 from spanfold import semconv
+from spanfold.exporter.fold.cost import Costs, annotate
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run, worst
 from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
+from spanfold.pricing.overrides import PriceOverrides
 from spanfold.trace.model import StepTime, TraceMeta, Usage
 
 
@@ -62,14 +68,16 @@ def step_metadata(step: ModelStep) -> dict[str, Any]:
 
 
 class Tally:
-    """The steps of a trace as the fold takes them (model calls and tool runs), and its models and token totals."""
+    """The steps of a trace as the fold takes them (model calls and tool runs), and its models and token totals;
+    ``prices``: the user's, over the table's, for what the steps cost."""
 
-    __slots__ = ("models", "steps", "usage")
+    __slots__ = ("models", "prices", "steps", "usage")
 
-    def __init__(self) -> None:
+    def __init__(self, prices: PriceOverrides | None = None) -> None:
         self.models: set[str] = set()
         self.usage = Usage()
         self.steps: list[ModelStep | ToolStep] = []
+        self.prices = prices
 
     def add(self, step: ModelStep | ToolStep) -> None:
         self.steps.append(step)
@@ -97,14 +105,24 @@ def iso_micro(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{rem // 1_000:06d}Z"
 
 
-def step_time(step: ModelStep | ToolStep) -> StepTime:
-    """A step as the metadata lists it (its start and its duration to the microsecond)."""
+def step_time(step: ModelStep | ToolStep, costs: Costs | None = None) -> StepTime:
+    """A step as the metadata lists it (its start and its duration to the microsecond; a model call's cost, priced
+    by ``costs``)."""
     took = round(max(step.end_ns - step.start_ns, 0) / 1e6, 3)
     out = StepTime("tool", iso_micro(step.start_ns), took, error=_error(step.error), span_id=span_hex(step.span_id))
     if isinstance(step, ModelStep):
         out.kind, out.model = "model", step.model
         if step.usage is not None:
-            out.usage = Usage(step.usage.input_tokens, step.usage.output_tokens)
+            usage = step.usage
+            out.usage = Usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                usage.reasoning_tokens,
+            )
+        if costs is not None:
+            out.cost = costs.price(step)
     else:
         out.name, out.call_id = step.name, step.call_id
     return out
@@ -123,8 +141,8 @@ def ending_error(roots: Sequence[AgentSpan], steps: Sequence[ModelStep | ToolSte
 def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
     """A trace's metadata: span count, start, end and duration, service (of its first span's resource), name (the
     earliest root agent's), models and token totals, how it ended (status ``error`` and the error, or ``complete``),
-    and its steps in the order they started (each names its span: the writers find its first event by it,
-    :func:`spanfold.trace.formats.meta_dict`)."""
+    its steps in the order they started (each names its span: the writers find its first event by it,
+    :func:`spanfold.trace.formats.meta_dict`), and what it cost."""
     meta = TraceMeta(trace_id=trace_id, span_count=len(records))
     if records:
         start = min(r.start_ns for r in records)
@@ -137,7 +155,13 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     meta.models = sorted(tally.models)
     meta.usage = tally.usage
     ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
-    meta.steps = [step_time(step) for step in ordered]
+    costs = Costs(tally.prices)
+    meta.steps = [step_time(step, costs) for step in ordered]
+    cost = costs.run()
+    if cost is not None:
+        meta.extra["cost"] = cost.to_dict()
+        if cost.currency == "USD" and not cost.unpriced_steps:
+            meta.extra["cost_usd"] = cost.total
     meta.error = ending_error(roots, ordered)
     if meta.error is not None:
         meta.status = "error"
@@ -146,8 +170,10 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
 
 def run_meta(run: Run, roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
     """A run's metadata (:func:`trace_meta`, named after its first trace): its status the less complete of the run's
-    and the one the fold found (an error is kept); a stitched run's lists its OTel trace ids (``otel_trace_ids``)."""
+    and the one the fold found (an error is kept); a stitched run's lists its OTel trace ids (``otel_trace_ids``).
+    Each model step priced here gets its cost on its span too (:func:`~.cost.annotate`), for a writer of spans."""
     meta = trace_meta(trace_hex(run.trace_ids[0]), run.records, roots, tally)
+    annotate(run.records, meta.steps)
     meta.status = worst(meta.status, run.status)
     if run.stitched:
         meta.extra["otel_trace_ids"] = [trace_hex(t) for t in run.trace_ids]

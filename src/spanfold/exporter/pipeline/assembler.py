@@ -333,7 +333,7 @@ class Assembler:
         try:
             from spanfold.exporter.fold.folding import fold_run  # loaded with the first trace, not at init()
 
-            trace = fold_run(run)
+            trace = fold_run(run, self.config.prices)
         except Exception as exc:
             counters.fault("processor.fold", exc)
             return
