@@ -146,7 +146,7 @@ def test_summary_table_and_json(cli: Cli, traces: Recorded) -> None:
     table = cli("summary", traces.invariant)
     assert table.exit_code == 0
     head, first, second, ending, total = table.stdout.splitlines()
-    assert head.split() == ["TRACE", "ID", "EVENTS", "CALLS", "ERRORS", "TOKENS", "IN/OUT", "DURATION", "TOOLS"]
+    assert head.split() == ["TRACE", "ID", "EVENTS", "CALLS", "ERRORS", "TOKENS", "IN/OUT", "DURATION", "COST", "TOOLS"]
     cells = first.split()
     assert cells[0].endswith("traces.jsonl:1")
     usage = metas[0]["usage"]
@@ -171,7 +171,7 @@ def test_show_real_traces_plain_when_piped(cli: Cli, traces: Recorded) -> None:
     assert 'assistant  -> get_weather({"city": "Paris"})  [call_mock_1]' in out
     assert '-> get_weather({"city": "Tokyo"})  [call_mock_2]' in out
     assert "<- get_weather [call_mock_1]: Paris: 18°C, sunny  (" in out  # with the tool's time
-    assert re.search(r"\(gpt-4o-mini, \d+ in / \d+ out tokens, [\d.]+ ms\)", out)  # each model step's tokens, time
+    assert re.search(r"\(gpt-4o-mini, \d+ in / \d+ out tokens, \$[\d.]+, [\d.]+ ms\)", out)  # tokens, cost, time
     assert "<- lookup_city [call_mock_4]: !! LookupError: unknown city Atlantis" in out
     assert "error      openai.RateLimitError: Error code: 429 - Rate limit reached" in out
     invariant = cli("show", traces.invariant, "--trace", "2").stdout
@@ -179,7 +179,7 @@ def test_show_real_traces_plain_when_piped(cli: Cli, traces: Recorded) -> None:
     assert "16 in / 8 out tokens" in invariant.splitlines()[2]  # totals from traces.meta.jsonl
     assert "error: openai.RateLimitError" in invariant.splitlines()[2]  # how the run ended
     # each model call's model, tokens and time, from the steps in traces.meta.jsonl (the event lines have none)
-    assert re.search(r"\(gpt-4o-mini, \d+ in / \d+ out tokens, [\d.]+ ms\)", invariant)
+    assert re.search(r"\(gpt-4o-mini, \d+ in / \d+ out tokens, \$[\d.]+, [\d.]+ ms\)", invariant)
 
 
 def test_show_picks_traces(cli: Cli, traces: Recorded) -> None:

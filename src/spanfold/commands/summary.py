@@ -1,6 +1,11 @@
-"""``spanfold summary FILE...``: one row per trace (events, tool calls by name, errors, tokens, duration), and
-under a run that did not end normally a line saying how it ended (``status: error (KeyboardInterrupt)``). ``--json``
-adds the error a run ended with and, from the metadata's steps, the time spent in model calls and in tool runs.
+"""``spanfold summary FILE...``: one row per trace (events, tool calls by name, errors, tokens, duration, cost), and
+under a run that did not end normally a line saying how it ended (``status: error (KeyboardInterrupt)``); the totals
+last (the cost of the runs that record one, by currency). ``--json`` adds the error a run ended with, its cost record
+(``cost``: by kind of token and by model) and, from the metadata's steps, the time spent in model calls and in tool
+runs.
+
+A run's cost is what its metadata records: ``-`` when it records none; ``$0.0123+`` when some of its model calls
+reported tokens no price covers (the total is of the others).
 
 The table fits the terminal (``COLUMNS`` or its width): long paths are cut in the middle, the tool list wraps
 under its column or, on a narrow terminal, goes on a line of its own. Piped, rows are never cut. The widths come
@@ -21,12 +26,12 @@ from spanfold.commands.terminal import terminal_width
 from spanfold.text import clip_middle, plural, visible, wrap_items
 from spanfold.trace.model import TraceMeta, TraceSummary
 from spanfold.trace.read import Record
-from spanfold.trace.render import format_ms
+from spanfold.trace.render import format_cost, format_ms
 
 #: Rows read before the table's widths are fixed.
 SIZING_ROWS = 100
 #: Number columns: header and width (right-aligned).
-NUMBERS = (("EVENTS", 6), ("CALLS", 5), ("ERRORS", 6), ("TOKENS IN/OUT", 13), ("DURATION", 9))
+NUMBERS = (("EVENTS", 6), ("CALLS", 5), ("ERRORS", 6), ("TOKENS IN/OUT", 13), ("DURATION", 9), ("COST", 9))
 #: Narrowest trace column, and the least room for tools beside the row before they move to a line of their own.
 MIN_TRACE, MIN_TOOLS = 16, 24
 GAP = "  "
@@ -61,6 +66,7 @@ class Row:
             "duration_ms": meta.duration_ms,
             "status": meta.status,
             "error": meta.error,
+            "cost": cost.to_dict() if (cost := meta.run_cost) is not None else None,
             **self.step_times(),
         }
 
@@ -78,7 +84,9 @@ class Row:
         meta = self.meta
         tokens = f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" if meta.usage.input_tokens else "-"
         duration = format_ms(meta.duration_ms) if meta.duration_ms is not None else "-"
-        return [str(self.summary.event_count), str(self.calls), str(self.summary.error_count), tokens, duration]
+        cost = meta.run_cost
+        spent = "-" if cost is None else format_cost(cost.total, cost.currency) + ("+" if cost.unpriced_steps else "")
+        return [str(self.summary.event_count), str(self.calls), str(self.summary.error_count), tokens, duration, spent]
 
     def ending(self) -> str | None:
         """How the run ended, when not normally: ``status: error (KeyboardInterrupt)``, ``status: incomplete``."""
@@ -114,9 +122,15 @@ class Layout:
         if fixed + min(trace, MIN_TRACE) + len(GAP) + MIN_TOOLS <= width:
             trace = min(trace, width - fixed - len(GAP) - MIN_TOOLS)
             return cls(width, trace, ident, True, numbers)
-        if fixed + MIN_TRACE > width:  # a narrow terminal: the trace id goes (`show` and `--json` print it)
+        if fixed + MIN_TRACE > width:  # a narrow terminal: the cost goes under the row, with the tools
+            numbers, fixed = numbers[:-1], fixed - numbers[-1] - len(GAP)
+        if fixed + MIN_TRACE > width:  # narrower still: the trace id goes (`show` and `--json` print it)
             ident, fixed = 0, fixed - ident - len(GAP)
         return cls(width, max(MIN_TRACE, min(trace, width - fixed)), ident, False, numbers)
+
+    @property
+    def cost_column(self) -> bool:
+        return len(self.numbers) == len(NUMBERS)
 
     @property
     def tools_column(self) -> int:
@@ -124,7 +138,7 @@ class Layout:
 
     def line(self, trace: str, ident: str, numbers: list[str], tools: str) -> str:
         cells = [trace.ljust(self.trace)] + ([ident.ljust(self.ident)] if self.ident else [])
-        cells += [cell.rjust(w) for cell, w in zip(numbers, self.numbers, strict=True)]
+        cells += [cell.rjust(w) for cell, w in zip(numbers[: len(self.numbers)], self.numbers, strict=True)]
         if self.tools_inline:
             cells.append(tools)
         return GAP.join(cells).rstrip()
@@ -151,11 +165,14 @@ class Layout:
             room = self.width - self.tools_column
             first, *rest = wrap_items(tools, room)
             return [self.line(label, ident, row.numbers(), first)] + [" " * self.tools_column + r for r in rest]
-        lines = [self.line(label, ident, row.numbers(), "")]
+        numbers = row.numbers()
+        lines = [self.line(label, ident, numbers, "")]
         if row.tools():
             indent = " " * len("  tools: ")
             wrapped = wrap_items(tools, max(MIN_TOOLS, self.width - len(indent)))
             lines += ["  tools: " + wrapped[0]] + [indent + w for w in wrapped[1:]]
+        if not self.cost_column and numbers[-1] != "-":
+            lines.append(f"  cost: {numbers[-1]}")
         return lines
 
 
@@ -167,6 +184,8 @@ class Totals:
     tokens_in: int = 0
     tokens_out: int = 0
     failed: int = 0  # runs that ended with an error
+    costs: dict[str, float] = field(default_factory=dict)  # by currency, of the runs that record a cost
+    unpriced: int = 0  # runs that record none, or one that leaves model calls out
 
     def add(self, row: Row) -> None:
         self.traces += 1
@@ -175,6 +194,11 @@ class Totals:
         self.errors += row.summary.error_count
         self.tokens_in += row.meta.usage.input_tokens
         self.tokens_out += row.meta.usage.output_tokens
+        cost = row.meta.run_cost
+        if cost is not None:
+            self.costs[cost.currency] = self.costs.get(cost.currency, 0.0) + cost.total
+        if cost is None or cost.unpriced_steps:
+            self.unpriced += 1
 
     def __str__(self) -> str:
         failed = f" ({self.failed} failed)" if self.failed else ""  # ended with an error (status error)
@@ -183,6 +207,18 @@ class Totals:
         if self.tokens_in or self.tokens_out:
             text += f", {self.tokens_in} in / {self.tokens_out} out tokens"
         return text
+
+    def lines(self, width: int | None) -> list[str]:
+        """The totals, and what the runs that record a cost cost (by currency): on the same line when it fits."""
+        text = str(self)
+        if not self.costs:
+            return [text]
+        cost = "cost " + " + ".join(visible(format_cost(v, c)) for c, v in sorted(self.costs.items()))
+        if self.unpriced:
+            cost += f" ({plural(self.unpriced, 'trace')} not fully priced)"
+        if width is None or len(text) + 2 + len(cost) <= width:
+            return [f"{text}, {cost}"]
+        return [text, cost]
 
 
 def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:
@@ -201,9 +237,10 @@ def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per trace (JSONL) instead of a table.")
 def command(files: tuple[Path, ...], as_json: bool) -> None:
     """Summarise every trace in FILES (trace files or directories of them): events, tool calls by name, errors,
-    tokens, duration, and how a run that did not end normally ended.
+    tokens, duration, cost, and how a run that did not end normally ended.
 
-    Token counts and durations come from the trace's metadata (the .meta.jsonl beside an Invariant file).
+    Token counts, durations and costs come from the trace's metadata (the .meta.jsonl beside an Invariant file); a
+    cost ending in + leaves out model calls no price covers.
     Exit status 0, or 2 on bad input.
     """
     reporter = Reporter()
@@ -223,5 +260,6 @@ def command(files: tuple[Path, ...], as_json: bool) -> None:
             for line in layout.row(row):
                 click.echo(line)
     if totals.traces or not reporter.problems:
-        click.echo(str(totals))
+        for line in totals.lines(terminal_width()):
+            click.echo(line)
     finish(reporter)

@@ -1,7 +1,8 @@
 """A trace rendered for a person in a terminal: roles, tool calls with their arguments, tool outputs, errors,
-timings and tokens. Plain text lines; ``color=True`` adds ANSI styles (``click.echo`` strips them when piped).
+timings, tokens and cost. Plain text lines; ``color=True`` adds ANSI styles (``click.echo`` strips them when piped).
 Times and tokens come from the events (AgentV's carry them) or from the metadata's steps (an Invariant line's
-``.meta.jsonl``: each model call's and tool run's start, duration, model and tokens, :mod:`spanfold.trace.timing`).
+``.meta.jsonl``: each model call's and tool run's start, duration, model, tokens and cost,
+:mod:`spanfold.trace.timing`); the run's cost from the metadata.
 Every text taken from the trace goes through :func:`spanfold.text.visible` first: model output and tool results are
 attacker-influenced, so their control characters are printed as ``\x1b``-style text, never sent to the terminal.
 
@@ -25,7 +26,7 @@ import click
 
 from spanfold.text import plural, visible
 from spanfold.trace.compact import parse_time
-from spanfold.trace.model import Message, StepTime, ToolCall, TraceMeta, TraceSummary
+from spanfold.trace.model import Message, RunCost, StepTime, ToolCall, TraceMeta, TraceSummary
 from spanfold.trace.timing import steps_by_event
 
 #: Role -> click.style arguments.
@@ -114,6 +115,26 @@ def format_tokens(usage: Any) -> str | None:
     return f"{inp or 0} in / {out or 0} out tokens"
 
 
+def format_cost(amount: float, currency: str = "USD") -> str:
+    """``$12.30``, ``$0.0123``, ``$0.000171`` (at most three significant digits below a cent); another currency by its
+    code after the amount (``0.0123 EUR``)."""
+    if amount >= 1 or amount <= 0:
+        text = f"{amount:,.2f}" if amount else "0"
+    elif amount >= 0.01:
+        text = f"{amount:.4f}"
+    else:
+        text = f"{amount:.{min(12, 2 - math.floor(math.log10(amount)))}f}".rstrip("0")
+    return f"${text}" if currency == "USD" else f"{text} {currency}"
+
+
+def format_run_cost(cost: RunCost) -> str:
+    """``cost $0.0123``, and the model calls no price covers when there are some (``+ 2 calls unpriced``)."""
+    text = f"cost {format_cost(cost.total, cost.currency)}"
+    if cost.unpriced_steps:
+        text += f" + {plural(cost.unpriced_steps, 'call')} unpriced"
+    return text
+
+
 def format_arguments(arguments: Any) -> str:
     if arguments is None:
         return ""
@@ -144,7 +165,7 @@ def _raw_content_text(msg: Message) -> str:
 
 
 def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
-    """The trace's one- or two-line heading: id, agent, models, tokens, duration, counts."""
+    """The trace's one- or two-line heading: id, agent, models, tokens, cost, duration, counts."""
     first = ["trace"]
     facts: list[str] = []
     if meta is not None:
@@ -157,6 +178,9 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
         tokens = format_tokens(meta.usage)
         if tokens:
             facts.append(tokens)
+        cost = meta.run_cost
+        if cost is not None:
+            facts.append(visible(format_run_cost(cost)))
         if meta.duration_ms is not None:
             facts.append(format_ms(meta.duration_ms))
         if meta.status == "error" and meta.error is not None:
@@ -276,6 +300,8 @@ class _Renderer:
         tokens = format_tokens(msg.metadata.get("usage") or (step.usage if step is not None else None))
         if tokens:
             details.append(tokens)
+        if step is not None and step.cost is not None:
+            details.append(visible(format_cost(step.cost.amount, step.cost.currency)))
         if step is not None and step.duration_ms is not None:
             details.append(format_ms(step.duration_ms))
         if details:
