@@ -43,7 +43,9 @@ def final_text(state: dict[str, Any]) -> str:
 
 
 def agent_spans(global_spans: Any) -> list[str]:
-    return [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent")]
+    """The names of the run roots: ``invoke_agent`` (an agent) and ``invoke_workflow`` (a graph of the
+    application's)."""
+    return [s.name for s in global_spans.get_finished_spans() if s.name.startswith(("invoke_agent", "invoke_workflow"))]
 
 
 # --- the weather agent: the same flat trace as the plain-openai agent -------------------------------------------
@@ -305,7 +307,7 @@ def test_a_subgraph_opens_no_second_root(traced: Traced, server: MockLLMServer, 
     events = traced.one()
     assert [e["content"] for e in events if e["role"] == "tool"] == WEATHER_OUTPUTS
     assert traced.metas()[0]["metadata"]["name"] == "supervisor"
-    assert agent_spans(global_spans) == ["invoke_agent supervisor"]
+    assert agent_spans(global_spans) == ["invoke_workflow supervisor"]  # a StateGraph: the application's flow
 
 
 # --- content capture off, faults ---------------------------------------------------------------------------------

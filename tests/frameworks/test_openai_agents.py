@@ -1,7 +1,7 @@
 """The OpenAI Agents SDK, traced by spanfold's tracing processor: the weather agent written with the SDK (function
 tools, a tool that raises, a handoff) over the Responses API of the embedded mock server, run with ``Runner.run``,
-``run_sync`` and ``run_streamed``. Each run is one OTel trace rooted in ``invoke_agent {starting agent}``; the model
-calls are the openai patch's spans under it (the SDK's own response spans are not turned into model steps); the folded
+``run_sync`` and ``run_streamed``. Each run is one OTel trace rooted in ``handle_conversation_turn {starting agent}``,
+each agent an ``invoke_agent {agent}`` span under it; the model calls are the openai patch's spans under those (the SDK's own response spans are not turned into model steps); the folded
 trace is asserted event by event. The SDK's tracing stays on and its processors stay in place; with no API key its
 exporter skips the upload, so the tests stay offline."""
 
@@ -106,13 +106,19 @@ def weather_events(system: str = INSTRUCTIONS, user: str = QUESTION) -> list[dic
 
 
 def assert_one_tree(global_spans: Any, root_name: str) -> None:
-    """Every span of the run in one OTel trace, under the root ``invoke_agent`` span; the model calls are the
-    openai patch's ``chat`` spans (one per model call), the tool runs ``execute_tool`` spans."""
+    """Every span of the run in one OTel trace, under the root ``handle_conversation_turn`` span (not nested in
+    another invocation), named after the starting agent; the model calls are the openai patch's ``chat`` spans (one
+    per model call), the tool runs ``execute_tool`` spans."""
     spans = global_spans.get_finished_spans()
     assert len({s.context.trace_id for s in spans}) == 1
     (root,) = [s for s in spans if s.parent is None]
     assert root.name == root_name
-    assert dict(root.attributes or {})["gen_ai.agent.name"] == root_name.removeprefix("invoke_agent ")
+    attrs = dict(root.attributes or {})
+    assert attrs["gen_ai.agent.name"] == root_name.removeprefix("handle_conversation_turn ")
+    assert attrs["gen_ai.operation.name"] == "handle_conversation_turn"
+    assert attrs["gen_ai.invocation.is_nested"] is False
+    for agent in (s for s in spans if s.name.startswith("invoke_agent ")):  # each agent of the turn, nested in it
+        assert dict(agent.attributes or {})["gen_ai.invocation.is_nested"] is True
     by_id = {s.context.span_id: s for s in spans}
     for span in spans:
         top = span
@@ -137,10 +143,10 @@ async def test_weather_agent(traced: Any, server: MockLLMServer, global_spans: A
     (meta,) = traced.metas()
     assert meta["metadata"]["name"] == "Weather agent"
 
-    assert_one_tree(global_spans, "invoke_agent Weather agent")
+    assert_one_tree(global_spans, "handle_conversation_turn Weather agent")
     names = sorted(s.name for s in global_spans.get_finished_spans())
     assert names == sorted(
-        ["invoke_agent Weather agent"]
+        ["handle_conversation_turn Weather agent", "invoke_agent Weather agent"]
         + ["chat gpt-4o-mini"] * 3
         + ["execute_tool get_weather"] * 2
         + ["execute_tool convert_temperature"]
@@ -215,23 +221,33 @@ async def test_handoff(traced: Any, global_spans: Any, mode: str) -> None:
     assert events == [
         *expected[:2],
         {"role": "assistant", "content": None, "tool_calls": [call("call_mock_1", "transfer_to_weather_agent", {})]},
-        # The weather agent's first call: its instructions, then the transfer's result (from that call's inputs).
-        {"role": "system", "content": INSTRUCTIONS},
+        # The handoff's tool span (its time; its text from the weather agent's first call), then that call's
+        # instructions.
         transfer,
+        {"role": "system", "content": INSTRUCTIONS},
         *expected[2:],
     ]
     (meta,) = traced.metas()
     assert meta["metadata"]["name"] == "Triage agent"
-    assert_one_tree(global_spans, "invoke_agent Triage agent")
+    assert_one_tree(global_spans, "handle_conversation_turn Triage agent")
     spans = global_spans.get_finished_spans()
     root = next(s for s in spans if s.parent is None)
-    (handoff,) = [e for e in root.events if e.name == "openai_agents.handoff"]
+    triage, child = (next(s for s in spans if s.name == f"invoke_agent {n} agent") for n in ("Triage", "Weather"))
+    assert triage.parent is not None and triage.parent.span_id == root.context.span_id
+    assert child.parent is not None and child.parent.span_id == root.context.span_id
+    # the handoff: the tool the model called, run under the agent that hands off
+    (handoff,) = [s for s in spans if s.name == "execute_tool transfer_to_weather_agent"]
+    assert handoff.parent is not None and handoff.parent.span_id == triage.context.span_id
     assert dict(handoff.attributes or {}) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "transfer_to_weather_agent",
+        "gen_ai.tool.type": "function",
         "openai_agents.handoff.from_agent": "Triage agent",
         "openai_agents.handoff.to_agent": "Weather agent",
     }
-    (child,) = [s for s in spans if s.name == "invoke_agent Weather agent"]
-    assert child.parent is not None and child.parent.span_id == root.context.span_id
+    (trace,) = folded(global_spans)
+    (transferred,) = [e for e in trace.events if e.role == "tool" and e.tool_call_id == "call_mock_1"]
+    assert transferred.metadata["span_id"] == format(handoff.context.span_id, "016x")
     # one run: the same SDK trace id on both (the fold's one thread); no conversation id, which the run does not name
     run_ids = {dict(s.attributes or {})["openai_agents.trace.id"] for s in (root, child)}
     assert len(run_ids) == 1 and run_ids.pop().startswith("trace_")
@@ -290,15 +306,18 @@ async def test_guardrail_event_and_agent_error(traced: Any, server: MockLLMServe
     agent = weather_agent(server).clone(input_guardrails=[polite])
     with pytest.raises(agents.MaxTurnsExceeded):
         await Runner.run(agent, QUESTION, max_turns=1)
-    root = next(s for s in global_spans.get_finished_spans() if s.parent is None)
-    (event,) = [e for e in root.events if e.name == "openai_agents.guardrail"]
+    spans = global_spans.get_finished_spans()
+    root = next(s for s in spans if s.parent is None)
+    (running,) = [s for s in spans if s.name == "invoke_agent Weather agent"]
+    (event,) = [e for e in running.events if e.name == "openai_agents.guardrail"]
     assert dict(event.attributes or {}) == {
         "openai_agents.guardrail.name": "polite",
         "openai_agents.guardrail.triggered": False,
     }
-    assert root.status.status_code == StatusCode.ERROR
-    assert dict(root.attributes or {})["error.type"] == "agent_error"
-    assert root.status.description is not None and "Max turns exceeded" in root.status.description
+    for failed in (running, root):  # the agent's error, and the turn's: the run stopped there
+        assert failed.status.status_code == StatusCode.ERROR
+        assert dict(failed.attributes or {})["error.type"] == "agent_error"
+        assert failed.status.description is not None and "Max turns exceeded" in failed.status.description
     events = traced.one()
     assert [e["role"] for e in events] == ["system", "user", "assistant", "tool", "tool"]
 
@@ -339,7 +358,7 @@ def test_traces_never_finished_are_bounded(traced: Any, global_spans: Any, monke
         for sdk_trace in started:
             sdk_trace.start()
         closed = [s.name for s in global_spans.get_finished_spans()]
-        assert closed == ["invoke_agent workflow 0"]  # the oldest, closed when the third opened
+        assert closed == ["handle_conversation_turn"]  # the oldest (no agent ran in it), closed when the third opened
         assert counters.snapshot().get("openai_agents.runs_never_finished") == 1
         for sdk_trace in started:
             sdk_trace.finish()

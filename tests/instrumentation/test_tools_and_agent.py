@@ -134,6 +134,7 @@ def test_agent_context_manager_parents_everything(global_spans: Any) -> None:
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "bot",
         "gen_ai.conversation.id": "conv-1",
+        "gen_ai.invocation.is_nested": False,
     }
     assert root.parent is None
     assert tool1.parent.span_id == root.context.span_id

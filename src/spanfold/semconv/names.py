@@ -22,7 +22,14 @@ from typing import Final
 # --- span names and operations -------------------------------------------------------------------------
 OP_CHAT: Final = "chat"
 OP_EXECUTE_TOOL: Final = "execute_tool"
+#: An in-process invocation (span ``{operation} {workflow or agent name}``): ``invoke_agent`` when a model drives the
+#: control flow through tool calls, ``invoke_workflow`` when the application does (a LangGraph ``StateGraph``),
+#: ``handle_conversation_turn`` for a framework runner's one turn in which agents may hand off to each other (an
+#: OpenAI Agents SDK ``Runner.run``).
 OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+OP_HANDLE_CONVERSATION_TURN: Final = "handle_conversation_turn"
+INVOCATION_OPERATIONS: Final = frozenset({OP_INVOKE_AGENT, OP_INVOKE_WORKFLOW, OP_HANDLE_CONVERSATION_TURN})
 
 # --- common attributes ---------------------------------------------------------------------------------
 OPERATION_NAME: Final = "gen_ai.operation.name"
@@ -79,6 +86,10 @@ TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 # --- agent run -----------------------------------------------------------------------------------------
 AGENT_NAME: Final = "gen_ai.agent.name"
 AGENT_ID: Final = "gen_ai.agent.id"
+#: The application's (low-cardinality) name of a workflow; never a type's name such as ``StateGraph``.
+WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+#: False on the root invocation of a turn in the process, True on every invocation nested inside another.
+INVOCATION_IS_NESTED: Final = "gen_ai.invocation.is_nested"
 
 REQUEST_TOP_K: Final = "gen_ai.request.top_k"
 
@@ -291,10 +302,10 @@ MCP_TOOLS_CALL: Final = "tools/call"
 TOOL_ERROR: Final = "tool_error"
 
 # --- OpenAI Agents SDK (instrumentation/frameworks/openai_agents.py) ---------------------------------------------
-#: Span events on the ``invoke_agent`` span a handoff or guardrail ran under.
-OPENAI_AGENTS_HANDOFF_EVENT: Final = "openai_agents.handoff"
+#: A handoff's ``execute_tool`` span: the agent that hands off and the one it hands off to (no registry names them).
 OPENAI_AGENTS_HANDOFF_FROM: Final = "openai_agents.handoff.from_agent"
 OPENAI_AGENTS_HANDOFF_TO: Final = "openai_agents.handoff.to_agent"
+#: The span event on the ``invoke_agent`` span a guardrail ran under.
 OPENAI_AGENTS_GUARDRAIL_EVENT: Final = "openai_agents.guardrail"
 OPENAI_AGENTS_GUARDRAIL_NAME: Final = "openai_agents.guardrail.name"
 OPENAI_AGENTS_GUARDRAIL_TRIGGERED: Final = "openai_agents.guardrail.triggered"

@@ -89,6 +89,10 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.MCP_PROTOCOL_VERSION: r.MCP,
     # agent run
     n.AGENT_NAME: r.GENAI,
+    n.WORKFLOW_NAME: r.GENAI,
+    n.INVOCATION_IS_NESTED: r.GENAI,
+    n.OPENAI_AGENTS_HANDOFF_FROM: vendor("OpenAI Agents SDK (a handoff's source agent; no registry name)"),
+    n.OPENAI_AGENTS_HANDOFF_TO: vendor("OpenAI Agents SDK (a handoff's target agent; no registry name)"),
     n.OPENAI_AGENTS_WORKFLOW_NAME: vendor("OpenAI Agents SDK (RunConfig.workflow_name)"),
     n.OPENAI_AGENTS_TRACE_ID: vendor("OpenAI Agents SDK (its trace id)"),
 }
@@ -96,7 +100,6 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
 #: Span event name -> the registry entry it follows.
 SPAN_EVENTS: Final[Mapping[str, str]] = {
     n.EXCEPTION_EVENT: r.CORE,
-    n.OPENAI_AGENTS_HANDOFF_EVENT: vendor("OpenAI Agents SDK"),
     n.OPENAI_AGENTS_GUARDRAIL_EVENT: vendor("OpenAI Agents SDK"),
 }
 
@@ -105,14 +108,21 @@ EVENT_ATTRIBUTES: Final[Mapping[str, str]] = {
     n.EXCEPTION_TYPE: r.CORE,
     n.EXCEPTION_MESSAGE: r.CORE,
     n.EXCEPTION_STACKTRACE: r.CORE,
-    n.OPENAI_AGENTS_HANDOFF_FROM: vendor("OpenAI Agents SDK"),
-    n.OPENAI_AGENTS_HANDOFF_TO: vendor("OpenAI Agents SDK"),
     n.OPENAI_AGENTS_GUARDRAIL_NAME: vendor("OpenAI Agents SDK"),
     n.OPENAI_AGENTS_GUARDRAIL_TRIGGERED: vendor("OpenAI Agents SDK"),
 }
 
 #: ``gen_ai.operation.name`` values spanfold writes (each one of the registry's members).
-OPERATIONS: Final = frozenset({n.OP_CHAT, n.OP_TEXT_COMPLETION, n.OP_EXECUTE_TOOL, n.OP_INVOKE_AGENT})
+OPERATIONS: Final = frozenset(
+    {
+        n.OP_CHAT,
+        n.OP_TEXT_COMPLETION,
+        n.OP_EXECUTE_TOOL,
+        n.OP_INVOKE_AGENT,
+        n.OP_INVOKE_WORKFLOW,
+        n.OP_HANDLE_CONVERSATION_TURN,
+    }
+)
 
 
 def is_vendor(row: str) -> bool:

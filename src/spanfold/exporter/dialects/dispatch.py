@@ -254,7 +254,7 @@ def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Agent
         parent_id=record.parent_id,
         start_ns=record.start_ns,
         end_ns=record.end_ns,
-        name=_str(attrs, semconv.AGENT_NAME) or _target(name),
+        name=_str(attrs, semconv.AGENT_NAME) or _str(attrs, semconv.WORKFLOW_NAME) or _target(name),
         # the thread: the conversation the run belongs to, else the OpenAI Agents SDK run whose agents hand off to
         # each other (one conversation, whatever the application names)
         conversation_id=_str(attrs, semconv.CONVERSATION_ID) or _str(attrs, semconv.OPENAI_AGENTS_TRACE_ID),
@@ -269,6 +269,8 @@ OPERATIONS: dict[str, Builder] = {
     semconv.OP_GENERATE_CONTENT: model_step,
     semconv.OP_EXECUTE_TOOL: tool_step,
     semconv.OP_INVOKE_AGENT: agent_span,
+    semconv.OP_INVOKE_WORKFLOW: agent_span,
+    semconv.OP_HANDLE_CONVERSATION_TURN: agent_span,
 }
 
 

@@ -1,4 +1,6 @@
-"""LangGraph graph runs: a graph run is the ``invoke_agent {graph name}`` root of its trace.
+"""LangGraph graph runs: a graph run is the root of its trace, an ``invoke_agent`` span for an agent (a prebuilt
+ReAct agent, ``langchain.agents.create_agent``: a model drives the control flow through tool calls), an
+``invoke_workflow`` span for any other graph (a ``StateGraph``: the application's edges drive it).
 
 Supported: ``langgraph`` >= 1.0, < 2 (tested with 1.2). ``invoke`` runs ``stream`` and ``ainvoke`` runs ``astream``
 (``stream_events`` too), so those two are patched, once on ``Pregel`` (every compiled graph, prebuilt agents and the
@@ -7,10 +9,12 @@ makes the run's span current while each step runs (so the model calls and tool r
 trace) and ends it when the stream is exhausted, fails, is closed, or is garbage-collected unfinished.
 
 The span opens only when no agent run is open already: a subgraph, a graph run from a tool of another graph, or a
-run inside ``spanfold.agent`` (or any ``invoke_agent`` span that is current) opens no second root. Its name is the
-run's ``run_name`` (config), else the graph's name (``create_react_agent(..., name=...)``). A run with a checkpointer
-thread (``config={"configurable": {"thread_id": ...}}``) records it as ``gen_ai.conversation.id``: the runs of one
-thread are one conversation in a backend that groups by it.
+run inside ``spanfold.agent`` (or any invocation span that is current) opens no second root. Its name is the
+run's ``run_name`` (config), else the graph's name (``create_react_agent(..., name=...)``): the agent's
+``gen_ai.agent.name``, the workflow's ``gen_ai.workflow.name``, but not LangGraph's default name (``LangGraph``, a
+type's name, which the conventions keep out of ``gen_ai.workflow.name``: such a workflow's span is a bare
+``invoke_workflow``). A run with a checkpointer thread (``config={"configurable": {"thread_id": ...}}``) records it
+as ``gen_ai.conversation.id``: the runs of one thread are one conversation in a backend that groups by it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
-from spanfold.instrumentation.toolkit.tools import agent_open
+from spanfold.instrumentation.toolkit.tools import in_invocation
 
 SUPPORTED = "langgraph >= 1.0, < 2"
 MODULE = "langgraph.pregel.main"
@@ -53,13 +57,24 @@ class _NoChunks:
         return self.run.attributes()
 
 
+#: LangGraph's name of a graph given none (a type's name, not the application's name of a workflow).
+DEFAULT_NAME = "LangGraph"
+#: The nodes of the prebuilt agents' graphs: ``create_react_agent`` (``agent`` + ``tools``) and
+#: ``langchain.agents.create_agent`` (``model`` + ``tools``): a model that calls tools until it answers.
+_AGENT_NODES = (frozenset({"agent", "tools"}), frozenset({"model", "tools"}))
+
+
 def _nested() -> bool:
-    """True when an agent run is open here already (this graph's parent graph, ``spanfold.agent``, or any other
-    producer's ``invoke_agent`` span that is current)."""
-    if otel_context.get_value(_RUN_KEY) or agent_open():
-        return True
-    attributes = getattr(otel_trace.get_current_span(), "attributes", None)
-    return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) == semconv.OP_INVOKE_AGENT
+    """True when a run is open here already (this graph's parent graph, ``spanfold.agent``, or any other producer's
+    invocation span that is current)."""
+    return bool(otel_context.get_value(_RUN_KEY)) or in_invocation()
+
+
+def _is_agent(graph: Any) -> bool:
+    """Whether the graph is a prebuilt agent (its nodes are an agent's model-and-tools loop)."""
+    nodes = getattr(graph, "nodes", None)
+    names = frozenset(nodes) if isinstance(nodes, Mapping) else frozenset()
+    return any(agent <= names for agent in _AGENT_NODES)
 
 
 def _config(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
@@ -92,11 +107,18 @@ def _open(
         config = _config(args, kwargs)
         name = _name(graph, config)
         attrs = {
-            semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-            semconv.AGENT_NAME: name,
             semconv.CONVERSATION_ID: _thread_id(config),  # None (dropped) without a checkpointer thread
+            semconv.INVOCATION_IS_NESTED: False,
         }
-        run = ModelSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, kind=SpanKind.INTERNAL, rt=rt)
+        if _is_agent(graph):
+            operation, target = semconv.OP_INVOKE_AGENT, name
+            attrs[semconv.AGENT_NAME] = name
+        else:
+            operation, target = semconv.OP_INVOKE_WORKFLOW, (name if name != DEFAULT_NAME else None)
+            attrs[semconv.WORKFLOW_NAME] = target
+        attrs[semconv.OPERATION_NAME] = operation
+        span_name = semconv.span_name(operation, target)
+        run = ModelSpan(tracer, span_name, attrs, kind=SpanKind.INTERNAL, rt=rt)
         context, io = shown.open_run(otel_context.set_value(_RUN_KEY, True, otel_trace.set_span_in_context(run.span)))
         return StreamState(run, _NoChunks(io), "langgraph"), context
     except Exception as exc:

@@ -4,18 +4,23 @@ The SDK tells its processors, synchronously and in the task that runs the agent,
 ends. This maps:
 
 * a trace (one ``Runner.run`` / ``run_sync`` / ``run_streamed``, or the user's ``agents.trace(...)``) -> the root
-  ``invoke_agent {agent}`` span, named after the first agent that runs in it (the starting agent), with
-  ``openai_agents.workflow.name`` and ``openai_agents.trace.id``, and ``gen_ai.conversation.id`` only when the
-  application names the conversation: the trace's ``group_id`` (``RunConfig(group_id=...)``, ``agents.trace(...,
-  group_id=...)``); never the trace id, which names one run, not a conversation;
-* an agent span -> that root for the first agent of the trace; each later agent (after a handoff) -> a child
-  ``invoke_agent {agent}`` span with the same ``openai_agents.trace.id`` (and conversation id, when there is one), so
-  the fold keeps the run one conversation: the next agent is sent the history so far;
+  ``handle_conversation_turn {agent}`` span (the framework steers the turn; its agents may hand off to each other),
+  named after the first agent that runs in it (the starting agent, ``gen_ai.agent.name``), with
+  ``gen_ai.invocation.is_nested`` false (true inside another invocation of this process), ``openai_agents.workflow.
+  name`` and ``openai_agents.trace.id``, and ``gen_ai.conversation.id`` only when the application names the
+  conversation: the trace's ``group_id`` (``RunConfig(group_id=...)``, ``agents.trace(..., group_id=...)``); never
+  the trace id, which names one run, not a conversation;
+* an agent span -> a child ``invoke_agent {agent}`` of the turn (``gen_ai.invocation.is_nested`` true), the first
+  agent's and each agent's it hands off to, all with the run's ``openai_agents.trace.id`` (and conversation id, when
+  there is one), so the fold keeps the run one conversation: the next agent is sent the history so far. An error the
+  SDK records on one (max turns, a tripwire: the run raises) is the turn's error too. An agent run as a tool
+  (``Agent.as_tool``) is a child of that tool's span, a conversation of its own;
 * a function span -> ``execute_tool {tool}`` (arguments and result as the SDK recorded them, content capture and
   redaction through the runtime; the SDK's error record -> status ERROR, ``error.type`` = ``tool_error``);
-* handoff and guardrail spans -> span events ``openai_agents.handoff`` (from, to) and ``openai_agents.guardrail``
-  (name, triggered) on the running agent's span; the handoff's own tool call and its result are already in the model
-  calls, so the flat trace shows the handoff in order;
+* a handoff span -> ``execute_tool {transfer tool}`` under the agent that hands off: the handoff is the tool the
+  model called (``transfer_to_<agent>``, the SDK's name for it), with ``openai_agents.handoff.from_agent`` and
+  ``.to_agent``; the fold pairs it with the model's call, its result (the transfer message) from the next call;
+* a guardrail span -> a span event ``openai_agents.guardrail`` (name, triggered) on the running agent's span;
 * generation / response spans -> nothing: the openai patch records each model call, and because the agent and tool
   spans are made current in the agent's context (attached at start, detached at end), those model spans, MCP calls
   and ``@spanfold.tool`` runs nest under them in the same OTel trace.
@@ -26,6 +31,7 @@ a trace's end closes whatever of it is left open.
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,13 +45,28 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_failure
-from spanfold.instrumentation.toolkit.tools import end_tool_span, start_tool_span
+from spanfold.instrumentation.toolkit.tools import end_tool_span, in_invocation, start_tool_span
 
 #: SDK traces open at once (a trace started and never finished is closed when this many newer ones are open).
 MAX_OPEN_RUNS = 10_000
 
 #: ``error.type`` of an agent span the SDK recorded an error on (max turns, a guardrail tripwire ...).
 AGENT_ERROR = "agent_error"
+#: The name of a handoff's span until the SDK says whom it hands off to (when it ends).
+HANDOFF = "handoff"
+
+
+def transfer_tool(to_agent: str) -> str:
+    """The name of the tool the model calls to hand off to ``to_agent``: the SDK's default handoff tool name."""
+    try:
+        from types import SimpleNamespace
+
+        from agents.handoffs import Handoff
+
+        return str(Handoff.default_tool_name(SimpleNamespace(name=to_agent)))  # type: ignore[arg-type]
+    except Exception as exc:  # an SDK without the helper: its rule (transfer_to_<name>, as a function name)
+        counters.fault("openai_agents.handoff_name", exc)
+        return re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{to_agent}")).lower()
 
 
 @dataclass(slots=True)
@@ -56,6 +77,8 @@ class _Open:
     span: Span
     token: object | None
     kind: str
+    #: An agent run as a tool (``Agent.as_tool``): a conversation of its own, its error not the turn's.
+    in_tool: bool = False
 
 
 @dataclass(slots=True)
@@ -128,13 +151,14 @@ class AgentsTracing:
             group = getattr(trace, "group_id", None)
             conversation = group if isinstance(group, str) and group else None
             attrs = {
-                semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+                semconv.OPERATION_NAME: semconv.OP_HANDLE_CONVERSATION_TURN,
+                semconv.INVOCATION_IS_NESTED: in_invocation(),
                 semconv.CONVERSATION_ID: conversation,
                 semconv.OPENAI_AGENTS_TRACE_ID: trace.trace_id,
                 semconv.OPENAI_AGENTS_WORKFLOW_NAME: workflow or None,
             }
             span = tracer.start_span(
-                semconv.span_name(semconv.OP_INVOKE_AGENT, workflow or None),
+                semconv.span_name(semconv.OP_HANDLE_CONVERSATION_TURN, None),
                 kind=SpanKind.INTERNAL,
                 attributes=clean(attrs),
             )
@@ -159,8 +183,7 @@ class AgentsTracing:
             return
         try:
             for opened in reversed(list(run.spans.values())):  # spans the SDK never finished
-                if opened.kind != "alias":
-                    end_span(opened.span)
+                end_span(opened.span)
             _detach(run.root)
             shown.close_run(run.root.span, run.io)
         except Exception as exc:
@@ -182,8 +205,9 @@ class AgentsTracing:
             opened: _Open | None = None
             if kind == "agent":
                 opened = self._agent_started(tracer, run, str(span.span_data.name))
-            elif kind == "function":  # its parent: the current context, the agent span attached in this task
-                tool = start_tool_span(tracer, str(span.span_data.name), self._rt)
+            elif kind in ("function", "handoff"):  # parent: the current context, the agent span attached in this task
+                name = str(span.span_data.name) if kind == "function" else HANDOFF
+                tool = start_tool_span(tracer, name, self._rt)
                 opened = _Open(tool, _attach(tool), kind)
             if opened is not None:
                 with self._lock:
@@ -192,17 +216,16 @@ class AgentsTracing:
             counters.fault("openai_agents.span_start", exc)
 
     def _agent_started(self, tracer: Tracer, run: _Run, name: str) -> _Open:
-        if not run.named:  # the trace's first agent: the root is its span
+        if not run.named:  # the trace's first agent: the turn is named after it
             run.named = True
-            run.root.span.update_name(semconv.span_name(semconv.OP_INVOKE_AGENT, name))
+            run.root.span.update_name(semconv.span_name(semconv.OP_HANDLE_CONVERSATION_TURN, name))
             run.root.span.set_attribute(semconv.AGENT_NAME, name)
-            run.agents.append(run.root.span)
-            return _Open(run.root.span, None, "alias")
         current = otel_trace.get_current_span()
         in_tool = any(o.span is current and o.kind == "function" for o in run.spans.values())
         attrs = {
             semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
             semconv.AGENT_NAME: name,
+            semconv.INVOCATION_IS_NESTED: True,
             # After a handoff: the run's conversation goes on. An agent run as a tool (``Agent.as_tool``) has a
             # conversation of its own, under the tool span.
             semconv.CONVERSATION_ID: None if in_tool else run.conversation_id,
@@ -216,7 +239,7 @@ class AgentsTracing:
             attributes=clean(attrs),
         )
         run.agents.append(span)
-        return _Open(span, _attach(span), "agent")
+        return _Open(span, _attach(span), "agent", in_tool)
 
     def on_span_end(self, span: Any) -> None:
         if self._tracer is None:
@@ -228,10 +251,12 @@ class AgentsTracing:
             if run is None:
                 return
             kind = getattr(span.span_data, "type", None)
-            if kind in ("handoff", "guardrail"):
-                self._event(run, kind, span.span_data)
+            if kind == "guardrail":
+                self._guardrail(run, span.span_data)
             elif opened is not None and opened.kind == "function":
                 self._tool_ended(opened, span)
+            elif opened is not None and opened.kind == "handoff":
+                self._handoff_ended(opened, span)
             elif opened is not None:
                 self._agent_ended(run, opened, span)
         except Exception as exc:
@@ -250,31 +275,40 @@ class AgentsTracing:
         else:
             end_tool_span(opened.span, _output_text(data.output), rt)
 
+    def _handoff_ended(self, opened: _Open, span: Any) -> None:
+        data = span.span_data
+        _detach(opened)
+        to_agent = str(data.to_agent) if data.to_agent is not None else None
+        if to_agent is not None:
+            tool = transfer_tool(to_agent)
+            opened.span.update_name(semconv.span_name(semconv.OP_EXECUTE_TOOL, tool))
+            opened.span.set_attribute(semconv.TOOL_NAME, tool)
+        opened.span.set_attributes(
+            clean({semconv.OPENAI_AGENTS_HANDOFF_FROM: data.from_agent, semconv.OPENAI_AGENTS_HANDOFF_TO: to_agent})
+        )
+        if span.error:  # several handoffs asked for at once: the SDK runs the first
+            set_failure(opened.span, semconv.TOOL_ERROR, _error_text(span.error), self._rt)
+        end_span(opened.span)
+
     def _agent_ended(self, run: _Run, opened: _Open, span: Any) -> None:
         if span.error:
-            set_failure(opened.span, AGENT_ERROR, _error_text(span.error), self._rt)
+            text = _error_text(span.error)
+            set_failure(opened.span, AGENT_ERROR, text, self._rt)
+            if not opened.in_tool:  # the run stops there: the turn failed
+                set_failure(run.root.span, AGENT_ERROR, text, self._rt)
         with self._lock:
             if opened.span in run.agents:
                 run.agents.remove(opened.span)
-        if opened.kind == "agent":
-            _detach(opened)
-            end_span(opened.span)
+        _detach(opened)
+        end_span(opened.span)
 
-    def _event(self, run: _Run, kind: str, data: Any) -> None:
+    def _guardrail(self, run: _Run, data: Any) -> None:
         target = run.agents[-1] if run.agents else run.root.span
-        if kind == "handoff":
-            name = semconv.OPENAI_AGENTS_HANDOFF_EVENT
-            attrs = {
-                semconv.OPENAI_AGENTS_HANDOFF_FROM: data.from_agent,
-                semconv.OPENAI_AGENTS_HANDOFF_TO: data.to_agent,
-            }
-        else:
-            name = semconv.OPENAI_AGENTS_GUARDRAIL_EVENT
-            attrs = {
-                semconv.OPENAI_AGENTS_GUARDRAIL_NAME: data.name,
-                semconv.OPENAI_AGENTS_GUARDRAIL_TRIGGERED: bool(data.triggered),
-            }
-        target.add_event(name, clean(attrs))
+        attrs = {
+            semconv.OPENAI_AGENTS_GUARDRAIL_NAME: data.name,
+            semconv.OPENAI_AGENTS_GUARDRAIL_TRIGGERED: bool(data.triggered),
+        }
+        target.add_event(semconv.OPENAI_AGENTS_GUARDRAIL_EVENT, clean(attrs))
 
     # --- the rest of the interface -------------------------------------------------------------------------
 

@@ -365,7 +365,8 @@ _OPEN_AGENTS: ContextVar[tuple[tuple[agent, Span, object, shown.Shown], ...]] = 
 
 
 class agent:
-    """One ``invoke_agent {name}`` span around a run: a context manager (sync and async) and a decorator.
+    """One ``invoke_agent {name}`` span around a run: a context manager (sync and async) and a decorator. A run
+    inside another (a ``spanfold.agent`` or a framework's run) says so (``gen_ai.invocation.is_nested``).
 
     Everything traced inside (model calls, tools) becomes one trace, folded into one flat trace file line.
 
@@ -387,6 +388,7 @@ class agent:
             attrs = {
                 semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
                 semconv.AGENT_NAME: self.name,
+                semconv.INVOCATION_IS_NESTED: self.traceparent is None and in_invocation(),
             }
             if self.conversation_id is not None:
                 attrs[semconv.CONVERSATION_ID] = self.conversation_id
@@ -485,6 +487,16 @@ def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.
 def agent_open() -> bool:
     """Whether a :class:`agent` run is open in this thread or task (a framework's own agent run then opens none)."""
     return bool(_OPEN_AGENTS.get())
+
+
+def in_invocation() -> bool:
+    """Whether an invocation runs here in this process: a :class:`agent` run is open, or the current span is one
+    (``invoke_agent``, ``invoke_workflow``, ``handle_conversation_turn``: spanfold's or another producer's). An
+    invocation started here is nested (``gen_ai.invocation.is_nested``)."""
+    if agent_open():
+        return True
+    attributes = getattr(otel_trace.get_current_span(), "attributes", None)
+    return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) in semconv.INVOCATION_OPERATIONS
 
 
 def framework_tool_run(*functions: Any) -> Token[tuple[Any, ...]] | None:
