@@ -20,8 +20,9 @@ the span.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
@@ -98,8 +99,9 @@ class ModelApi:
 
 #: The model call whose wrapped method is running in this context, with its API. A model method called inside it is
 #: the same API call and runs untouched: one of the same provider (openai 1.40's beta ``parse()`` calls ``create``), or
-#: any while an ``outer`` API's call runs (a router reaching a client SDK). The only outermost-call guard.
-_CURRENT: ContextVar[tuple[ModelApi, ModelSpan] | None] = ContextVar("spanfold_model_call", default=None)
+#: any while an ``outer`` API's call runs (a router reaching a client SDK) or a framework's own step (no API: see
+#: :func:`claim`). The only outermost-call guard.
+_CURRENT: ContextVar[tuple[ModelApi | None, ModelSpan] | None] = ContextVar("spanfold_model_call", default=None)
 
 
 def current_call() -> ModelSpan | None:
@@ -110,7 +112,23 @@ def current_call() -> ModelSpan | None:
 
 def _inside_call(api: ModelApi) -> bool:
     current = _CURRENT.get()
-    return current is not None and (current[0].outer or current[0].provider == api.provider)
+    if current is None:
+        return False
+    outer = current[0]
+    return outer is None or outer.outer or outer.provider == api.provider
+
+
+def claim(call: ModelSpan) -> Token[tuple[ModelApi | None, ModelSpan] | None]:
+    """A framework's own model step is running (smolagents' ``generate``, recorded from the framework's objects): the
+    client SDK calls made inside it are that step, and spanfold's model wrappers make no span for them (other
+    producers' spans nest under it). Hand the token to :func:`release` when the step's call returns (for a generator,
+    around each step of it)."""
+    return _CURRENT.set((None, call))
+
+
+def release(token: Token[tuple[ModelApi | None, ModelSpan] | None]) -> None:
+    with contextlib.suppress(ValueError):  # released in another context than it was claimed in: that value dies with it
+        _CURRENT.reset(token)
 
 
 RESPONSE_TYPES_LIMIT = 64

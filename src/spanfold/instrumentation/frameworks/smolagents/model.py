@@ -3,10 +3,9 @@
 Every smolagents model class (``OpenAIModel``, ``LiteLLMModel``, ``InferenceClientModel``, ``TransformersModel``...)
 answers ``generate`` with a ``ChatMessage`` and ``generate_stream`` with ``ChatMessageStreamDelta``s, whatever client
 it uses underneath (a patched SDK or none). The step is recorded at that level, as ``chat {model_id}``, and the
-client calls inside it record nothing: they run in a context whose current span is this one's, unsampled, so the SDK
-patches' spans (and any other instrumentation's, under a parent-based sampler: OpenTelemetry's default) are not
-recorded. Under a sampler that ignores its parent they are recorded too, inside this span, and the fold keeps one
-step of the two (``fold.drop_nested_calls``).
+client calls inside it are that step: their span is current while they run and the toolkit's model wrappers make no
+span for them (:func:`~spanfold.instrumentation.toolkit.calls.claim`). Another instrumentation's model span made
+inside it nests under it, and the fold keeps one step of the two (``fold.drop_nested_calls``).
 
 Why smolagents' level and not the SDK's: smolagents re-sends earlier tool calls and outputs as text, which the
 step's input messages turn back into tool calls and outputs
@@ -25,14 +24,14 @@ from typing import Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, Tracer
+from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
 from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
-from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
+from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
@@ -191,12 +190,9 @@ class DeltaAccumulator:
 # --- the step's span -----------------------------------------------------------------------------------------
 
 
-def quiet(span: ModelSpan) -> otel_context.Context:
-    """The context a model call's client runs in: its current span carries this step's span context, unsampled, so
-    the spans started inside (the SDK patches') are not recorded."""
-    ctx = span.span.get_span_context()
-    unsampled = SpanContext(ctx.trace_id, ctx.span_id, False, TraceFlags(TraceFlags.DEFAULT), ctx.trace_state)
-    return otel_trace.set_span_in_context(NonRecordingSpan(unsampled))
+def inside(span: ModelSpan) -> otel_context.Context:
+    """The context a model call's client runs in: this step's span current."""
+    return otel_trace.set_span_in_context(span.span)
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -257,7 +253,8 @@ def finish(call: StepSpan, message: Any, rt: Runtime) -> None:
 
 
 class DeltaStream(SyncStreamProxy):
-    """``generate_stream``'s generator: each delta read with the client quiet, fed to the step's accumulator."""
+    """``generate_stream``'s generator: each delta read inside the step (its client's calls claimed by it), fed to the
+    step's accumulator."""
 
     def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
         super().__init__(wrapped, state)
@@ -271,9 +268,11 @@ class DeltaStream(SyncStreamProxy):
 
     def __next__(self) -> Any:
         token = otel_context.attach(self._self_context)
+        claimed = claim(self._self_state.span)
         try:
             return super().__next__()
         finally:
+            release(claimed)
             otel_context.detach(token)
 
 
@@ -289,13 +288,15 @@ def wrappers(
             call = start(tracer, rt, instance, args, kwargs, observations_of(), holder_of())
             if call is None:
                 return wrapped(*args, **kwargs)
-            token = otel_context.attach(quiet(call))
+            token = otel_context.attach(inside(call))
+            claimed = claim(call)
             try:
                 result = wrapped(*args, **kwargs)
             except BaseException as exc:
                 call.fail(exc)
                 raise
             finally:
+                release(claimed)
                 otel_context.detach(token)
             finish(call, result, rt)
             return result
@@ -307,14 +308,16 @@ def wrappers(
             call = start(tracer, rt, instance, args, kwargs, observations_of(), holder_of())
             if call is None:
                 return wrapped(*args, **kwargs)
-            context = quiet(call)
+            context = inside(call)
             token = otel_context.attach(context)
+            claimed = claim(call)
             try:
                 stream = wrapped(*args, **kwargs)
             except BaseException as exc:
                 call.fail(exc)
                 raise
             finally:
+                release(claimed)
                 otel_context.detach(token)
             return DeltaStream(stream, StreamState(call, DeltaAccumulator(rt, call), "smolagents.stream"), context)
 
