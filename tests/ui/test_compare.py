@@ -63,7 +63,11 @@ def test_the_api_says_where_and_how_two_runs_differ(two_runs: Path, ui_server: A
     na, nb = got["a"]["numbers"], got["b"]["numbers"]
     assert got["deltas"]["tokens_out"] == nb["tokens_out"] - na["tokens_out"] > 0  # a longer answer
     assert got["deltas"]["model_ms"] == pytest.approx(nb["model_ms"] - na["model_ms"])
-    assert na["model_ms"] > 0 and na["tool_ms"] > 0 and got["deltas"]["cost"] is None  # no cost recorded
+    assert na["model_ms"] > 0 and na["tool_ms"] > 0
+    if na["cost"] and nb["cost"]:  # the cost the metadata records (issue 33 prices each model call)
+        assert got["deltas"]["cost"]["amount"] == pytest.approx(nb["cost"]["amount"] - na["cost"]["amount"])
+    else:
+        assert got["deltas"]["cost"] is None
     same = server.json(f"/api/compare?a={a}&b={a}")
     assert same["divergence"] is None and same["message"] is None and same["outputs"] == [] and same["answer"] is None
     assert same["deltas"]["tokens_in"] == 0
@@ -89,7 +93,8 @@ def test_the_page_explains_the_difference(two_runs: Path, ui_server: Any, page: 
     got = server.json(f"/api/compare?a={a}&b={b}")
     delta = got["deltas"]["tokens_out"]
     expect(page.locator("#deltas tr[data-metric=tokens_out] td.delta")).to_have_text(f"+{delta}")
-    assert page.locator("#deltas tr[data-metric=cost]").count() == 0  # neither run records a cost
+    priced = bool(got["a"]["numbers"]["cost"] or got["b"]["numbers"]["cost"])
+    assert page.locator("#deltas tr[data-metric=cost]").count() == priced  # a cost row when a run records one
     assert page.locator("#runs-compared, li.diverge").count() == 2
 
 

@@ -4,6 +4,7 @@ runs the filters keep, and a chart of runs, errors, tokens and cost over time.""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,12 @@ import pytest
 from tests.ui.traces import trace, trace_id, write
 
 expect = pytest.importorskip("playwright.sync_api").expect
+
+
+def _dollars(amount: float) -> str:
+    """A cost as the page writes it: two significant digits below a dollar, cents above."""
+    digits = 2 if amount >= 1 else max(2, 1 - math.floor(math.log10(amount)))
+    return f"${amount:.{digits}f}"
 
 
 def _ms(text: str) -> float:
@@ -35,8 +42,11 @@ def test_each_step_and_the_run_show_tokens_and_latency(recorded_dir: Path, ui_se
         assert _ms(cells[0]) == pytest.approx(step["duration_ms"], abs=shown)
         if step["kind"] == "model":
             usage = step["usage"]
-            assert cells[1] == f"{usage['input_tokens']} in / {usage['output_tokens']} out"
-            assert "$" not in rows.nth(k).inner_text()  # no cost recorded: none shown
+            tokens = f"{usage['input_tokens']} in / {usage['output_tokens']} out"
+            if step["cost"] is None:  # no cost recorded: none shown
+                assert cells[1] == tokens and "$" not in rows.nth(k).inner_text()
+            else:  # the cost the metadata records (issue 33 prices each model call)
+                assert cells[1].startswith(f"{tokens} · $") and step["cost"]["currency"] == "USD"
     model_ms = sum(s["duration_ms"] for s in steps if s["kind"] == "model")
     tool_ms = sum(s["duration_ms"] for s in steps if s["kind"] == "tool")
     latency = page.locator("#run-latency").inner_text()
@@ -44,7 +54,7 @@ def test_each_step_and_the_run_show_tokens_and_latency(recorded_dir: Path, ui_se
     assert found, latency
     assert _ms(found.group(1)) == pytest.approx(model_ms, rel=0.01, abs=0.5)
     assert _ms(found.group(2)) == pytest.approx(tool_ms, rel=0.05, abs=0.05)
-    assert "cost" not in page.locator(".facts").first.inner_text()
+    assert ("cost" in page.locator(".facts").first.inner_text()) == (run["row"]["cost"] is not None)
 
 
 def _priced_run(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -159,7 +169,7 @@ def test_totals_and_the_chart_follow_the_filters(tmp_path: Path, ui_server: Any,
         f"with errors {everything['with_errors']} ({rate:.1f}%)"
     )
     expect(totals.locator("[data-total=cost]")).to_have_text(
-        f"cost ${everything['cost']:.3f} ({everything['priced']} of the runs record one)"
+        f"cost {_dollars(everything['cost'])} ({everything['priced']} of the runs record one)"
     )
     bins = server.json("/api/stats")["bins"]
     assert page.locator("#chart rect.errors").count() == sum(1 for b in bins if b["with_errors"])

@@ -28,6 +28,8 @@ USAGE_KEYS = {
     "cached_input_tokens": "cached_tokens",
     "reasoning_tokens": "reasoning_tokens",
     "reasoning_output_tokens": "reasoning_tokens",
+    "cache_write_tokens": "cache_write_tokens",
+    "cache_creation_input_tokens": "cache_write_tokens",
 }
 
 
@@ -64,7 +66,11 @@ def usage_of(*records: Any) -> dict[str, int] | None:
 
 def cost_of(value: Any) -> dict[str, Any] | None:
     """A cost as ``{"amount", "currency"}`` from what a trace may say: a number (US dollars), or a record with an
-    ``amount`` or ``total`` (and a ``currency``); None when it says nothing usable."""
+    ``amount`` or ``total`` (and a ``currency``), as a dict or an object that gives one (``to_dict``); None when it
+    says nothing usable."""
+    as_dict = getattr(value, "to_dict", None)
+    if callable(as_dict):
+        value = as_dict()
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -105,8 +111,12 @@ class _Step:
 def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Step:
     ev = events[event] if event is not None else None
     ev_meta = ev.metadata if ev is not None else {}
-    usage = step.usage
-    raw_usage = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage else None
+    usage: Any = step.usage
+    as_dict = getattr(usage, "to_dict", None)
+    if callable(as_dict):  # every kind of token the metadata records
+        raw_usage = as_dict()
+    else:
+        raw_usage = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage else None
     model = step.kind == "model"
     return _Step(
         kind=step.kind,

@@ -62,11 +62,12 @@ export function fmtInt(n) {
   return typeof n === "number" && isFinite(n) ? Math.round(n).toLocaleString("en-US") : "";
 }
 
-// Tokens of a usage record: "58 in / 14 out", with cached and reasoning tokens when the trace has them.
+// Tokens of a usage record: "58 in / 14 out", with cached (read, written) and reasoning tokens when the trace has them.
 export function fmtTokens(usage) {
   if (!usage || typeof usage !== "object") return "";
   const parts = [`${fmtInt(usage.input_tokens || 0)} in`];
   if (usage.cached_tokens) parts.push(`${fmtInt(usage.cached_tokens)} cached`);
+  if (usage.cache_write_tokens) parts.push(`${fmtInt(usage.cache_write_tokens)} cache write`);
   parts.push(`${fmtInt(usage.output_tokens || 0)} out`);
   if (usage.reasoning_tokens) parts.push(`${fmtInt(usage.reasoning_tokens)} reasoning`);
   return parts.join(" / ");
@@ -76,7 +77,8 @@ export function fmtTokens(usage) {
 export function fmtCost(cost) {
   if (!cost || typeof cost.amount !== "number") return "";
   const amount = cost.amount;
-  const digits = amount === 0 ? 2 : amount < 0.01 ? 4 : amount < 1 ? 3 : 2;
+  // two significant digits below one (0.0021, 0.059, 0.50), cents above
+  const digits = amount >= 1 || amount <= 0 ? 2 : Math.min(12, Math.max(2, 1 - Math.floor(Math.log10(amount))));
   const text = amount.toFixed(digits);
   return (cost.currency || "USD") === "USD" ? `$${text}` : `${text} ${cost.currency}`;
 }
