@@ -16,6 +16,7 @@ import spanfold
 from spanfold.testing import MockLLMServer
 
 from ..conftest import Traced
+from ..semconv.names_check import unlisted
 from .langchain_helpers import AGENT_NAME, question, weather_agent
 
 NESTED = "gen_ai.invocation.is_nested"
@@ -54,6 +55,7 @@ def test_a_prebuilt_agent_is_an_agent(traced: Traced, server: MockLLMServer, glo
 def test_a_state_graph_is_a_workflow(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:
     ask_graph(server, "supervisor").invoke(question())
     events = traced.one()
+    assert unlisted(global_spans.get_finished_spans()) == set()
     assert len(events) == 8
     assert traced.metas()[0]["metadata"]["name"] == "supervisor"  # the workflow's name names the trace
     (only,) = invocations(global_spans).items()  # the agent inside is the workflow's step: no second root
@@ -71,9 +73,7 @@ def test_a_state_graph_is_a_workflow(traced: Traced, server: MockLLMServer, glob
     )
 
 
-def test_langgraph_s_default_name_is_no_workflow_name(
-    traced: Traced, server: MockLLMServer, global_spans: Any
-) -> None:
+def test_langgraph_s_default_name_is_no_workflow_name(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:
     ask_graph(server, None).invoke(question())
     assert len(traced.one()) == 8
     (name, attrs) = next(iter(invocations(global_spans).items()))
@@ -110,3 +110,18 @@ async def test_an_agents_sdk_turn_inside_a_run_is_nested(
     assert runs["invoke_agent app"][NESTED] is False
     assert runs["handle_conversation_turn Weather agent"][NESTED] is True
     assert runs["invoke_agent Weather agent"][NESTED] is True
+    assert unlisted(global_spans.get_finished_spans()) == set()  # every name it writes is in the table
+
+
+async def test_a_handoff_writes_only_names_of_the_table(traced: Traced, global_spans: Any, _offline: None) -> None:
+    from agents import Agent, Runner
+
+    from .test_openai_agents import QUESTION, TRIAGE, triage_then_weather
+    from .test_openai_agents import weather_agent as sdk_weather_agent
+
+    with MockLLMServer(triage_then_weather) as server:
+        weather = sdk_weather_agent(server)
+        triage = Agent(name="Triage agent", instructions=TRIAGE, handoffs=[weather], model=weather.model)
+        await Runner.run(triage, QUESTION)
+    traced.one()
+    assert unlisted(global_spans.get_finished_spans()) == set()

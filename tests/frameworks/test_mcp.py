@@ -1,6 +1,7 @@
 """The MCP client instrumentor: a real stdio MCP server (tests/frameworks/mcp_weather_server.py, started by the SDK's
 ``stdio_client``), driven by the weather agent written with the openai SDK against the embedded mock server. The folded
-trace is asserted event by event: tool results come from the ``execute_tool`` spans (their time, their errors), paired
+trace is asserted event by event: tool results come from the ``tools/call {tool}`` spans (the MCP client spans, GenAI
+tool runs too: their time, their errors), paired
 with the model's calls by the id the agent passes, else by name and arguments."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import openai
 import pytest
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
 import spanfold
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
@@ -60,6 +61,15 @@ async def mcp_tools(session: ClientSession) -> list[dict[str, Any]]:
             },
         }  # mcp 1.x: inputSchema
         for t in listed.tools
+    ]
+
+
+def client_spans(global_spans: Any) -> list[Any]:
+    """spanfold's MCP client spans (``tools/call {tool}``), not a server's of the same name (an in-process server)."""
+    return [
+        s
+        for s in global_spans.get_finished_spans()
+        if s.name.startswith("tools/call ") and s.instrumentation_scope.name.startswith("spanfold")
     ]
 
 
@@ -129,9 +139,10 @@ async def test_weather_agent_over_stdio(traced: Any, server: MockLLMServer, glob
     # Each tool result is the MCP span's (its own time), never the next model call's input.
     (trace,) = folded(global_spans)
     tool_events = [e for e in trace.events if e.role == "tool"]
-    assert {e.metadata["span_id"] for e in tool_events} == span_ids(global_spans, "execute_tool ")
-    tool_spans = [s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")]
-    assert [s.name for s in tool_spans] == ["execute_tool get_weather"] * 2 + ["execute_tool convert_temperature"]
+    assert {e.metadata["span_id"] for e in tool_events} == span_ids(global_spans, "tools/call ")
+    tool_spans = client_spans(global_spans)
+    assert [s.name for s in tool_spans] == ["tools/call get_weather"] * 2 + ["tools/call convert_temperature"]
+    assert {s.kind for s in tool_spans} == {SpanKind.CLIENT}
     paris = dict(tool_spans[0].attributes or {})
     expected = {
         "gen_ai.operation.name": "execute_tool",
@@ -169,7 +180,7 @@ async def test_zero_code_run_without_ids_puts_the_matched_call_id_on_each_span(
     events = traced.one()
     assert events == oracle(history)
     calls = [c for e in events if e.get("tool_calls") for c in e["tool_calls"]]
-    tool_spans = [s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")]
+    tool_spans = client_spans(global_spans)
     assert [dict(s.attributes or {}).get("gen_ai.tool.call.id") for s in tool_spans] == [c["id"] for c in calls]
 
 
@@ -184,7 +195,7 @@ async def test_a_run_matching_only_by_name_gets_no_call_id(
         server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Paris"})]))
         await client.chat.completions.create(model=MODEL, messages=history, tools=await mcp_tools(session))  # type: ignore[arg-type]
         await session.call_tool("get_weather", {"city": "Paris, France"})
-    (span,) = [s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")]
+    (span,) = client_spans(global_spans)
     assert "gen_ai.tool.call.id" not in dict(span.attributes or {})
 
 
@@ -234,10 +245,10 @@ async def test_is_error_result_and_exception(traced: Any, server: MockLLMServer,
             "error": {"type": f"{MCP_ERROR.__module__}.{MCP_ERROR.__qualname__}", "message": timeout},
         }
     ]
-    spans = {s.name: s for s in global_spans.get_finished_spans() if s.name.startswith("execute_tool ")}
-    assert spans["execute_tool get_weather"].status.status_code == StatusCode.ERROR
-    assert spans["execute_tool slow"].status.status_code == StatusCode.ERROR
-    assert [e.name for e in spans["execute_tool slow"].events] == ["exception"]
+    spans = {s.name: s for s in client_spans(global_spans)}
+    assert spans["tools/call get_weather"].status.status_code == StatusCode.ERROR
+    assert spans["tools/call slow"].status.status_code == StatusCode.ERROR
+    assert [e.name for e in spans["tools/call slow"].events] == ["exception"]
 
 
 async def test_content_capture_off(tmp_path: Path, server: MockLLMServer, global_spans: Any) -> None:
@@ -277,5 +288,7 @@ async def test_in_process_server_spans_make_one_tool_step(
     async with Client(weather_server) as client:
         with spanfold.agent("mcp-weather"):
             history = await agent_loop(client.session, server)
-    assert [s.name for s in global_spans.get_finished_spans()].count("tools/call get_weather") == 2
+    servers = [s for s in global_spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert [s.name for s in servers].count("tools/call get_weather") == 2
+    assert [s.name for s in client_spans(global_spans)].count("tools/call get_weather") == 2
     assert traced.one() == oracle(history)

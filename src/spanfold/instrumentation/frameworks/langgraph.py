@@ -106,10 +106,11 @@ def _open(
             return None
         config = _config(args, kwargs)
         name = _name(graph, config)
-        attrs = {
+        attrs: dict[str, Any] = {
             semconv.CONVERSATION_ID: _thread_id(config),  # None (dropped) without a checkpointer thread
             semconv.INVOCATION_IS_NESTED: False,
         }
+        target: str | None
         if _is_agent(graph):
             operation, target = semconv.OP_INVOKE_AGENT, name
             attrs[semconv.AGENT_NAME] = name

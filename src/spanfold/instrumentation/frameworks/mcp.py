@@ -1,10 +1,20 @@
-"""The MCP client (``mcp`` Python SDK): each ``ClientSession.call_tool`` as an ``execute_tool {tool}`` span.
+"""The MCP client (``mcp`` Python SDK): each ``ClientSession.call_tool`` as a ``tools/call {tool}`` client span.
 
-Attributes follow the semantic conventions for MCP (``mcp.method.name`` = ``tools/call``, ``mcp.session.id`` when the
-session knows one, ``mcp.protocol.version``) and for tool runs (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``,
-``gen_ai.tool.call.result``: content, so only with capture on, through the runtime's redaction). A result with
-``isError`` set is the span's error (``error.type`` = ``tool_error``, the result's text as the description); an
-exception is recorded and raised unchanged; the caller gets the very same result object.
+The span follows the semantic conventions for MCP clients (name ``{mcp.method.name} {gen_ai.tool.name}``, kind
+CLIENT, ``mcp.method.name`` = ``tools/call``, ``mcp.session.id`` when the session knows one, ``mcp.protocol.version``)
+and is a GenAI tool run too (``gen_ai.operation.name`` = ``execute_tool``, ``gen_ai.tool.name``,
+``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``: content, so only with capture on, through the runtime's
+redaction). A result with ``isError`` set is the span's error (``error.type`` = ``tool_error``, the result's text as
+the description); an exception is recorded and raised unchanged; the caller gets the very same result object.
+
+Where spanfold already traces the tool's run (the call is made inside a ``@spanfold.tool`` function, an OpenAI Agents
+SDK function span or a LangChain tool run of the same tool) there is no second span: the MCP attributes go on that
+tool span, as the conventions ask.
+
+Trace context: the request carries the call's context in its ``params._meta`` (W3C ``traceparent`` / ``tracestate``
+through the configured propagators), so the server's spans join the client's trace. mcp 2.x injects it itself (from
+its own ``MCP send`` span, under this one); for mcp 1.x, whose ``call_tool`` takes ``meta=``, spanfold adds it,
+keeping every key the caller put in ``meta``.
 
 The model's tool-call id, when the agent passes it (``session.call_tool(name, args, tool_call_id=call.id)``, the
 keyword ``@spanfold.tool`` takes), is recorded as ``gen_ai.tool.call.id`` and taken off before the SDK sees the call;
@@ -21,9 +31,13 @@ call it). mcp 1.x takes the same path; its result names its fields in camelCase 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib.util
+import inspect
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
+from opentelemetry import propagate
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Tracer
 
@@ -33,7 +47,13 @@ from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import set_failure
-from spanfold.instrumentation.toolkit.tools import CALL_ID_KEYWORD, end_tool_span, fail_tool_span, start_tool_span
+from spanfold.instrumentation.toolkit.tools import (
+    CALL_ID_KEYWORD,
+    end_tool_span,
+    fail_tool_span,
+    start_tool_span,
+    tool_span_of,
+)
 
 SUPPORTED = "mcp >= 1.0, < 3"
 
@@ -66,15 +86,19 @@ def _plain(block: Any) -> Any:
     return dump(by_alias=True, exclude_none=True, mode="json") if callable(dump) else block
 
 
+def _mcp_attributes(session: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {semconv.MCP_METHOD_NAME: semconv.MCP_TOOLS_CALL}
+    session_id = getattr(session, "session_id", None)  # the Streamable HTTP session, where a session keeps it
+    if isinstance(session_id, str):
+        attrs[semconv.MCP_SESSION_ID] = session_id
+    version = getattr(session, "protocol_version", None)
+    if isinstance(version, str):
+        attrs[semconv.MCP_PROTOCOL_VERSION] = version
+    return attrs
+
+
 def _start(tracer: Tracer, rt: Runtime, session: Any, name: Any, arguments: Any, call_id: Any) -> Span | None:
     try:
-        attrs: dict[str, Any] = {semconv.MCP_METHOD_NAME: semconv.MCP_TOOLS_CALL}
-        session_id = getattr(session, "session_id", None)  # the Streamable HTTP session, where a session keeps it
-        if isinstance(session_id, str):
-            attrs[semconv.MCP_SESSION_ID] = session_id
-        version = getattr(session, "protocol_version", None)
-        if isinstance(version, str):
-            attrs[semconv.MCP_PROTOCOL_VERSION] = version
         args_json = m.dumps(arguments if arguments is not None else {}) if rt.capture_content else None
         return start_tool_span(
             tracer,
@@ -82,13 +106,60 @@ def _start(tracer: Tracer, rt: Runtime, session: Any, name: Any, arguments: Any,
             rt,
             call_id=call_id,
             arguments=args_json,
-            attributes=attrs,
+            attributes=_mcp_attributes(session),
             kind=SpanKind.CLIENT,
             argument_values=arguments,
+            span_name=semconv.span_name(semconv.MCP_TOOLS_CALL, str(name)),
         )
     except Exception as exc:
         counters.fault("mcp.start", exc)
         return None
+
+
+def _outer(session: Any, name: Any) -> Span | None:
+    """spanfold's span of the tool run this call is made in (the same tool), given the MCP attributes; None when
+    there is none."""
+    try:
+        span = tool_span_of(str(name))
+        if span is not None:
+            span.set_attributes(_mcp_attributes(session))
+        return span
+    except Exception as exc:
+        counters.fault("mcp.start", exc)
+        return None
+
+
+@lru_cache(maxsize=1)
+def _sdk_propagates() -> bool:
+    """Whether the installed mcp injects the trace context into requests itself (2.x)."""
+    return importlib.util.find_spec("mcp.shared._otel") is not None
+
+
+@lru_cache(maxsize=8)
+def _takes_meta(method: Callable[..., Any]) -> bool:
+    try:
+        return "meta" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def with_trace_context(wrapped: Callable[..., Any], kwargs: dict[str, Any], span: Span) -> dict[str, Any]:
+    """``kwargs`` with the span's context in the request's ``meta`` (W3C ``traceparent``, ``tracestate``), for an SDK
+    that does not add it itself; the caller's own ``meta`` keys kept. ``kwargs`` itself when nothing is to be added."""
+    try:
+        if _sdk_propagates() or not _takes_meta(getattr(wrapped, "__func__", wrapped)):
+            return kwargs
+        given = kwargs.get("meta")
+        if given is not None and not isinstance(given, dict):
+            return kwargs
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=otel_trace.set_span_in_context(span))
+        if not carrier:
+            return kwargs
+        return {**kwargs, "meta": {**carrier, **(given or {})}}
+    except Exception as exc:
+        counters.fault("mcp.trace_context", exc)
+        return kwargs
 
 
 def _finish(span: Span, result: Any, rt: Runtime) -> None:
@@ -102,19 +173,32 @@ def _finish(span: Span, result: Any, rt: Runtime) -> None:
     end_tool_span(span, text, rt)
 
 
+def _outer_result(span: Span, result: Any, rt: Runtime) -> None:
+    """An ``isError`` result makes the enclosing tool span an error (its owner records the result)."""
+    try:
+        if _field(result, "is_error", "isError") is True:
+            set_failure(span, semconv.TOOL_ERROR, result_text(result), rt)
+    except Exception as exc:
+        counters.fault("mcp.result", exc)
+
+
 def call_tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     """The wrapper of ``ClientSession.call_tool(name, arguments=None, ...)``."""
 
     async def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call_id = kwargs.pop(CALL_ID_KEYWORD, None)
-        span = _start(
-            tracer, rt, instance, _argument(args, kwargs, 0, "name"), _argument(args, kwargs, 1, "arguments"), call_id
-        )
+        name = _argument(args, kwargs, 0, "name")
+        outer = _outer(instance, name)
+        if outer is not None:  # the tool's run is traced already: its span is this call's
+            result = await wrapped(*args, **with_trace_context(wrapped, kwargs, outer))
+            _outer_result(outer, result, rt)
+            return result
+        span = _start(tracer, rt, instance, name, _argument(args, kwargs, 1, "arguments"), call_id)
         if span is None:
             return await wrapped(*args, **kwargs)
         with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             try:
-                result = await wrapped(*args, **kwargs)
+                result = await wrapped(*args, **with_trace_context(wrapped, kwargs, span))
             except BaseException as exc:
                 fail_tool_span(span, exc, rt)
                 raise

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, overload
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
 from spanfold.content import runtime
@@ -189,12 +190,14 @@ def start_tool_span(
     attributes: Mapping[str, Any] | None = None,
     kind: SpanKind = SpanKind.INTERNAL,
     argument_values: Any = None,
+    span_name: str | None = None,
 ) -> Span:
     """An ``execute_tool {name}`` span (not made current), for every tool producer: ``@tool`` functions, MCP calls,
     framework tool runs. ``arguments``: the call's arguments as JSON, recorded (through ``rt``'s redaction) only with
     content capture on; ``attributes``: the producer's own (``gen_ai.tool.type`` defaults to ``function``);
     ``argument_values``: the arguments as values, for an un-parented run to find the zero-code conversation whose model
-    asked for it (:func:`tool_context`)."""
+    asked for it (:func:`tool_context`); ``span_name``: the span's name where the producer's conventions name it
+    otherwise (an MCP client's ``tools/call {name}``)."""
     attrs: dict[str, Any] = {
         semconv.OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
         semconv.TOOL_NAME: name,
@@ -212,7 +215,9 @@ def start_tool_span(
         attrs[semconv.SPANFOLD_STITCHED] = True
     if answered is not None and call_id is None:  # the model's call the source paired the run with
         attrs[semconv.TOOL_CALL_ID] = answered
-    span = tracer.start_span(semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs)
+    span = tracer.start_span(
+        span_name or semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs
+    )
     if joined is not None:
         try:
             joined[0].running(joined[1], span)  # the conversation stays open while the tool runs, however long
@@ -385,7 +390,7 @@ class agent:
 
     def __enter__(self) -> agent:
         try:
-            attrs = {
+            attrs: dict[str, AttributeValue] = {
                 semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
                 semconv.AGENT_NAME: self.name,
                 semconv.INVOCATION_IS_NESTED: self.traceparent is None and in_invocation(),
@@ -482,6 +487,24 @@ def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.
     except Exception as exc:
         counters.fault("tool.error_result", exc)
     end_span(span)
+
+
+def tool_span_of(name: str) -> Span | None:
+    """The current span when spanfold made it for a run of the tool ``name`` (a ``@tool`` function's, a framework's
+    tool run's), else None: a producer that runs that very tool under it (an MCP call) adds its attributes to that
+    span instead of making a second one."""
+    span = otel_trace.get_current_span()
+    scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
+    if (
+        not span.is_recording()
+        or not isinstance(scope, str)
+        or not (scope == "spanfold" or scope.startswith("spanfold."))
+    ):
+        return None
+    attributes = getattr(span, "attributes", None)
+    if not isinstance(attributes, Mapping) or attributes.get(semconv.OPERATION_NAME) != semconv.OP_EXECUTE_TOOL:
+        return None
+    return span if attributes.get(semconv.TOOL_NAME) == name else None
 
 
 def agent_open() -> bool:
