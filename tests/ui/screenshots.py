@@ -1,86 +1,108 @@
-"""Take the README's screenshots of ``spanfold ui`` (docs/img/ui-*.png) with the tests' setup: the demo's traces
-plus a few more runs, the real command, Debian's chromium through Playwright. Not run in CI:
+"""Take the README's screenshots of ``spanfold ui`` (docs/img/ui-*.png) from real runs: ``spanfold demo`` on several
+providers' APIs, and runs recorded by ``spanfold.init()`` with default settings in a fresh process (the real openai
+SDK over real HTTP to the mock server: one whose model call fails, a long one, two that differ); the real command,
+Debian's chromium through Playwright. Not run in CI:
 
     PYTHONPATH=src:. python tests/ui/screenshots.py
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from playwright.sync_api import expect, sync_playwright
 from tests.ui.conftest import CHROMIUM, UiServer
-from tests.ui.traces import trace, write
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img"
+ROOT = Path(__file__).resolve().parents[2]
+PROVIDERS = ("openai", "anthropic", "gemini", "openai-responses")
 
+#: Recorded in a fresh process: a failing call, a long coding run, and two weather runs that part at the third call.
+RECORD = '''
+import openai, pytest, spanfold
+from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
+from tests.ui import agents
 
-def _agent(tools: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A coding agent's run calling ``tools`` in order, one model step each, with step times (event timestamps,
-    when each step ended, and durations)."""
-    events, meta = trace(100, tool=tools[0])
-    events = events[:1]
-    clock = 0.0
+@spanfold.tool
+def read_file(path: str) -> str:
+    """A file of the project."""
+    return f"# {path}\\n" + "".join(f"def f{i}():\\n    return {i}\\n" for i in range(40))
 
-    def at(ms: float) -> str:
-        return f"2026-01-01T00:01:{40 + int(ms // 1000):02d}.{int(ms % 1000):03d}Z"
+@spanfold.tool
+def run_tests(path: str) -> str:
+    """The project's tests."""
+    return "collected 12 items\\n" + "." * 11 + "F\\nFAILED tests/test_m.py::test_edge" if "m7" in path else "12 passed"
 
-    for k, tool in enumerate(tools):
-        clock += 700 + 150 * k
-        call = {"id": f"c{k}", "type": "function", "function": {"name": tool, "arguments": {"path": f"src/m{k}.py"}}}
-        step = {"model": "gpt-test", "duration_ms": 700 + 150 * k}
-        events.append({"role": "assistant", "content": None, "tool_calls": [call], "timestamp": at(clock), **step})
-        clock += 300 + 400 * (tool == "run_tests")
-        took = {"duration_ms": 300 + 400 * (tool == "run_tests")}
-        events.append(
-            {"role": "tool", "content": f"{tool} ok", "tool_call_id": f"c{k}", "timestamp": at(clock), **took}
-        )
-    clock += 900
-    events.append(
-        {"role": "assistant", "content": "done", "timestamp": at(clock), "model": "gpt-test", "duration_ms": 900}
+agents.TOOLS.update(read_file=read_file, run_tests=run_tests)
+spanfold.init()
+with MockLLMServer() as server:
+    client = agents.client(server)
+    markdown = "**Paris**: 18°C, sunny; **Tokyo**: 24°C, cloudy.\\n\\n* in Fahrenheit, Paris: `64.4°F`"
+    server.script(*agents.WEATHER_REPLIES[:2], Reply.text(markdown))
+    with spanfold.agent("paris-bot"):
+        agents.run(client)
+    server.script(
+        agents.WEATHER_REPLIES[0],
+        Reply.tools([ToolCallSpec("convert_temperature", {"celsius": 24})]),
+        Reply.text("Tokyo: 24°C, cloudy; Paris: 18°C, sunny. In Fahrenheit, 24°C is 75.2°F."),
     )
-    meta["metadata"].update(name="coder", start=at(0), duration_ms=clock)
-    return events, meta
+    with spanfold.agent("weather-bot-tokyo"):
+        agents.run(client)
+    for k in range(1, 13):
+        calls = [ToolCallSpec(name, {"path": f"src/m{k}.py"}) for name in ("read_file", "run_tests")]
+        server.script(Reply.tools(calls))
+    answer = "## Done\\n\\n* **12** modules read\\n* one failing test: `tests/test_m.py::test_edge`"
+    server.script(Reply.text(answer))
+    with spanfold.agent("coder"):
+        agents.run(client, "Find the failing test.", system="You are a careful coding agent.", max_steps=20)
+    server.script(Reply.error(500, "upstream exploded", should_retry=False))
+    try:
+        with spanfold.agent("failing-bot"):
+            agents.run(client, "hi", system=None)
+    except openai.InternalServerError:
+        pass
+assert spanfold.flush(timeout=30)
+'''
+
+
+def record(traces: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    for provider in PROVIDERS:
+        demo = [sys.executable, "-m", "spanfold", "demo", "--provider", provider, "-o", str(traces)]
+        subprocess.run(demo, check=True, capture_output=True, env=env, timeout=120)
+    run = {**env, "SPANFOLD_OUTPUT": str(traces)}
+    subprocess.run([sys.executable, "-c", RECORD], check=True, capture_output=True, env=run, timeout=180, cwd=ROOT)
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         traces = Path(tmp) / "traces"
-        subprocess.run([sys.executable, "-m", "spanfold", "demo", "-o", str(traces)], check=True, capture_output=True)
-        runs = [trace(n, tool=("search", "fetch", "write_file")[n % 3], error=n % 5 == 0) for n in range(1, 9)]
-        write(traces, runs, name="more")
-        write(
-            traces,
-            [
-                _agent(["list_files", "read_file", "run_tests", "edit_file"]),
-                _agent(["list_files", "read_file", "edit_file", "run_tests"]),
-            ],
-            name="pair",
-        )
+        record(traces)
         server = UiServer([traces])
         try:
-            server.wait_total(11)
+            server.wait_total(len(PROVIDERS) + 4)
+            ids = {r["name"]: r["id"] for r in server.json("/api/runs")["runs"]}
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-                page = browser.new_page(viewport={"width": 1280, "height": 720})
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.goto(server.url)
-                expect(page.locator("#runs tr.run")).to_have_count(11)
+                expect(page.locator("#runs tr.run")).to_have_count(len(PROVIDERS) + 4)
+                page.wait_for_selector("#chart svg")
                 page.screenshot(path=str(OUT / "ui-runs.png"))
-                demo = page.locator("#runs tr.run", has_text="weather-bot").get_attribute("data-id")
-                page.goto(f"{server.url}#/run/{demo}")
-                page.wait_for_selector(".card")
+                page.goto(f"{server.url}#/run/{ids['paris-bot']}/conversation/s4")
+                page.wait_for_selector("#run-body .selected")
                 page.screenshot(path=str(OUT / "ui-run.png"), full_page=True)
-                page.goto(f"{server.url}#/run/1-1/timeline")
-                page.wait_for_selector(".bar-row")
-                page.screenshot(path=str(OUT / "ui-timeline.png"))
-                page.goto(f"{server.url}#/compare/1-1/1-2")  # pair.jsonl: files are numbered in name order
-                page.wait_for_selector("#divergence")
-                page.screenshot(path=str(OUT / "ui-compare.png"))
+                page.goto(f"{server.url}#/run/{ids['coder']}/timeline/s6")
+                page.wait_for_selector("#step-details dl")
+                page.screenshot(path=str(OUT / "ui-timeline.png"), full_page=True)
+                page.goto(f"{server.url}#/compare/{ids['paris-bot']}/{ids['weather-bot-tokyo']}")
+                page.wait_for_selector("#deltas")
+                page.screenshot(path=str(OUT / "ui-compare.png"), full_page=True)
                 browser.close()
         finally:
             server.stop()
