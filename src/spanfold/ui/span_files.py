@@ -7,7 +7,7 @@ them:
 * a trace whose spans hold an agent span, or whose run the source decided (``spanfold.stitched``: its trace id says
   which run it is), is folded on its own: a line of its spans folds it again, alone;
 * traces that may be stitched into one run (another producer's un-parented calls of no agent:
-  :mod:`spanfold.exporter.fold.stitch`) are folded together whenever one of them is touched, since a later call may
+  :mod:`spanfold.exporter.runs.stitch`) are folded together whenever one of them is touched, since a later call may
   continue any of them.
 
 Where each trace's spans are is kept (the offset and length of each line holding some), never the spans: a trace is
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from spanfold.exporter.fold.stitch import placed_at_source
+from spanfold.exporter.runs.stitch import placed_at_source
 from spanfold.exporter.otlp.common import OtlpError
 from spanfold.exporter.otlp.json_in import decode_body
 from spanfold.exporter.pipeline.span_files import SpanFileError, fold_records, fold_spans
