@@ -36,6 +36,9 @@ OPERATION_NAME: Final = "gen_ai.operation.name"
 PROVIDER_NAME: Final = "gen_ai.provider.name"
 SYSTEM_LEGACY: Final = "gen_ai.system"  # older conventions; read, never written
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
+#: The end user a span acts for, read (never written): the current name and the older convention's.
+USER_ID: Final = "user.id"
+ENDUSER_ID: Final = "enduser.id"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
