@@ -400,11 +400,6 @@ def test_pricing_reaches_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 # --- a cost the span states ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the litellm instrumentation does not yet put LiteLLM's response_cost on its span "
-    "(gen_ai.usage.cost.*: instrumentation/providers/litellm.py, the lead's)",
-)
 def test_litellms_own_response_cost_is_the_calls_cost(tmp_path: Path) -> None:
     api = PROVIDERS["litellm"]
     reported: list[float] = []

@@ -16,6 +16,7 @@ the request (``custom_llm_provider``, or the ``provider/`` prefix of the model),
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from spanfold import semconv
@@ -75,9 +76,21 @@ def request_attributes(request: dict[str, Any], rt: Runtime) -> tuple[str | None
 
 
 def _routed(obj: Any) -> dict[str, Any]:
+    """What LiteLLM's hidden parameters say of the call: the provider it routed to, and the cost it computed from its
+    own price table (``response_cost``, USD; the fold keeps a cost the span states rather than pricing the call)."""
     hidden = getattr(obj, "_hidden_params", None)
-    provider = _provider(hidden.get("custom_llm_provider")) if isinstance(hidden, dict) else None
-    return {semconv.PROVIDER_NAME: provider} if provider else {}
+    if not isinstance(hidden, dict):
+        return {}
+    attrs: dict[str, Any] = {}
+    provider = _provider(hidden.get("custom_llm_provider"))
+    if provider:
+        attrs[semconv.PROVIDER_NAME] = provider
+    cost = hidden.get("response_cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+        attrs[semconv.USAGE_COST_AMOUNT] = float(cost)
+        attrs[semconv.USAGE_COST_CURRENCY] = "USD"
+        attrs[semconv.USAGE_COST_SOURCE] = semconv.COST_SOURCE_LOCAL
+    return attrs
 
 
 def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
