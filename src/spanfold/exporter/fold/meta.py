@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.exporter.fold.cost import Costs, annotate
@@ -165,7 +165,33 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     meta.error = ending_error(roots, ordered)
     if meta.error is not None:
         meta.status = "error"
+    meta.extra.update(_who(records, roots))
     return meta
+
+
+#: The span attributes that name the end user, newest first (``enduser.id`` is the older convention's).
+_USER_ID_ATTRIBUTES: Final = (semconv.USER_ID, semconv.ENDUSER_ID)
+
+
+def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str, str]:
+    """The conversation the run belongs to and its end user, as the application or framework named them
+    (``conversation_id``: the earliest root agent's ``gen_ai.conversation.id``, else the first span that carries one;
+    ``user_id``), so runs can be grouped by session and user. Nothing is made up: absent, not written."""
+    out: dict[str, str] = {}
+    named = [a for a in roots if a.conversation_id]
+    if named:
+        out["conversation_id"] = min(named, key=lambda a: (a.start_ns, a.span_id)).conversation_id or ""
+    for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)):
+        attrs = record.attributes
+        if "conversation_id" not in out and isinstance(attrs.get(semconv.CONVERSATION_ID), str):
+            out["conversation_id"] = attrs[semconv.CONVERSATION_ID]
+        if "user_id" not in out:
+            user = next((attrs[k] for k in _USER_ID_ATTRIBUTES if isinstance(attrs.get(k), str)), None)
+            if user:
+                out["user_id"] = user
+        if len(out) == 2:
+            break
+    return out
 
 
 def run_meta(run: Run, roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
