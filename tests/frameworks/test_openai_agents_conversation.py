@@ -33,6 +33,7 @@ async def test_no_group_no_conversation_id(traced: Any, server: MockLLMServer, g
     await Runner.run(weather_agent(server), QUESTION)
     assert traced.one() == weather_events()
     assert set(conversation_ids(global_spans)) == {None}
+    assert "conversation_id" not in traced.metas()[0]["metadata"]
 
 
 async def test_group_id_is_the_conversation(traced: Any, global_spans: Any) -> None:
@@ -47,6 +48,7 @@ async def test_group_id_is_the_conversation(traced: Any, global_spans: Any) -> N
         "invoke_agent Weather agent": "chat-7",
     }
     assert len(traced.one()) == 11  # one conversation: the weather agent's calls re-send none of the history
+    assert traced.metas()[0]["metadata"]["conversation_id"] == "chat-7"
 
 
 async def test_a_trace_s_group_id(traced: Any, server: MockLLMServer, global_spans: Any) -> None:

@@ -1,7 +1,8 @@
 """Every span attribute name either half of spanfold writes or reads: GenAI semantic conventions, and vendor names.
 
-spanfold follows the latest experimental OpenTelemetry GenAI semantic conventions
-(``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``). Nothing here imports OpenTelemetry.
+spanfold follows the OpenTelemetry GenAI semantic conventions of open-telemetry/semantic-conventions-genai at the
+commit :mod:`.registry` pins (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``); :mod:`.written` lists
+every name spanfold writes and the registry entry it follows. Nothing here imports OpenTelemetry.
 
 Message JSON (``gen_ai.input.messages`` / ``gen_ai.output.messages``)::
 
@@ -9,10 +10,12 @@ Message JSON (``gen_ai.input.messages`` / ``gen_ai.output.messages``)::
      {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "f", "arguments": {"x": 1}}]},
      {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "42"}]}]
 
-Output messages carry ``finish_reason``. ``gen_ai.system_instructions`` is a list of parts.
+Finish reasons are the span's (``gen_ai.response.finish_reasons``), not per output message (older producers wrote
+``finish_reason`` on each; read, never written). ``gen_ai.system_instructions`` is a list of parts.
 Part types: ``text{content}``, ``tool_call{id, name, arguments}``, ``tool_call_response{id, response}``,
 ``reasoning{content}``, ``blob{modality, mime_type, content}``, ``uri{modality, mime_type?, uri}``,
-``file{modality, file_id}``. Unknown parts are kept as they come.
+``file{modality, file_id}``, and ``generic{generic_type}`` for a kind with no type of its own (older producers wrote
+``{"type": kind}``; the dialects read both alike). Unknown parts are kept as they come.
 """
 
 from __future__ import annotations
@@ -156,6 +159,25 @@ PART_REASONING: Final = "reasoning"
 PART_BLOB: Final = "blob"
 PART_URI: Final = "uri"
 PART_FILE: Final = "file"
+#: A part of a kind the conventions name no type for: ``{"type": "generic", "generic_type": <its kind>}``.
+PART_GENERIC: Final = "generic"
+GENERIC_TYPE: Final = "generic_type"
+#: The part types the conventions name (a part of any other kind is a generic part).
+PART_TYPES: Final = frozenset(
+    {
+        PART_TEXT,
+        PART_TOOL_CALL,
+        PART_TOOL_CALL_RESPONSE,
+        PART_REASONING,
+        PART_BLOB,
+        PART_URI,
+        PART_FILE,
+        "server_tool_call",
+        "server_tool_call_response",
+        "compaction",
+        PART_GENERIC,
+    }
+)
 
 #: Attributes that carry prompt, completion or tool content. With content capture off none is written.
 CONTENT_ATTRIBUTES: Final = frozenset(

@@ -12,7 +12,9 @@ Message JSON (``gen_ai.input.messages`` / ``gen_ai.output.messages``)::
      {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "f", "arguments": {"x": 1}}]},
      {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "42"}]}]
 
-Output messages carry ``finish_reason``; ``gen_ai.system_instructions`` is a list of parts.
+A part of a kind the conventions name no type for is a generic part (``{"type": "generic", "generic_type":
+"guardContent"}``). Output messages carry no ``finish_reason``: the conventions keep finish reasons in the span's
+``gen_ai.response.finish_reasons``. ``gen_ai.system_instructions`` is a list of parts.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Literal, TypedDict
 
 from spanfold.codecs import jsonio
 from spanfold.content.runtime import Runtime
+from spanfold.semconv import names
 
 
 class TextPart(TypedDict, total=False):
@@ -66,10 +69,12 @@ class FilePart(TypedDict, total=False):
     file_id: Any
 
 
-class OtherPart(TypedDict):
-    """A part of a kind the conventions do not name: its type only."""
+class OtherPart(TypedDict, total=False):
+    """A part of a named type with nothing recorded but its type (a reasoning block whose text is withheld), or a
+    generic part: a kind the conventions name no type for, in ``generic_type``."""
 
     type: str
+    generic_type: str
 
 
 Part = TextPart | ReasoningPart | ToolCallPart | ToolCallResponsePart | BlobPart | UriPart | FilePart | OtherPart
@@ -147,13 +152,18 @@ def file(file_id: Any, modality: str) -> FilePart:
 
 
 def other(kind: Any) -> OtherPart:
-    return {"type": str(kind)}
+    """A part of ``kind`` with no content recorded: its type, when the conventions name it, else a generic part."""
+    name = str(kind)
+    if name in names.PART_TYPES:
+        return {"type": name}
+    return {"type": names.PART_GENERIC, "generic_type": name}
 
 
 def message(role: Any, parts: list[Part], **extra: Any) -> Message:
-    """A message; ``extra`` keys (``finish_reason``, ``name``) are set when not None."""
+    """A message; ``extra`` keys (``name``) are set when not None. A ``finish_reason`` is not: the conventions keep
+    finish reasons in the span's ``gen_ai.response.finish_reasons``."""
     out: dict[str, Any] = {"role": role, "parts": parts}
     for key, value in extra.items():
-        if value is not None:
+        if value is not None and key != "finish_reason":
             out[key] = value
     return out  # type: ignore[return-value]

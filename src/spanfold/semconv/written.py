@@ -28,6 +28,10 @@ SPANFOLD: Final = vendor("spanfold")
 #: OpenInference's span attributes, the ones Arize Phoenix and Langfuse show a span's input and output from.
 OPENINFERENCE: Final = vendor("OpenInference (read by Arize Phoenix and Langfuse)")
 
+#: A model call's cost, as open-telemetry/semantic-conventions-genai pull request 443 proposes (not in the registry at
+#: the pinned commit).
+PROPOSED_COST: Final = vendor("spanfold, as semantic-conventions-genai pull request 443 proposes gen_ai.usage.cost.*")
+
 #: Attribute key -> the registry entry it follows.
 ATTRIBUTES: Final[Mapping[str, str]] = {
     # every GenAI span
@@ -63,6 +67,9 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.USAGE_TEXT_OUTPUT_TOKENS: r.GENAI,
     n.USAGE_IMAGE_OUTPUT_TOKENS: r.GENAI,
     n.USAGE_AUDIO_OUTPUT_TOKENS: r.GENAI,
+    n.USAGE_COST_AMOUNT: PROPOSED_COST,
+    n.USAGE_COST_CURRENCY: PROPOSED_COST,
+    n.USAGE_COST_SOURCE: PROPOSED_COST,
     n.SYSTEM_INSTRUCTIONS: r.GENAI,
     n.INPUT_MESSAGES: r.GENAI,
     n.OUTPUT_MESSAGES: r.GENAI,

@@ -41,7 +41,7 @@ PREVIOUS_RESPONSE_ATTRIBUTES: Final = semconv.PREVIOUS_RESPONSE_ATTRIBUTES
 
 
 Rewriter: TypeAlias = Callable[[SpanRecord], "tuple[str, Mapping[str, Any]] | None"]
-Builder: TypeAlias = Callable[[SpanRecord, str, Mapping[str, Any]], Step]
+Builder: TypeAlias = Callable[[SpanRecord, str, Mapping[str, Any]], "Step | None"]
 
 
 # --- attribute readers (faults counted, never raised) ----------------------------------------------------
@@ -102,6 +102,15 @@ def _parts(value: Any, key: str) -> list[dict[str, Any]]:
     return parts
 
 
+def _generic(part: dict[str, Any]) -> dict[str, Any]:
+    """A generic part (``{"type": "generic", "generic_type": kind, ...}``) as the part of that kind older producers
+    wrote (``{"type": kind, ...}``): the fold reads both alike."""
+    out = {k: v for k, v in part.items() if k != semconv.GENERIC_TYPE}
+    kind = part.get(semconv.GENERIC_TYPE)
+    out["type"] = kind if isinstance(kind, str) and kind else semconv.PART_GENERIC
+    return out
+
+
 def _message(msg: Any, key: str) -> SemconvMessage | None:
     """One item of a ``gen_ai.*.messages`` attribute as ``{"role": str, "parts": [dict], ...}``; None when bad."""
     if not isinstance(msg, dict) or not isinstance(msg.get("role", "user"), str):
@@ -110,9 +119,13 @@ def _message(msg: Any, key: str) -> SemconvMessage | None:
     parts = msg.get("parts")
     if parts is None:
         return {**msg, "parts": []}
-    if isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
-        return msg
-    return {**msg, "parts": _parts(parts, key)}
+    if not (isinstance(parts, list) and all(isinstance(p, dict) for p in parts)):
+        parts = _parts(parts, key)
+        msg = {**msg, "parts": parts}
+    if any(p.get("type") == semconv.PART_GENERIC for p in parts):
+        msg = {**msg, "parts": [_generic(p) if p.get("type") == semconv.PART_GENERIC else p for p in parts]}
+    message: SemconvMessage = msg
+    return message
 
 
 def messages(attrs: Mapping[str, Any], key: str) -> list[SemconvMessage]:
@@ -248,16 +261,28 @@ def tool_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> ToolSt
     )
 
 
-def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> AgentSpan:
+def _agent_of_a_turn(attrs: Mapping[str, Any]) -> bool:
+    """An agent of an OpenAI Agents SDK turn as spanfold writes it (nested in the turn, with the run's trace id): the
+    turn's span is the run, one conversation through its handoffs, so the agent groups no thread of its own."""
+    return (
+        attrs.get(semconv.OPERATION_NAME) == semconv.OP_INVOKE_AGENT
+        and attrs.get(semconv.INVOCATION_IS_NESTED) is True
+        and semconv.OPENAI_AGENTS_TRACE_ID in attrs
+    )
+
+
+def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> AgentSpan | None:
+    """An invocation (``invoke_agent``, ``invoke_workflow``, ``handle_conversation_turn``): the thread of the steps
+    under it; None for an agent of a turn (:func:`_agent_of_a_turn`)."""
+    if _agent_of_a_turn(attrs):
+        return None
     return AgentSpan(
         span_id=record.span_id,
         parent_id=record.parent_id,
         start_ns=record.start_ns,
         end_ns=record.end_ns,
         name=_str(attrs, semconv.AGENT_NAME) or _str(attrs, semconv.WORKFLOW_NAME) or _target(name),
-        # the thread: the conversation the run belongs to, else the OpenAI Agents SDK run whose agents hand off to
-        # each other (one conversation, whatever the application names)
-        conversation_id=_str(attrs, semconv.CONVERSATION_ID) or _str(attrs, semconv.OPENAI_AGENTS_TRACE_ID),
+        conversation_id=_str(attrs, semconv.CONVERSATION_ID),
         error=error_of(record, attrs),
     )
 

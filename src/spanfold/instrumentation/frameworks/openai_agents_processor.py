@@ -12,7 +12,8 @@ ends. This maps:
   the trace id, which names one run, not a conversation;
 * an agent span -> a child ``invoke_agent {agent}`` of the turn (``gen_ai.invocation.is_nested`` true), the first
   agent's and each agent's it hands off to, all with the run's ``openai_agents.trace.id`` (and conversation id, when
-  there is one), so the fold keeps the run one conversation: the next agent is sent the history so far. An error the
+  there is one), by which the fold knows them for agents of the turn: the turn is one conversation, the next agent
+  being sent the history so far. An error the
   SDK records on one (max turns, a tripwire: the run raises) is the turn's error too. An agent run as a tool
   (``Agent.as_tool``) is a child of that tool's span, a conversation of its own;
 * a function span -> ``execute_tool {tool}`` (arguments and result as the SDK recorded them, content capture and

@@ -177,9 +177,9 @@ def item_pieces(item: Any, rt: Runtime) -> list[Piece]:
     return [(None, _inner([p.other(kind)]))]
 
 
-def messages_json(pieces: Iterable[list[Piece]], finish_reason: str | None = None) -> str:
-    """The messages the items' pieces make, as a JSON list (output messages get ``finish_reason``)."""
-    suffix = "" if finish_reason is None else ',"finish_reason":' + m.dumps(finish_reason)
+def messages_json(pieces: Iterable[list[Piece]]) -> str:
+    """The messages the items' pieces make, as a JSON list (no ``finish_reason``: the span's
+    ``gen_ai.response.finish_reasons`` holds it)."""
     out: list[str] = []
     run: list[str] | None = None  # the open assistant message's parts
     for item in pieces:
@@ -191,11 +191,11 @@ def messages_json(pieces: Iterable[list[Piece]], finish_reason: str | None = Non
                     run.append(inner)
                 continue
             if run is not None:
-                out.append('{"role":"assistant","parts":[' + ",".join(run) + "]" + suffix + "}")
+                out.append('{"role":"assistant","parts":[' + ",".join(run) + "]}")
                 run = None
-            out.append('{"role":' + m.dumps(role) + ',"parts":[' + inner + "]" + suffix + "}")
+            out.append('{"role":' + m.dumps(role) + ',"parts":[' + inner + "]}")
     if run is not None:
-        out.append('{"role":"assistant","parts":[' + ",".join(run) + "]" + suffix + "}")
+        out.append('{"role":"assistant","parts":[' + ",".join(run) + "]}")
     return "[" + ",".join(out) + "]"
 
 
@@ -292,12 +292,12 @@ def usage_attributes(usage: Any) -> dict[str, Any]:
 def result_attributes(
     response_id: Any, model: Any, items: list[Any], status: Any, incomplete: Any, usage: Any, rt: Runtime
 ) -> dict[str, Any]:
-    raw, reason = finish_reason(status, incomplete, items)
+    raw, _ = finish_reason(status, incomplete, items)
     return m.result_attributes(
         response_id,
         model,
         [raw] if raw else None,
-        messages_json((item_pieces(item, rt) for item in items), reason),
+        messages_json(item_pieces(item, rt) for item in items),
         usage_attributes(usage),
     )
 
