@@ -41,6 +41,7 @@ def test_each_registry_row_is_a_name_the_pinned_registry_defines(name: str, row:
 
 def test_operations_and_events_are_the_registry_s() -> None:
     assert written.OPERATIONS <= registry.OPERATIONS
+    assert set(written.LOG_EVENTS) <= registry.EVENTS
     for event, row in written.SPAN_EVENTS.items():
         assert written.is_vendor(row) or event == semconv.EXCEPTION_EVENT
 

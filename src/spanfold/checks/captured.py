@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, overload
 
+from spanfold.checks.result import CheckResult
 from spanfold.trace.model import Trace
 
 #: Seconds a read waits for pending traces.
@@ -60,6 +61,18 @@ class CapturedTraces(Sequence[Trace]):
         if len(traces) != 1:
             raise NoTraceError(f"expected exactly one captured trace, got {len(traces)}")
         return traces[0]
+
+    def record(
+        self, *results: CheckResult, trace: Trace | None = None, logger_provider: Any = None, explanation: bool = True
+    ) -> int:
+        """Record each check result as a ``gen_ai.evaluation.result`` event on the run it evaluated (``trace``, by
+        default the last), through the application's ``LoggerProvider`` (or ``logger_provider``), so a backend shows
+        the verdict beside the run (:mod:`spanfold.checks.evaluation`). ``explanation=False`` leaves the reasons out
+        (they quote the trace). Returns how many events were emitted."""
+        from spanfold.checks import evaluation
+
+        run = trace if trace is not None else self.last
+        return evaluation.record(((run, r) for r in results), logger_provider, explanation=explanation)
 
     def invariant(self) -> list[list[dict[str, Any]]]:
         """Every trace as an Invariant event list."""

@@ -4,6 +4,9 @@
         run_my_agent("What's the weather in Paris?")
         assert_trajectory(spanfold_traces.last, ["get_weather", "answer"], mode="in_order")
 
+``spanfold_traces.record(result)`` sends a check's outcome as a ``gen_ai.evaluation.result`` event on the run it
+checked, through the application's ``LoggerProvider`` (:mod:`spanfold.checks.evaluation`).
+
 Loaded in every pytest run of a project with spanfold installed, so this module imports nothing heavy:
 spanfold's capture machinery is imported when a test first asks for the fixture.
 """

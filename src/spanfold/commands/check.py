@@ -46,11 +46,12 @@ class Inputs:
         self.errors.append((file, line, problem))
 
 
-def _read(paths: Sequence[Path]) -> Inputs:
-    """Every trace in the files (records without events, such as metadata lines, are skipped)."""
+def _read(paths: Sequence[Path], siblings: bool = False) -> Inputs:
+    """Every trace in the files (records without events, such as metadata lines, are skipped); ``siblings``: with the
+    metadata of their ``.meta.jsonl`` siblings (trace ids)."""
     inputs = Inputs()
     for path in trace_files(paths, lambda file, problem: inputs.error(file, None, problem)):
-        for item in read_any(path, siblings=False):
+        for item in read_any(path, siblings=siblings):
             if isinstance(item, Problem):
                 inputs.error(item.file, item.line, item.text)
             elif item.trace is not None:
@@ -128,6 +129,19 @@ def _junit(rows: list[tuple[LoadedTrace, CheckResult]], inputs: Inputs) -> ET.El
     return root
 
 
+def _send_evaluation_events(rows: list[tuple[LoadedTrace, CheckResult]]) -> str:
+    """Send each outcome as an evaluation event (:mod:`spanfold.checks.evaluation`); what happened, in one line."""
+    from spanfold.checks import evaluation
+
+    try:
+        provider = evaluation.otlp_logger_provider()
+    except ImportError:
+        return "evaluation events: not sent (install spanfold[otlp])"
+    sent = evaluation.record(((trace.view.trace, result) for trace, result in rows), provider)
+    provider.shutdown()
+    return f"evaluation events: {sent} sent, {len(rows) - sent} without a run to point at (no trace id)"
+
+
 def _write_junit(path: Path, root: ET.Element) -> None:
     """The report, written whole or not at all (its directory made if missing); :class:`OutputError` if it cannot be."""
     ET.indent(root)
@@ -161,8 +175,20 @@ def _write_junit(path: Path, root: ET.Element) -> None:
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every reason, whole.")
+@click.option(
+    "--evaluation-events",
+    is_flag=True,
+    help="Also send each outcome as a gen_ai.evaluation.result event on the run it checked (OTLP/HTTP logs to "
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT; runs need their trace ids: span files, or "
+    "trace files beside their .meta.jsonl).",
+)
 def command(
-    traces: tuple[Path, ...], spec_file: Path, picks: tuple[int, ...], junit: Path | None, verbose: bool
+    traces: tuple[Path, ...],
+    spec_file: Path,
+    picks: tuple[int, ...],
+    junit: Path | None,
+    verbose: bool,
+    evaluation_events: bool = False,
 ) -> None:
     """Run the checks of SPEC on every trace in TRACES (JSONL files, one trace per line, or directories of them).
 
@@ -174,7 +200,7 @@ def command(
     except SpecError as exc:
         click.echo(visible(str(exc)), err=True)
         ctx.exit(BAD_INPUT)
-    inputs = _read(traces)
+    inputs = _read(traces, siblings=evaluation_events)
     _pick(inputs, picks)
     if not inputs.traces and not inputs.errors:
         inputs.error(", ".join(str(t) for t in traces), None, "no traces to check")
@@ -196,6 +222,8 @@ def command(
     if inputs.errors:
         summary += f", {plural(len(inputs.errors), 'input error')}"
     click.echo(summary)
+    if evaluation_events:
+        click.echo(_send_evaluation_events(rows))
     if junit is not None:
         try:
             _write_junit(junit, _junit(rows, inputs))

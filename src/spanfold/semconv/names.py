@@ -203,6 +203,14 @@ PROVIDER_AWS_BEDROCK: Final = "aws.bedrock"
 #: The AWS request id of a call (``ResponseMetadata.RequestId``), as the AWS conventions name it.
 AWS_REQUEST_ID: Final = "aws.request_id"
 
+# --- evaluation results (checks/evaluation.py): a log-record event on the run it evaluated ---------------------
+EVALUATION_RESULT_EVENT: Final = "gen_ai.evaluation.result"
+EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+#: Low cardinality: ``pass`` / ``fail``.
+EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+
 # --- names the fold reads that spanfold does not write -----------------------------------------------------
 #: Another model operation of the conventions (the fold reads it as a model step; OP_TEXT_COMPLETION is above).
 OP_GENERATE_CONTENT: Final = "generate_content"

@@ -171,6 +171,7 @@ OPERATIONS: Final = frozenset(
 )
 
 #: Event names of ``model/gen-ai/events.yaml`` (log-record events).
+GENAI_EVENTS: Final = "model/gen-ai/events.yaml"
 EVENTS: Final = frozenset({"gen_ai.client.inference.operation.details", "gen_ai.evaluation.result"})
 
 

@@ -110,8 +110,16 @@ SPAN_EVENTS: Final[Mapping[str, str]] = {
     n.OPENAI_AGENTS_GUARDRAIL_EVENT: vendor("OpenAI Agents SDK"),
 }
 
-#: Attribute keys of span events -> the registry entry each follows.
+#: Log-record event name -> the registry entry it follows (``spanfold check`` / the pytest plugin's evaluation
+#: results, :mod:`spanfold.checks.evaluation`).
+LOG_EVENTS: Final[Mapping[str, str]] = {n.EVALUATION_RESULT_EVENT: r.GENAI_EVENTS}
+
+#: Attribute keys of span events and of log-record events -> the registry entry each follows.
 EVENT_ATTRIBUTES: Final[Mapping[str, str]] = {
+    n.EVALUATION_NAME: r.GENAI,
+    n.EVALUATION_SCORE_VALUE: r.GENAI,
+    n.EVALUATION_SCORE_LABEL: r.GENAI,
+    n.EVALUATION_EXPLANATION: r.GENAI,
     n.EXCEPTION_TYPE: r.CORE,
     n.EXCEPTION_MESSAGE: r.CORE,
     n.EXCEPTION_STACKTRACE: r.CORE,
