@@ -75,10 +75,11 @@ def test_a_test_records_its_checks_on_the_run(spanfold_traces: Any) -> None:
             "gen_ai.evaluation.explanation": "\n".join(failed.reasons),
         },
     ]
-    first_step = trace.meta.steps[0].span_id
-    for r in records:  # on the run: its trace, its first step (its root's first child)
+    root = trace.meta.extra["root_span_id"]  # the run's invoke_agent span, as its metadata names it
+    assert root not in {s.span_id for s in trace.meta.steps}
+    for r in records:  # on the run: its trace, its root span
         assert format(r.trace_id, "032x") == trace.meta.trace_id
-        assert format(r.span_id, "016x") == first_step
+        assert format(r.span_id, "016x") == root
     spanfold_traces.record(failed, logger_provider=provider, explanation=False)
     assert "gen_ai.evaluation.explanation" not in dict(exporter.get_finished_logs()[-1].log_record.attributes or {})
 

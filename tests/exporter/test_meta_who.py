@@ -30,6 +30,8 @@ def test_a_run_names_its_conversation_and_user(traced: Any) -> None:
         run_agent("openai", _client(server))
     (meta,) = _metas(traced.directory)
     assert (meta["conversation_id"], meta["user_id"]) == ("chat-42", "user-7")
+    root = next(s for s in meta["steps"] if s["kind"] == "model")["span_id"]  # a step, not the root
+    assert len(meta["root_span_id"]) == 16 and meta["root_span_id"] != root
 
 
 def test_the_older_end_user_name_is_read_too(traced: Any) -> None:
@@ -44,4 +46,4 @@ def test_a_run_nobody_named_has_neither(traced: Any) -> None:
     with MockLLMServer(weather_agent) as server:
         run_agent("openai", _client(server))
     (meta,) = _metas(traced.directory)
-    assert "conversation_id" not in meta and "user_id" not in meta
+    assert "conversation_id" not in meta and "user_id" not in meta and "root_span_id" not in meta

@@ -114,7 +114,7 @@ def comparable(trace: Trace) -> tuple[Any, dict[str, Any]]:
     """The events and the metadata, without ids, times and the span count (the current vocabulary has one span more:
     the turn beside its first agent)."""
     meta = trace.meta.to_dict()
-    for key in ("trace_id", "start", "end", "duration_ms", "span_count", "steps"):
+    for key in ("trace_id", "root_span_id", "start", "end", "duration_ms", "span_count", "steps"):
         meta.pop(key, None)
     return trace.to_invariant(), meta
 

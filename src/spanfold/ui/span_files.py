@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from spanfold.exporter.runs.stitch import placed_at_source
 from spanfold.exporter.otlp.common import OtlpError
 from spanfold.exporter.otlp.json_in import decode_body
 from spanfold.exporter.pipeline.span_files import SpanFileError, fold_records, fold_spans
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.runs.stitch import placed_at_source
 from spanfold.trace.model import Trace
 
 #: Seconds a span file whose last line has no newline yet is left alone (a writer is appending to it).

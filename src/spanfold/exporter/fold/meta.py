@@ -174,10 +174,13 @@ _USER_ID_ATTRIBUTES: Final = (semconv.USER_ID, semconv.ENDUSER_ID)
 
 
 def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str, str]:
-    """The conversation the run belongs to and its end user, as the application or framework named them
+    """The run's root agent span (``root_span_id``), the conversation the run belongs to and its end user, as the
+    application or framework named them
     (``conversation_id``: the earliest root agent's ``gen_ai.conversation.id``, else the first span that carries one;
     ``user_id``), so runs can be grouped by session and user. Nothing is made up: absent, not written."""
     out: dict[str, str] = {}
+    if roots:  # the run's root span, where a backend shows what is said of the whole run (a check's outcome)
+        out["root_span_id"] = span_hex(min(roots, key=lambda a: (a.start_ns, a.span_id)).span_id)
     named = [a for a in roots if a.conversation_id]
     if named:
         out["conversation_id"] = min(named, key=lambda a: (a.start_ns, a.span_id)).conversation_id or ""
@@ -189,7 +192,7 @@ def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str,
             user = next((attrs[k] for k in _USER_ID_ATTRIBUTES if isinstance(attrs.get(k), str)), None)
             if user:
                 out["user_id"] = user
-        if len(out) == 2:
+        if "conversation_id" in out and "user_id" in out:
             break
     return out
 

@@ -35,9 +35,10 @@ class NoItems:
 
 
 def in_agent_run() -> bool:
-    """Whether the current span is an ``invoke_agent`` span (``spanfold.agent``, this or another producer's run)."""
+    """Whether the current span is a run's (``invoke_agent``, ``invoke_workflow`` or a conversation turn:
+    ``spanfold.agent``, this or another producer's run)."""
     attributes = getattr(otel_trace.get_current_span(), "attributes", None)
-    return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) == semconv.OP_INVOKE_AGENT
+    return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) in semconv.INVOCATION_OPERATIONS
 
 
 def open_run(
