@@ -19,8 +19,7 @@ as ``gen_ai.conversation.id``: the runs of one thread are one conversation in a 
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -29,11 +28,12 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.agent_runs import AsyncContextRun, ContextRun
 from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import ModelSpan
-from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
+from spanfold.instrumentation.toolkit.streams import StreamState
 from spanfold.instrumentation.toolkit.tools import in_invocation
 
 SUPPORTED = "langgraph >= 1.0, < 2"
@@ -127,53 +127,7 @@ def _open(
         return None
 
 
-class GraphRun(SyncStreamProxy):
-    """``Pregel.stream``'s generator, each step run with the graph's span current."""
-
-    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
-        super().__init__(wrapped, state)
-        self._self_context = context
-
-    def _self_copy(self, wrapped_copy: Any) -> Any:
-        return GraphRun(wrapped_copy, self._self_state, self._self_context)
-
-    def __iter__(self) -> Iterator[Any]:
-        return self  # each step through __next__, which runs it with the graph's span current
-
-    def __next__(self) -> Any:
-        token = otel_context.attach(self._self_context)
-        try:
-            return super().__next__()
-        finally:
-            otel_context.detach(token)
-
-
-class AsyncGraphRun(AsyncStreamProxy):
-    """``Pregel.astream``'s async generator, each step run with the graph's span current."""
-
-    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
-        super().__init__(wrapped, state)
-        self._self_context = context
-
-    def _self_copy(self, wrapped_copy: Any) -> Any:
-        return AsyncGraphRun(wrapped_copy, self._self_state, self._self_context)
-
-    async def __anext__(self) -> Any:
-        token = otel_context.attach(self._self_context)
-        try:
-            return await super().__anext__()
-        finally:
-            otel_context.detach(token)
-
-    async def aclose(self) -> Any:
-        try:
-            result = self.__wrapped__.aclose()
-            return await result if inspect.isawaitable(result) else result
-        finally:
-            self._self_state.finish()
-
-
-def _wrapper(proxy: type[GraphRun | AsyncGraphRun]) -> Callable[[Tracer, Runtime], Wrapper]:
+def _wrapper(proxy: type[ContextRun | AsyncContextRun]) -> Callable[[Tracer, Runtime], Wrapper]:
     def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
         def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             opened = _open(tracer, rt, instance, args, kwargs)
@@ -196,8 +150,8 @@ def _wrapper(proxy: type[GraphRun | AsyncGraphRun]) -> Callable[[Tracer, Runtime
 
 
 PATCHES = (
-    Patch(MODULE, "Pregel.stream", _wrapper(GraphRun)),
-    Patch(MODULE, "Pregel.astream", _wrapper(AsyncGraphRun)),
+    Patch(MODULE, "Pregel.stream", _wrapper(ContextRun)),  # each step with the graph's span current
+    Patch(MODULE, "Pregel.astream", _wrapper(AsyncContextRun)),
 )
 
 
