@@ -37,11 +37,12 @@ from spanfold.instrumentation.toolkit.messages import dumps, get
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tools import (
+    arun_in_tool_span,
     end_tool_span,
     end_tool_span_with_error_result,
     fail_tool_span,
     framework_tool_run,
-    framework_tool_run_end,
+    run_in_tool_span,
     start_tool_span,
 )
 
@@ -216,14 +217,7 @@ def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         span, token = _start_tool(tracer, rt, instance)
         if span is None:
             return wrapped(*args, **kwargs)
-        with _use(span):
-            try:
-                outcome = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                fail_tool_span(span, exc, rt)
-                raise
-            finally:
-                framework_tool_run_end(token)
+        outcome = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
         _end_tool(span, instance, outcome, rt)
         return outcome
 
@@ -235,14 +229,7 @@ def aexecute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         span, token = _start_tool(tracer, rt, instance)
         if span is None:
             return await wrapped(*args, **kwargs)
-        with _use(span):
-            try:
-                outcome = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                fail_tool_span(span, exc, rt)
-                raise
-            finally:
-                framework_tool_run_end(token)
+        outcome = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
         _end_tool(span, instance, outcome, rt)
         return outcome
 

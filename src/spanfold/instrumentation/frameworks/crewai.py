@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters
@@ -39,7 +38,7 @@ from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.tools import (
     end_tool_span,
     end_tool_span_with_error_result,
-    fail_tool_span,
+    run_in_tool_span,
     start_tool_span,
 )
 from spanfold.semconv.parts import parse_json_arguments
@@ -123,12 +122,7 @@ def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         span = _start_tool(tracer, rt, args, kwargs)
         if span is None:
             return wrapped(*args, **kwargs)
-        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            try:
-                outcome = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                fail_tool_span(span, exc, rt)
-                raise
+        outcome = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs))
         _end_tool(span, outcome, rt)
         return outcome
 

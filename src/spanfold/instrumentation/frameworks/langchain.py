@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters, semconv
@@ -28,11 +27,12 @@ from spanfold.instrumentation.toolkit.messages import dumps
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import end_span
 from spanfold.instrumentation.toolkit.tools import (
+    arun_in_tool_span,
     end_tool_span,
     end_tool_span_with_error_result,
     fail_tool_span,
     framework_tool_run,
-    framework_tool_run_end,
+    run_in_tool_span,
     start_tool_span,
 )
 
@@ -129,24 +129,13 @@ def _claim(tool: Any) -> Any:
         return None
 
 
-def _use(span: Span) -> Any:
-    return otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
-
-
 def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         span = _start(instance, args, kwargs, tracer, rt)
         if span is None:
             return wrapped(*args, **kwargs)
         token = _claim(instance)
-        with _use(span):
-            try:
-                output = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                _fail(span, exc, rt)
-                raise
-            finally:
-                framework_tool_run_end(token)
+        output = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token, _fail)
         _end(span, output, kwargs.get("tool_call_id"), rt)
         return output
 
@@ -159,14 +148,7 @@ def arun_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         if span is None:
             return await wrapped(*args, **kwargs)
         token = _claim(instance)
-        with _use(span):
-            try:
-                output = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                _fail(span, exc, rt)
-                raise
-            finally:
-                framework_tool_run_end(token)
+        output = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token, _fail)
         _end(span, output, kwargs.get("tool_call_id"), rt)
         return output
 

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters
@@ -36,9 +35,9 @@ from spanfold.instrumentation.toolkit.messages import dumps
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.streams import StreamState
 from spanfold.instrumentation.toolkit.tools import (
+    arun_in_tool_span,
     end_tool_span,
     end_tool_span_with_error_result,
-    fail_tool_span,
     start_tool_span,
 )
 
@@ -134,12 +133,7 @@ def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         span = _start_tool(tracer, rt, args, kwargs)
         if span is None:
             return await wrapped(*args, **kwargs)
-        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            try:
-                result = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                fail_tool_span(span, exc, rt)
-                raise
+        result = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs))
         _end_tool(span, result, rt)
         return result
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -534,3 +534,52 @@ def framework_tool_run_end(token: Token[tuple[Any, ...]] | None) -> None:
     if token is not None:
         with contextlib.suppress(ValueError):  # ended in another context than it began in: that value dies with it
             _FRAMEWORK_RUNS.reset(token)
+
+
+ToolFailure = Callable[[Span, BaseException, Runtime], None]
+
+
+def _fail_tool(span: Span, exc: BaseException, rt: Runtime) -> None:
+    fail_tool_span(span, exc, rt)
+
+
+def _in_tool_span(span: Span) -> Any:
+    return otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+
+
+def run_in_tool_span(
+    span: Span,
+    rt: Runtime,
+    call: Callable[[], Any],
+    token: Token[tuple[Any, ...]] | None = None,
+    fail: ToolFailure = _fail_tool,
+) -> Any:
+    """A framework's tool run: ``call()`` with its tool span current; a raise fails the span (``fail``: a framework
+    whose control-flow exceptions are no failure) and propagates. ``token``: :func:`framework_tool_run`'s, handed
+    back when the call returns. The caller ends the span from what ``call()`` returned."""
+    with _in_tool_span(span):
+        try:
+            return call()
+        except BaseException as exc:
+            fail(span, exc, rt)
+            raise
+        finally:
+            framework_tool_run_end(token)
+
+
+async def arun_in_tool_span(
+    span: Span,
+    rt: Runtime,
+    call: Callable[[], Awaitable[Any]],
+    token: Token[tuple[Any, ...]] | None = None,
+    fail: ToolFailure = _fail_tool,
+) -> Any:
+    """:func:`run_in_tool_span` for a coroutine."""
+    with _in_tool_span(span):
+        try:
+            return await call()
+        except BaseException as exc:
+            fail(span, exc, rt)
+            raise
+        finally:
+            framework_tool_run_end(token)
