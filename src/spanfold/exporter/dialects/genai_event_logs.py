@@ -1,4 +1,5 @@
-"""``GenAIEventLogProcessor``: the per-message GenAI log events of a ``LoggerProvider``, handed to the fold.
+"""``GenAIEventLogProcessor``: the GenAI log events of a ``LoggerProvider`` (per message, or one details event per
+call), handed to the fold.
 
 The listening half of :mod:`spanfold.exporter.dialects.genai_events` (which reads the buffer when a span is folded),
 kept apart because it subclasses the OTel SDK's ``LogRecordProcessor``: importing the SDK's logs module starts a
@@ -13,7 +14,7 @@ from typing import Any
 from opentelemetry.sdk._logs import LogRecordProcessor
 
 from spanfold import counters, semconv
-from spanfold.exporter.dialects.genai_events import BUFFER, EVENT_NAMES, EventBuffer
+from spanfold.exporter.dialects.genai_events import BUFFER, DETAILS_EVENT, EVENT_NAMES, EventBuffer
 
 
 def _event_name(record: Any) -> str | None:
@@ -26,7 +27,8 @@ def _event_name(record: Any) -> str | None:
 
 class GenAIEventLogProcessor(LogRecordProcessor):
     """Hands GenAI message events to the fold:
-    ``logger_provider.add_log_record_processor(GenAIEventLogProcessor())``."""
+    ``logger_provider.add_log_record_processor(GenAIEventLogProcessor())``. A per-message event is kept by its body,
+    a details event by its attributes (where it carries the messages)."""
 
     def __init__(self, buffer: EventBuffer | None = None) -> None:
         self.buffer = buffer if buffer is not None else BUFFER
@@ -37,7 +39,8 @@ class GenAIEventLogProcessor(LogRecordProcessor):
             name = _event_name(record)
             span_id = getattr(record, "span_id", None)
             if name in EVENT_NAMES and span_id:
-                self.buffer.add(span_id, name, getattr(record, "body", None))
+                payload = "attributes" if name == DETAILS_EVENT else "body"
+                self.buffer.add(span_id, name, getattr(record, payload, None))
         except Exception as exc:
             counters.fault("genai_events.emit", exc)
 

@@ -1,33 +1,39 @@
-"""Dialect: the per-message GenAI log events of the official OpenTelemetry instrumentations
-(``opentelemetry-instrumentation-openai-v2`` without ``gen_ai_latest_experimental``; semconv 1.28-1.30).
+"""Dialect: the GenAI log events of the official OpenTelemetry instrumentations, in both vocabularies:
 
-Those instrumentations keep the model span's attributes to model, usage, ids and finish reasons, and emit each
-message as a log record (the OTel Logs / Events API) *in the span's context*:
+* the older **per-message** events (``opentelemetry-instrumentation-openai-v2`` without
+  ``gen_ai_latest_experimental``; semconv 1.28-1.30). The model span keeps model, usage, ids and finish reasons, and
+  each message is a log record (the OTel Logs / Events API) *in the span's context*:
 
-``gen_ai.system.message`` / ``gen_ai.user.message``
-    body ``{"content"}``
-``gen_ai.assistant.message``
-    body ``{"content", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}``
-``gen_ai.tool.message``
-    body ``{"content", "id"}`` (``id``: the tool call it answers)
-``gen_ai.choice``
-    body ``{"index", "finish_reason", "message": {"role", "content", "tool_calls"}}`` (OpenLLMetry's event mode,
-    ``use_attributes=False``, emits the same events, with a choice's ``tool_calls`` beside its ``message``)
+  ``gen_ai.system.message`` / ``gen_ai.user.message``
+      body ``{"content"}``
+  ``gen_ai.assistant.message``
+      body ``{"content", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}``
+  ``gen_ai.tool.message``
+      body ``{"content", "id"}`` (``id``: the tool call it answers)
+  ``gen_ai.choice``
+      body ``{"index", "finish_reason", "message": {"role", "content", "tool_calls"}}`` (OpenLLMetry's event mode,
+      ``use_attributes=False``, emits the same events, with a choice's ``tool_calls`` beside its ``message``)
 
-(``content`` only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; without it the events still
-carry roles, tool-call ids and names.)
+  (``content`` only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; without it the events still
+  carry roles, tool-call ids and names.)
+* the current conventions' **one event per call**, ``gen_ai.client.inference.operation.details``
+  (``opentelemetry-instrumentation-genai-openai`` on ``opentelemetry-util-genai`` >= 1.3, with
+  ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=event_only``, or ``span_and_event``, or
+  ``OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true``): no body; its *attributes* are the span's, and the content ones
+  (``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.system_instructions``) are structured values (lists
+  of messages, tuples once the SDK stored them), not the JSON text a span carries.
 
 How the events reach the fold, without the fold's span pipeline knowing about logs:
 
 1. ``GenAIEventLogProcessor`` (:mod:`spanfold.exporter.dialects.genai_event_logs`) is a ``LogRecordProcessor`` for the
    user's ``LoggerProvider`` (the one the instrumentation is given). ``on_emit`` keeps only these event names, and
-   only records that carry a span id, and appends ``(name, body)`` to an :class:`EventBuffer` under that span id.
-   O(1) per record, no copying of bodies.
+   only records that carry a span id, and appends ``(name, body)`` (``(name, attributes)`` for a details event) to
+   an :class:`EventBuffer` under that span id. O(1) per record, nothing copied.
 2. :func:`rewrite` is a rewriter in :data:`spanfold.exporter.dialects.dispatch.REWRITERS`. When the fold worker reads
-a span,
-   "is this mine?" is one dict lookup: the span's id in the buffer. It then *takes* (removes) the span's events and
-   writes them into the contract's ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (choices in index order),
-   in one pass over the events. A span is folded once, so taking keeps the buffer small.
+   a span, "is this mine?" is one dict lookup: the span's id in the buffer. It then *takes* (removes) the span's
+   events and writes them into the contract's ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (choices in
+   index order; a details event's content attributes as JSON text), linear in the events, never over what the span
+   carries itself. A span is folded once, so taking keeps the buffer small.
 3. The buffer is bounded (:data:`MAX_SPANS`, least recently written span dropped first, counted as
    ``genai_events_dropped``): events of spans that never reach a fold (no ``FoldingSpanProcessor``, spans sampled
    out) cannot grow it. It is thread-safe (emit on the user's threads, take on the fold worker) and fork-safe (a
@@ -53,7 +59,11 @@ from spanfold.exporter.records import SpanRecord
 #: Event name -> the role of the input message it carries (``gen_ai.choice`` is the output).
 INPUT_EVENTS: Final = semconv.GENAI_INPUT_EVENTS
 CHOICE_EVENT: Final = semconv.GENAI_CHOICE_EVENT
-EVENT_NAMES: Final = frozenset({*INPUT_EVENTS, CHOICE_EVENT})
+#: The current conventions' event (Strands Agents writes it as a span event: :mod:`.strands`).
+DETAILS_EVENT: Final = semconv.STRANDS_DETAILS_EVENT
+EVENT_NAMES: Final = frozenset({*INPUT_EVENTS, CHOICE_EVENT, DETAILS_EVENT})
+#: What a details event carries that a span without content does not (copied onto it as JSON text).
+DETAIL_ATTRIBUTES: Final = (semconv.SYSTEM_INSTRUCTIONS, semconv.INPUT_MESSAGES, semconv.OUTPUT_MESSAGES)
 #: Spans whose events are held at most (least recently written dropped first).
 MAX_SPANS: Final = 4096
 
@@ -118,10 +128,13 @@ def _message(
 
 
 def messages(events: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """(input messages, output messages in choice order, finish reasons) of one span's events."""
+    """(input messages, output messages in choice order, finish reasons) of one span's per-message events (a details
+    event among them is left to :func:`details`)."""
     inputs: list[dict[str, Any]] = []
     choices: list[tuple[int, list[dict[str, Any]], str]] = []
     for name, body in events:
+        if name == DETAILS_EVENT:
+            continue
         fields: Mapping[str, Any] = body if isinstance(body, Mapping) else {}
         role = INPUT_EVENTS.get(name)
         if role is not None:
@@ -138,6 +151,16 @@ def messages(events: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return inputs, outputs, [r for _, _, r in choices if r]
 
 
+def details(fields: Any, attrs: dict[str, Any]) -> None:
+    """A details event's content attributes into ``attrs`` (those it lacks), as the JSON text a span carries."""
+    if not isinstance(fields, Mapping):
+        return
+    for key in DETAIL_ATTRIBUTES:
+        value = fields.get(key)
+        if value is not None and key not in attrs:
+            attrs[key] = value if isinstance(value, str) else dumps(value)
+
+
 def rewrite(record: SpanRecord, buffer: EventBuffer = BUFFER) -> tuple[str, dict[str, Any]] | None:
     """A model span with its buffered events written into the contract's message attributes; None for spans
     without buffered events."""
@@ -145,6 +168,9 @@ def rewrite(record: SpanRecord, buffer: EventBuffer = BUFFER) -> tuple[str, dict
         return None
     events = buffer.take(record.span_id)
     attrs = dict(record.attributes)
+    for name, fields in events:
+        if name == DETAILS_EVENT:
+            details(fields, attrs)
     inputs, outputs, reasons = messages(events)
     if inputs and semconv.INPUT_MESSAGES not in attrs:
         attrs[semconv.INPUT_MESSAGES] = dumps(inputs)
