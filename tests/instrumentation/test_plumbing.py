@@ -25,13 +25,14 @@ from spanfold.instrumentation.toolkit.hooks import ImportHooks
     ],
 )
 def test_the_server_is_the_urls_host_and_port_else_its_schemes_default(url: Any, expected: tuple[str, int]) -> None:
-    attrs = server_of(url)
-    assert (attrs["server.address"], attrs["server.port"]) == expected
+    endpoint = server_of(url)
+    assert endpoint is not None
+    assert (endpoint.address, endpoint.port) == expected
 
 
 @pytest.mark.parametrize("url", [None, "", "not a url", 42])
 def test_no_url_gives_no_server(url: Any) -> None:
-    assert server_of(url) == {}
+    assert server_of(url) is None
 
 
 def test_an_sdk_call_to_a_default_port_says_the_port(replay_client: Any, spans: Any) -> None:

@@ -24,6 +24,7 @@ from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, sync_wrapper
+from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
 
 
 class Chunks:
@@ -44,14 +45,14 @@ class Chunks:
 
 
 class Accumulator:
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self) -> None:
         self.text: list[str] = []
 
     def add(self, chunk: str) -> None:
         self.text.append(chunk)
 
-    def attributes(self) -> dict[str, Any]:
-        return {"test.text": "".join(self.text)}
+    def result(self) -> Response:
+        return Response(id="".join(self.text))
 
 
 def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -63,7 +64,7 @@ def _classify(result: Any) -> Result:
     return Result.NESTED_STREAM if isinstance(result, dict) and "stream" in result else Result.RESPONSE
 
 
-def _server(instance: Any) -> dict[str, Any]:
+def _server(instance: Any) -> Endpoint:
     raise RuntimeError("no endpoint")
 
 
@@ -71,8 +72,8 @@ API = ModelApi(
     kind="test.converse",
     provider="test",
     operation="chat",
-    request=lambda request, rt: (request.get("modelId"), {"gen_ai.request.model": request.get("modelId")}),
-    response=lambda result, rt: {"gen_ai.response.id": result.get("id")},
+    request=lambda request: Request(model=request.get("modelId")),
+    response=lambda result: Response(id=result.get("id")),
     accumulator=Accumulator,
     classify=_classify,
     server=_server,
@@ -134,7 +135,7 @@ def test_a_stream_nested_in_a_response_dict_is_proxied_in_place(traced: Any) -> 
     assert list(response["stream"]) == ["a", "b"]
     assert isinstance(response["stream"], Chunks)  # the proxy passes isinstance
     (span,) = exporter.get_finished_spans()
-    assert span.attributes["test.text"] == "ab"
+    assert span.attributes["gen_ai.response.id"] == "ab"
 
 
 def test_a_cancelled_stream_is_an_error_not_a_success() -> None:
@@ -157,8 +158,8 @@ def test_a_cancelled_stream_is_an_error_not_a_success() -> None:
         kind="test.async",
         provider="test",
         operation="chat",
-        request=lambda request, rt: ("m", {}),
-        response=lambda result, rt: {},
+        request=lambda request: Request(model="m"),
+        response=lambda result: Response(),
         accumulator=Accumulator,
         classify=lambda result: Result.ASYNC_STREAM,
     )

@@ -1,10 +1,12 @@
-"""Typed message parts and the only builders that make them.
+"""Typed message parts, the only builders that make them, and the one place a Runtime is applied to them.
 
-Every piece of content a span records enters through a builder here, which applies the
-:class:`~spanfold.content.runtime.
-Runtime` it is given: with content capture off a part keeps its structure (type, tool-call id and name, modality)
-and loses every piece of content; with redaction on, text, reasoning, tool-call arguments, tool results and URIs are
-redacted. Base64 blob data is recorded as it comes (it is not text to redact) and only with capture on.
+A provider builds parts as the SDK gives them (``text(value)``, ``tool_call(id, name, arguments)``: content kept);
+:func:`applied_message` / :func:`applied_parts` apply the :class:`~spanfold.content.runtime.Runtime` when a span is
+written: with content capture off a part keeps its structure (type, tool-call id and name, modality) and loses every
+piece of content; with redaction on, text, reasoning, tool-call arguments, tool results and URIs are redacted. Base64
+blob data is recorded as it comes (it is not text to redact) and only with capture on. A message's ``name`` is content
+too (a participant's name), kept with capture off only on a ``tool`` message (the tool's name). The builders that take
+a Runtime apply it at once (the frameworks' own model steps).
 
 Message JSON (``gen_ai.input.messages`` / ``gen_ai.output.messages``)::
 
@@ -19,7 +21,7 @@ A part of a kind the conventions name no type for is a generic part (``{"type": 
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Final, Literal, TypedDict
 
 from spanfold.codecs import jsonio
 from spanfold.content.runtime import Runtime
@@ -97,49 +99,59 @@ def parse_json_arguments(raw: Any) -> Any:
     return raw
 
 
-def text(value: Any, rt: Runtime) -> TextPart:
+def text(value: Any, rt: Runtime | None = None) -> TextPart:
+    if rt is None:
+        return {"type": "text", "content": value}
     if rt.capture_content:
         return {"type": "text", "content": rt.content(value)}
     return {"type": "text"}
 
 
-def reasoning(value: Any, rt: Runtime) -> ReasoningPart:
+def reasoning(value: Any, rt: Runtime | None = None) -> ReasoningPart:
+    if rt is None:
+        return {"type": "reasoning", "content": value}
     if rt.capture_content:
         return {"type": "reasoning", "content": rt.content(value)}
     return {"type": "reasoning"}
 
 
-def tool_call(call_id: Any, name: Any, arguments: Any, rt: Runtime) -> ToolCallPart:
+def tool_call(call_id: Any, name: Any, arguments: Any, rt: Runtime | None = None) -> ToolCallPart:
     part: ToolCallPart = {"type": "tool_call", "id": call_id, "name": name}
-    if rt.capture_content:
+    if rt is None:
+        part["arguments"] = parse_json_arguments(arguments)
+    elif rt.capture_content:
         part["arguments"] = rt.content(parse_json_arguments(arguments))
     return part
 
 
-def tool_response(call_id: Any, response: Any, rt: Runtime) -> ToolCallResponsePart:
+def tool_response(call_id: Any, response: Any, rt: Runtime | None = None) -> ToolCallResponsePart:
     part: ToolCallResponsePart = {"type": "tool_call_response", "id": call_id}
-    if rt.capture_content:
+    if rt is None:
+        part["response"] = response
+    elif rt.capture_content:
         part["response"] = rt.content(response)
     return part
 
 
-def blob(data: Any, mime_type: Any, modality: str, rt: Runtime) -> BlobPart:
+def blob(data: Any, mime_type: Any, modality: str, rt: Runtime | None = None) -> BlobPart:
     part: BlobPart = {"type": "blob", "modality": modality, "mime_type": mime_type}
-    if rt.capture_content:
+    if rt is None or rt.capture_content:
         part["content"] = data
     return part
 
 
-def uri(url: Any, modality: str, rt: Runtime, mime_type: Any = None) -> UriPart:
+def uri(url: Any, modality: str, rt: Runtime | None = None, mime_type: Any = None) -> UriPart:
     part: UriPart = {"type": "uri", "modality": modality}
     if mime_type is not None:
         part["mime_type"] = mime_type
-    if rt.capture_content:
+    if rt is None:
+        part["uri"] = url
+    elif rt.capture_content:
         part["uri"] = rt.content(url)
     return part
 
 
-def media(url: str, modality: str, rt: Runtime) -> BlobPart | UriPart:
+def media(url: str, modality: str, rt: Runtime | None = None) -> BlobPart | UriPart:
     """A ``data:`` URL becomes a blob part, any other URL a uri part."""
     if url.startswith("data:") and ";base64," in url:
         header, _, data = url.partition(";base64,")
@@ -165,5 +177,55 @@ def message(role: Any, parts: list[Part], **extra: Any) -> Message:
     out: dict[str, Any] = {"role": role, "parts": parts}
     for key, value in extra.items():
         if value is not None and key != "finish_reason":
+            out[key] = value
+    return out  # type: ignore[return-value]
+
+
+#: The key of each part type that holds content.
+_CONTENT_KEYS: Final = {
+    "text": "content",
+    "reasoning": "content",
+    "tool_call": "arguments",
+    "tool_call_response": "response",
+    "blob": "content",
+    "uri": "uri",
+}
+
+
+def _applied_part(part: Part, rt: Runtime) -> Part:
+    key = _CONTENT_KEYS.get(part.get("type", ""))
+    if key is None or key not in part:
+        return part
+    if not rt.capture_content:
+        return {k: v for k, v in part.items() if k != key}  # type: ignore[return-value]
+    if part.get("type") == "blob":  # base64 data: not text to redact
+        return part
+    applied: dict[str, Any] = dict(part)
+    applied[key] = rt.content(applied[key])
+    return applied  # type: ignore[return-value]
+
+
+def records_as_built(rt: Runtime) -> bool:
+    """Whether ``rt`` records parts exactly as built (capture on, no redaction): nothing to apply."""
+    return rt.capture_content and rt.redaction is None
+
+
+def applied_parts(parts: list[Part], rt: Runtime) -> list[Part]:
+    """``parts`` as ``rt`` lets a span record them (the very list when it records them as built)."""
+    if records_as_built(rt):
+        return parts
+    return [_applied_part(part, rt) for part in parts]
+
+
+def applied_message(message: Message, rt: Runtime) -> Message:
+    """``message`` as ``rt`` lets a span record it (the very message when it records it as built)."""
+    if records_as_built(rt):
+        return message
+    keep_name = rt.capture_content or message.get("role") == "tool"
+    out: dict[str, Any] = {}
+    for key, value in message.items():
+        if key == "parts":
+            out[key] = applied_parts(value, rt)  # type: ignore[arg-type]
+        elif key != "name" or keep_name:
             out[key] = value
     return out  # type: ignore[return-value]

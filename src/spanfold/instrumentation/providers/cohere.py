@@ -20,8 +20,9 @@ from typing import Any
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
+from spanfold.instrumentation.toolkit.calls import iterator_result, server_of
 from spanfold.instrumentation.toolkit.history import HistoryCache
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.semconv import parts as p
@@ -152,7 +153,7 @@ def server(instance: Any) -> Any:
     return server_of(wrapper.get_base_url())
 
 
-CHAT = ModelApi(
+CHAT = legacy.api(
     kind="cohere.chat",
     provider=semconv.PROVIDER_COHERE,
     operation=semconv.OP_CHAT,

@@ -15,7 +15,8 @@ from typing import Any
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server, stainless_result
+from spanfold.instrumentation.toolkit import legacy
+from spanfold.instrumentation.toolkit.calls import Result, base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 
 _COMPLETIONS = "groq.resources.chat.completions"
@@ -40,7 +41,7 @@ class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
             self.usage = extra.usage
 
 
-CHAT = ModelApi(
+CHAT = legacy.api(
     kind="groq.chat",
     provider=semconv.PROVIDER_GROQ,
     operation=semconv.OP_CHAT,

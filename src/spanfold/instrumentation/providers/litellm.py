@@ -22,6 +22,7 @@ from typing import Any
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.toolkit import attributes, legacy
 from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
@@ -71,7 +72,7 @@ def request_attributes(request: dict[str, Any], rt: Runtime) -> tuple[str | None
         model = upstream if provider is not None else model
     target, attrs = openai_chat.request_attributes({**request, "model": model}, rt)
     attrs[semconv.PROVIDER_NAME] = _provider(provider) or UNROUTED
-    attrs.update(server_of(request.get("api_base") or request.get("base_url")))
+    attrs.update(attributes.endpoint(server_of(request.get("api_base") or request.get("base_url"))))
     return target, attrs
 
 
@@ -127,7 +128,7 @@ def _classify(stream: Result) -> Any:
 
 
 def _api(stream: Result) -> ModelApi:
-    return ModelApi(
+    return legacy.api(
         kind="litellm.completion",
         provider=UNROUTED,
         operation=semconv.OP_CHAT,

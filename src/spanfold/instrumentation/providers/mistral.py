@@ -22,8 +22,9 @@ from typing import Any
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
+from spanfold.instrumentation.toolkit.calls import Result, server_of
 from spanfold.instrumentation.toolkit.history import HistoryCache
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.semconv import parts as p
@@ -122,7 +123,7 @@ def server(instance: Any) -> Any:
     return server_of(instance.sdk_configuration.get_server_details()[0])
 
 
-CHAT = ModelApi(
+CHAT = legacy.api(
     kind="mistral.chat",
     provider=semconv.PROVIDER_MISTRAL,
     operation=semconv.OP_CHAT,

@@ -20,8 +20,8 @@ from typing import Any
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.toolkit import legacy, params
 from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit import params
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, iterator_result
 from spanfold.instrumentation.toolkit.history import HistoryCache
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
@@ -171,7 +171,7 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
 
 
 def _api(method: str, operation: str, request: Any) -> ModelApi:
-    return ModelApi(
+    return legacy.api(
         kind=f"ollama.{method}",
         provider=semconv.PROVIDER_OLLAMA,
         operation=operation,

@@ -34,8 +34,9 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import conversations
+from spanfold.instrumentation.toolkit import attributes, conversations
 from spanfold.instrumentation.toolkit.history import FragmentCache
+from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import (
     Accumulator,
@@ -71,14 +72,17 @@ class ModelApi:
     kind: str  # for fault counters, e.g. "openai.chat"
     provider: str
     operation: str
-    request: Callable[[dict[str, Any], Runtime], tuple[str | None, dict[str, Any]]]
-    response: Callable[[Any, Runtime], Mapping[str, Any]]
-    accumulator: Callable[[Runtime], Accumulator]
+    #: The call's keyword arguments -> the typed request (the provider's shape map).
+    request: Callable[[dict[str, Any]], Request]
+    #: A complete response -> the typed response.
+    response: Callable[[Any], Response]
+    #: A new stream accumulator: fed every chunk, asked once for the typed response.
+    accumulator: Callable[[], Accumulator]
     classify: Callable[[Any], Result]
-    #: The SDK resource (``self`` of the wrapped method) -> attributes its client decides: ``server.address`` /
-    #: ``server.port``, and ``gen_ai.provider.name`` where one SDK reaches several providers (google-genai: the Gemini
-    #: Developer API or Vertex AI). Set after the request's attributes, so they win over ``provider``.
-    server: Callable[[Any], Mapping[str, Any]] = lambda instance: {}
+    #: The SDK resource (``self`` of the wrapped method) -> where its client sends requests, and the provider it
+    #: reaches where one SDK reaches several (google-genai: the Gemini Developer API or Vertex AI), which wins over
+    #: ``provider``.
+    server: Callable[[Any], Endpoint | None] = lambda instance: None
     #: (args, kwargs) -> the request as keyword arguments, or None for a call that is not a model call. Unset: the
     #: request is the keyword arguments themselves (the SDK methods take keywords only).
     bind: Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any] | None] | None = None
@@ -144,27 +148,27 @@ DEFAULT_PORTS: Final = {"https": 443, "http": 80}
 _SERVERS = FragmentCache(limit=64)
 
 
-def _server_attributes(url: Any) -> Mapping[str, Any]:
+def _endpoint(url: Any) -> Endpoint | None:
     if isinstance(url, str):
         parts = urlsplit(url)
         host, port, scheme = parts.hostname, parts.port, parts.scheme
     else:  # an httpx.URL
         host, port, scheme = url.host, url.port, url.scheme
     if not host:
-        return {}
-    return {semconv.SERVER_ADDRESS: host, semconv.SERVER_PORT: port or DEFAULT_PORTS.get(scheme)}
+        return None
+    return Endpoint(host, port or DEFAULT_PORTS.get(scheme))
 
 
-def server_of(url: Any) -> Mapping[str, Any]:
-    """``server.address`` / ``server.port`` of the URL a client sends to (an ``httpx.URL`` or a string): the URL's
-    port, else its scheme's default; nothing for a missing or empty URL. The one server reader of every provider."""
+def server_of(url: Any) -> Endpoint | None:
+    """Where the URL a client sends to points (an ``httpx.URL`` or a string): its host, and its port, else its
+    scheme's default; None for a missing or empty URL. The one server reader of every provider."""
     if not (isinstance(url, str) and url) and not hasattr(url, "host"):
-        return {}
-    attrs: Mapping[str, Any] = _SERVERS.cached(url, _server_attributes)
-    return attrs
+        return None
+    endpoint: Endpoint | None = _SERVERS.cached(url, _endpoint)
+    return endpoint
 
 
-def base_url_server(instance: Any) -> Mapping[str, Any]:
+def base_url_server(instance: Any) -> Endpoint | None:
     """The server of an SDK resource whose client has a ``base_url`` (the Stainless-generated SDKs: openai,
     anthropic, groq). Read from the client's ``_base_url`` where the SDK keeps it (its setter writes it there): openai
     3's ``base_url`` property imports a module on every read, a third of this call's cost."""
@@ -175,7 +179,7 @@ def base_url_server(instance: Any) -> Mapping[str, Any]:
 
 def _server(api: ModelApi, instance: Any) -> Mapping[str, Any]:
     try:
-        return api.server(instance)
+        return attributes.endpoint(api.server(instance))
     except Exception as exc:
         counters.fault(f"{api.kind}.server", exc)
         return {}
@@ -192,7 +196,8 @@ def _begin(
         request = kwargs if api.bind is None else api.bind(args, kwargs)
         if request is None:
             return None
-        model, attrs = api.request(request, rt)
+        invocation = api.request(request)
+        attrs = attributes.request(invocation, api.provider, rt)
         attrs[semconv.OPERATION_NAME] = api.operation
         attrs.setdefault(semconv.PROVIDER_NAME, api.provider)  # a router's request names the upstream provider
     except Exception as exc:
@@ -200,11 +205,10 @@ def _begin(
         return None
     attrs.update(_server(api, instance))
     source = conversations.active()
-    turn, context = _place(api, source, request, attrs, rt) if source is not None else (None, None)
+    turn, context = _place(api, source, request, invocation, attrs, rt) if source is not None else (None, None)
     try:
-        call = ModelSpan(
-            tracer, semconv.span_name(api.operation, model), attrs, kind=SpanKind.CLIENT, rt=rt, context=context
-        )
+        name = semconv.span_name(api.operation, invocation.model)
+        call = ModelSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, context=context)
     except Exception as exc:
         counters.fault(f"{api.kind}.span", exc)
         return None
@@ -218,7 +222,12 @@ def _begin(
 
 
 def _place(
-    api: ModelApi, source: conversations.Conversations, request: dict[str, Any], attrs: dict[str, Any], rt: Runtime
+    api: ModelApi,
+    source: conversations.Conversations,
+    request: dict[str, Any],
+    invocation: Request,
+    attrs: dict[str, Any],
+    rt: Runtime,
 ) -> tuple[conversations.Turn | None, otel_context.Context | None]:
     """Where an un-parented call's span starts (its zero-code conversation, or the run's external parent), and its
     turn in that conversation; nothing for a call made inside a span (its trace is decided)."""
@@ -227,7 +236,9 @@ def _place(
     if not source.stitch:
         return None, source.parent
     try:
-        full = attrs if conversations.records_all(rt) else api.request(request, conversations.FULL)[1]
+        full = (
+            attrs if conversations.records_all(rt) else attributes.request(invocation, api.provider, conversations.FULL)
+        )
         turn = source.turn(full, conversations.request_list(request))
     except Exception as exc:
         counters.fault(f"{api.kind}.stitch", exc)
@@ -259,18 +270,18 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, rt: Runtime) -> Any:
             if kind is Result.RESPONSE and type(result) is not dict and len(api.response_types) < RESPONSE_TYPES_LIMIT:
                 api.response_types.add(type(result))
         if kind is Result.RESPONSE:
-            if call.turn is not None:
-                call.full = lambda: api.response(result, conversations.FULL)
-            call.finish(api.response(result, rt))
+            call.finish_with(api.response(result), api.provider)
             return result
         if kind is Result.STREAM:
-            return SyncStreamProxy(result, StreamState(call, api.accumulator(rt), api.kind))
+            return SyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, api.provider))
         if kind is Result.ASYNC_STREAM:
-            return AsyncStreamProxy(result, StreamState(call, api.accumulator(rt), api.kind))
+            return AsyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, api.provider))
         if kind is Result.NESTED_STREAM:
-            return _nested(api, result, SyncStreamProxy, StreamState(call, api.accumulator(rt), api.kind))
+            state = StreamState(call, api.accumulator(), api.kind, api.provider)
+            return _nested(api, result, SyncStreamProxy, state)
         if kind is Result.NESTED_ASYNC_STREAM:
-            return _nested(api, result, AsyncStreamProxy, StreamState(call, api.accumulator(rt), api.kind))
+            state = StreamState(call, api.accumulator(), api.kind, api.provider)
+            return _nested(api, result, AsyncStreamProxy, state)
         if kind is Result.RAW:
             return RawResponseProxy(result, api, call, rt)
         if kind is Result.ASYNC_RAW:

@@ -1,11 +1,12 @@
-"""Caches of converted request content, by object identity: per-call work follows what is new.
+"""Request lists converted item by item, remembered by object identity: per-call work follows what is new.
 
-An agent re-sends its whole history on every call, mostly the very same message objects. :class:`FragmentCache`
-remembers the JSON fragment (or any value) built from each; :class:`HistoryCache` is what a provider declares once
-per API (``HistoryCache(convert)``, ``convert(item, runtime)``), holding a fragment cache per
-:class:`~spanfold.content.runtime.Runtime`, so content converted under one capture or redaction setting is never
-reused under
-another.
+An agent re-sends its whole history on every call, mostly the very same message objects. A provider declares the
+converter of each such list once per API (:class:`History`: ``History(convert)``, ``convert(item)`` giving a message,
+or several with ``flat=True``) and hands a request's list over as ``history.of(items)`` (a :class:`Listed`). When the
+span is written, :meth:`Listed.json` converts each item not seen before, applies the
+:class:`~spanfold.content.runtime.Runtime` to what it gives and remembers the JSON fragment, per Runtime, so content
+recorded under one capture or redaction setting is never reused under another. :class:`FragmentCache` is the identity
+cache underneath.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.messages import encode
+from spanfold.semconv import parts as p
 
 
 class FragmentCache:
@@ -137,3 +139,113 @@ class HistoryCache:
         """``convert(item, rt)`` of each item, remembered."""
         cache, convert = self._for(rt)
         return cache.each(items, convert)
+
+
+def _message_fragments(messages: Any, rt: Runtime) -> list[tuple[str, Any]]:
+    if isinstance(messages, dict):  # one message
+        messages = [messages]
+    return [encode(p.applied_message(message, rt)) for message in messages]
+
+
+def _merge_pieces(messages: Any, rt: Runtime) -> list[tuple[Any, str]]:
+    if isinstance(messages, dict):
+        messages = [messages]
+    pieces: list[tuple[Any, str]] = []
+    for message in messages:
+        applied = p.applied_message(message, rt)
+        pieces.append((applied.get("role"), ",".join([encode(part)[0] for part in applied.get("parts", ())])))
+    return pieces
+
+
+def _merged_json(pieces: Iterable[tuple[Any, str]]) -> str:
+    """The messages of (role, parts JSON) pieces as a JSON list, consecutive assistant pieces one message."""
+    out: list[str] = []
+    run: list[str] | None = None  # the open assistant message's parts
+    for role, inner in pieces:
+        if role == "assistant":
+            if run is None:
+                run = []
+            if inner:
+                run.append(inner)
+            continue
+        if run is not None:
+            out.append('{"role":"assistant","parts":[' + ",".join(run) + "]}")
+            run = None
+        out.append('{"role":' + encode(role)[0] + ',"parts":[' + inner + "]}")
+    if run is not None:
+        out.append('{"role":"assistant","parts":[' + ",".join(run) + "]}")
+    return "[" + ",".join(out) + "]"
+
+
+class History:
+    """The converter of one API's request list, declared once: ``convert(item)`` gives the item's message, or a list
+    of any number of messages; ``merge``: consecutive assistant messages are one (the Responses API's model-side
+    items, google-genai's streamed model turns; its messages have a role and parts only); ``messages=False``: the items
+    convert to plain JSON values the Runtime does not touch (tool definitions)."""
+
+    __slots__ = ("_convert", "_limit", "_merge", "_messages", "_per_runtime")
+
+    def __init__(
+        self,
+        convert: Callable[[Any], Any],
+        *,
+        merge: bool = False,
+        messages: bool = True,
+        limit: int = 8192,
+    ) -> None:
+        self._convert = convert
+        self._merge = merge
+        self._messages = messages
+        self._limit = limit
+        self._per_runtime: dict[Runtime, tuple[FragmentCache, Callable[[Any], Any]]] = {}
+
+    def of(self, items: list[Any]) -> Listed:
+        """A request's list, to convert when its span is written."""
+        return Listed(self, items)
+
+    def _for(self, rt: Runtime) -> tuple[FragmentCache, Callable[[Any], Any]]:
+        entry = self._per_runtime.get(rt)
+        if entry is None:
+            if len(self._per_runtime) >= RUNTIMES_KEPT:
+                self._per_runtime.pop(next(iter(self._per_runtime)))
+            convert = self._convert
+            build: Callable[[Any], Any]
+            if self._merge:
+
+                def build(item: Any) -> Any:
+                    return _merge_pieces(convert(item), rt)
+
+            elif not self._messages:
+
+                def build(item: Any) -> Any:
+                    return encode(convert(item))
+
+            else:
+
+                def build(item: Any) -> Any:
+                    return _message_fragments(convert(item), rt)
+
+            entry = self._per_runtime[rt] = (FragmentCache(self._limit), build)
+        return entry
+
+    def json(self, items: list[Any], rt: Runtime) -> str:
+        """The items as a JSON list of messages (or of values), the Runtime applied."""
+        cache, build = self._for(rt)
+        if self._merge:
+            return _merged_json([piece for pieces in cache.each(items, build) for piece in pieces])
+        if not self._messages:
+            return cache._joined(cache.each(items, build))
+        return cache._joined([pair for pairs in cache.each(items, build) for pair in pairs])
+
+
+class Listed:
+    """A request's list and the :class:`History` that converts it."""
+
+    __slots__ = ("history", "items")
+
+    def __init__(self, history: History, items: list[Any]) -> None:
+        self.history = history
+        self.items = items
+
+    def json(self, rt: Runtime) -> str:
+        return self.history.json(self.items, rt)

@@ -20,8 +20,9 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content.redaction import secrets
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import shown
-from spanfold.instrumentation.toolkit.conversations import Turn, records_all
+from spanfold.instrumentation.toolkit import attributes, shown
+from spanfold.instrumentation.toolkit.conversations import FULL, Turn, records_all
+from spanfold.instrumentation.toolkit.invocation import Response
 
 
 def error_type(exc: BaseException) -> str:
@@ -154,6 +155,22 @@ class ModelSpan:
         end_span(self.span)
         if self.turn is not None:
             self._told(attributes or {})
+
+    def result(self, response: Response, provider: str) -> Mapping[str, Any]:
+        """The attributes of a typed response under this call's Runtime; a zero-code call's conversation is told it
+        with capture on and no redaction (:meth:`_told`)."""
+        if self.turn is not None and not records_all(self.rt):
+            self.full = lambda: attributes.response(response, provider, FULL)
+        return attributes.response(response, provider, self.rt)
+
+    def finish_with(self, response: Response, provider: str) -> None:
+        """:meth:`finish` from a typed response."""
+        try:
+            result = self.result(response, provider)
+        except Exception as exc:
+            counters.fault("span.result", exc)
+            result = {}
+        self.finish(result)
 
     def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
         """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""

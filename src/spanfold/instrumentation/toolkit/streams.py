@@ -12,12 +12,12 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex
+from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, cast
 
 import wrapt
 
 from spanfold import counters
-from spanfold.instrumentation.toolkit.conversations import FULL
+from spanfold.instrumentation.toolkit.invocation import Response
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 
 if TYPE_CHECKING:
@@ -27,7 +27,16 @@ else:  # wrapt 1 (what opentelemetry-instrumentation before 0.62 allows) has no 
 
 
 class Accumulator(Protocol):
-    """A provider's stream accumulator: fed every chunk, asked once for the span's result attributes."""
+    """A provider's stream accumulator: fed every chunk, asked once for the typed response."""
+
+    def add(self, chunk: Any) -> None: ...
+
+    def result(self) -> Response: ...
+
+
+class SpanAccumulator(Protocol):
+    """A stream accumulator of a span that is not a model call (a framework's run streamed as items): asked once for
+    the span's result attributes."""
 
     def add(self, chunk: Any) -> None: ...
 
@@ -35,20 +44,24 @@ class Accumulator(Protocol):
 
 
 class StreamState:
-    """The span of one stream, its accumulator, and the exactly-once finish.
+    """The span of one stream, its accumulator, and the exactly-once finish (``provider``: the API's, for a model
+    call's stream; None for another span's).
 
     Each chunk is fed to the accumulator as it is handed to the user, before the user's code runs: an accumulator
     takes what the span needs (references to the chunk's strings and numbers, never the chunk to read later), so an
     application that changes a chunk in place afterwards (LlamaIndex appends to the first tool-call delta) does not
     change the span."""
 
-    __slots__ = ("accumulator", "add", "failed", "kind", "span")
+    __slots__ = ("accumulator", "add", "failed", "kind", "provider", "span")
 
-    def __init__(self, span: ModelSpan, accumulator: Accumulator, kind: str) -> None:
+    def __init__(
+        self, span: ModelSpan, accumulator: Accumulator | SpanAccumulator, kind: str, provider: str | None = None
+    ) -> None:
         self.span = span
         self.accumulator = accumulator
         self.add = accumulator.add
         self.kind = kind
+        self.provider = provider
         self.failed = False  # the accumulator raised on a chunk: it is fed nothing more
 
     def push(self, chunk: Any) -> None:
@@ -67,10 +80,9 @@ class StreamState:
     def finish(self, error: BaseException | None = None) -> None:
         if self.span.ended:
             return
-        if self.span.turn is not None:
-            self.span.full = self._full_attributes
+        attrs: Mapping[str, Any]
         try:
-            attrs = self.accumulator.attributes()
+            attrs = self._attributes()
         except Exception as exc:
             counters.fault(f"{self.kind}.stream_result", exc)
             attrs = {}
@@ -79,12 +91,11 @@ class StreamState:
         else:
             self.span.finish(attrs)
 
-    def _full_attributes(self) -> Mapping[str, Any]:
-        """The result attributes with capture on and no redaction (a zero-code call's fingerprints), from a copy of
-        the accumulator (every accumulator keeps its runtime as ``rt`` and converts at the end)."""
-        shadow = copy.copy(self.accumulator)
-        shadow.rt = FULL  # type: ignore[attr-defined]
-        return shadow.attributes()
+    def _attributes(self) -> Mapping[str, Any]:
+        """A model call's result from its typed response (``provider`` given), another span's from its accumulator."""
+        if self.provider is None:
+            return cast("SpanAccumulator", self.accumulator).attributes()
+        return self.span.result(cast("Accumulator", self.accumulator).result(), self.provider)
 
 
 class _IfWrapped:

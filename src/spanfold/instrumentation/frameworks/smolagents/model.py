@@ -29,6 +29,7 @@ from opentelemetry.trace import SpanKind, Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
+from spanfold.instrumentation.toolkit import attributes
 from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
 from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
@@ -228,7 +229,7 @@ def start(
         }
         client = getattr(model, "client_kwargs", None)
         if isinstance(client, Mapping):
-            attrs.update(server_of(client.get("base_url")))
+            attrs.update(attributes.endpoint(server_of(client.get("base_url"))))
         messages = m.as_list(_argument(args, kwargs, 0, "messages"))
         attrs[semconv.INPUT_MESSAGES] = m.dumps(input_messages(messages, observations, rt))
         if rt.capture_content:

@@ -51,9 +51,9 @@ from opentelemetry.trace import Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
+from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.calls import (
-    ModelApi,
     Result,
     Wrapper,
     async_wrapper,
@@ -109,7 +109,7 @@ def _stream_instancecheck(
     return wrapped(*args, **kwargs)
 
 
-MESSAGES = ModelApi(
+MESSAGES = legacy.api(
     kind="anthropic.messages",
     provider=semconv.PROVIDER_ANTHROPIC,
     operation=semconv.OP_CHAT,

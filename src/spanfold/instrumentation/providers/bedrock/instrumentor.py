@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final
 
 import wrapt
@@ -31,7 +31,9 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
 from spanfold.instrumentation.providers.bedrock import invoke as bedrock_invoke
 from spanfold.instrumentation.providers.bedrock.body import AsyncBody, SyncBody
+from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, Wrapper, async_wrapper, server_of, sync_wrapper
+from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.streams import StreamState
 
@@ -43,8 +45,8 @@ def _params(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | N
     return params if isinstance(params, dict) else None
 
 
-def server(instance: Any) -> Mapping[str, Any]:
-    """``server.address`` / ``server.port`` of the client's endpoint URL."""
+def server(instance: Any) -> Endpoint | None:
+    """The client's endpoint URL."""
     return server_of(instance.meta.endpoint_url)
 
 
@@ -65,13 +67,14 @@ def _nested(key: str) -> Callable[[Any], Result]:
 
 def _body_proxy(response: dict[str, Any], state: StreamState, is_async: bool) -> Any:
     """``invoke_model``'s body, proxied so the span sees what the user reads; usage from the headers meanwhile."""
-    if isinstance(state.accumulator, bedrock_invoke.BodyAccumulator):
-        state.accumulator.base = bedrock_invoke.header_attributes(response)
+    accumulator = getattr(state.accumulator, "inner", state.accumulator)
+    if isinstance(accumulator, bedrock_invoke.BodyAccumulator):
+        accumulator.base = bedrock_invoke.header_attributes(response)
     return (AsyncBody if is_async else SyncBody)(response["body"], state)
 
 
 def _api(kind: str, **shape: Any) -> ModelApi:
-    return ModelApi(
+    return legacy.api(
         kind=f"bedrock.{kind}", provider=semconv.PROVIDER_AWS_BEDROCK, operation=semconv.OP_CHAT, server=server,
         bind=_params, **shape,
     )  # fmt: skip

@@ -21,7 +21,7 @@ What is wrapped, and why there:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import AsyncGeneratorType, GeneratorType
 from typing import Any
 
@@ -29,8 +29,9 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini import content as gemini_content
 from spanfold.instrumentation.providers.gemini import stream as gemini_stream
-from spanfold.instrumentation.toolkit import tools
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
+from spanfold.instrumentation.toolkit import legacy, tools
+from spanfold.instrumentation.toolkit.calls import Result, server_of
+from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 
 _MODELS = "google.genai.models"
@@ -50,19 +51,20 @@ def classify(result: Any) -> Result:
 
 
 @functools.lru_cache(maxsize=64)
-def _endpoint(base_url: str, vertex: bool) -> Mapping[str, Any]:
+def _endpoint(base_url: str, vertex: bool) -> Endpoint:
     provider = semconv.PROVIDER_GCP_VERTEX_AI if vertex else semconv.PROVIDER_GCP_GEMINI
-    return {**server_of(base_url), semconv.PROVIDER_NAME: provider}
+    server = server_of(base_url)
+    return Endpoint(server.address, server.port, provider) if server is not None else Endpoint(provider=provider)
 
 
-def endpoint(instance: Any) -> Mapping[str, Any]:
+def endpoint(instance: Any) -> Endpoint:
     """Where the request goes, and so who serves it: ``server.*`` from the client's base URL, and the provider
     (Vertex AI or the Developer API; it replaces the API's default)."""
     client = instance._api_client
     return _endpoint(str(client._http_options.base_url or ""), bool(client.vertexai))
 
 
-GENERATE_CONTENT = ModelApi(
+GENERATE_CONTENT = legacy.api(
     kind="gemini.generate_content",
     provider=semconv.PROVIDER_GCP_GEMINI,
     operation=semconv.OP_CHAT,

@@ -22,6 +22,7 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.providers.openai import responses as openai_responses
+from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import (
     ModelApi,
     Result,
@@ -60,7 +61,7 @@ def classify(result: Any) -> Result:
     return Result.OPAQUE
 
 
-CHAT = ModelApi(
+CHAT = legacy.api(
     kind="openai.chat",
     provider=semconv.PROVIDER_OPENAI,
     operation=semconv.OP_CHAT,
@@ -71,7 +72,7 @@ CHAT = ModelApi(
     server=base_url_server,
 )
 
-RESPONSES = ModelApi(
+RESPONSES = legacy.api(
     kind="openai.responses",
     provider=semconv.PROVIDER_OPENAI,
     operation=semconv.OP_CHAT,

@@ -1,0 +1,140 @@
+"""Typed invocations -> GenAI span attributes: the one place the instrumentation names an attribute of a model call,
+writes its JSON and applies the :class:`~spanfold.content.runtime.Runtime` to what a provider read.
+
+Every provider's :class:`~spanfold.instrumentation.toolkit.invocation.Request` and
+:class:`~spanfold.instrumentation.toolkit.invocation.Response` become attributes here, the same way: None values are
+left out (``spans.clean``), content is recorded with capture on and redacted when redaction is on, tool definitions
+only with capture on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from spanfold import semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.history import Listed
+from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.semconv import parts as p
+
+PARAMS: Final[dict[Param, str]] = {
+    "temperature": semconv.REQUEST_TEMPERATURE,
+    "top_p": semconv.REQUEST_TOP_P,
+    "top_k": semconv.REQUEST_TOP_K,
+    "max_tokens": semconv.REQUEST_MAX_TOKENS,
+    "seed": semconv.REQUEST_SEED,
+    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
+    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
+    "choice_count": semconv.REQUEST_CHOICE_COUNT,
+}
+
+#: Usage field -> attribute, in the order they are written.
+USAGE: Final = tuple(
+    (name, attribute)
+    for name, attribute in (
+        ("input_tokens", semconv.USAGE_INPUT_TOKENS),
+        ("output_tokens", semconv.USAGE_OUTPUT_TOKENS),
+        ("cache_read_input_tokens", semconv.USAGE_CACHE_READ_INPUT_TOKENS),
+        ("cache_write_input_tokens", semconv.USAGE_CACHE_WRITE_INPUT_TOKENS),
+        ("reasoning_output_tokens", semconv.USAGE_REASONING_OUTPUT_TOKENS),
+        ("text_input_tokens", semconv.USAGE_TEXT_INPUT_TOKENS),
+        ("image_input_tokens", semconv.USAGE_IMAGE_INPUT_TOKENS),
+        ("audio_input_tokens", semconv.USAGE_AUDIO_INPUT_TOKENS),
+        ("text_output_tokens", semconv.USAGE_TEXT_OUTPUT_TOKENS),
+        ("image_output_tokens", semconv.USAGE_IMAGE_OUTPUT_TOKENS),
+        ("audio_output_tokens", semconv.USAGE_AUDIO_OUTPUT_TOKENS),
+    )
+)
+
+#: The vendor attribute of a continued response, by provider (the conventions name none yet).
+PREVIOUS_RESPONSE: Final = {
+    semconv.PROVIDER_OPENAI: semconv.OPENAI_PREVIOUS_RESPONSE_ID,
+    semconv.PROVIDER_ANTHROPIC: semconv.ANTHROPIC_PREVIOUS_MESSAGE_ID,
+}
+#: The vendor attribute of the provider's request id, by provider.
+REQUEST_ID: Final = {
+    semconv.PROVIDER_ANTHROPIC: semconv.ANTHROPIC_REQUEST_ID,
+    semconv.PROVIDER_AWS_BEDROCK: semconv.AWS_REQUEST_ID,
+}
+
+
+def _messages(value: Listed | list[p.Message], rt: Runtime) -> str:
+    if isinstance(value, Listed):
+        return value.json(rt)
+    return dumps([p.applied_message(message, rt) for message in value])
+
+
+def request(req: Request, provider: str, rt: Runtime) -> dict[str, Any]:
+    """The request attributes of a call to ``provider`` (a router's request names its upstream provider)."""
+    rendered = getattr(req, "rendered", None)  # a provider that writes its attributes itself (toolkit/legacy.py)
+    if rendered is not None:
+        out: dict[str, Any] = rendered(rt)
+        return out
+    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: req.model}
+    for name, value in req.params.items():
+        attrs[PARAMS[name]] = value
+    if req.stop_sequences is not None and rt.capture_content:
+        attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(req.stop_sequences)
+    if req.output_type is not None:
+        attrs[semconv.OUTPUT_TYPE] = req.output_type
+    if req.previous_response_id is not None and provider in PREVIOUS_RESPONSE:
+        attrs[PREVIOUS_RESPONSE[provider]] = req.previous_response_id
+    if req.conversation_id is not None:
+        attrs[semconv.CONVERSATION_ID] = req.conversation_id
+    if req.system is not None:
+        attrs[semconv.SYSTEM_INSTRUCTIONS] = dumps(p.applied_parts(req.system, rt))
+    if req.messages is not None:
+        attrs[semconv.INPUT_MESSAGES] = _messages(req.messages, rt)
+    if req.tools is not None and rt.capture_content:
+        tools = req.tools
+        attrs[semconv.TOOL_DEFINITIONS] = tools.json(rt) if isinstance(tools, Listed) else dumps(tools)
+    if req.provider is not None:
+        attrs[semconv.PROVIDER_NAME] = req.provider
+    return attrs
+
+
+def usage(value: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, attribute in USAGE:
+        count = getattr(value, name)
+        if count is not None:
+            out[attribute] = count
+    return out
+
+
+def response(res: Response, provider: str, rt: Runtime) -> dict[str, Any]:
+    """The result attributes of a call to ``provider``."""
+    rendered = getattr(res, "rendered", None)  # a provider that writes its attributes itself (toolkit/legacy.py)
+    if rendered is not None:
+        out: dict[str, Any] = rendered(rt)
+        return out
+    attrs: dict[str, Any] = {
+        semconv.RESPONSE_ID: res.id,
+        semconv.RESPONSE_MODEL: res.model,
+        semconv.RESPONSE_FINISH_REASONS: res.finish_reasons or None,
+        semconv.OUTPUT_MESSAGES: dumps([p.applied_message(message, rt) for message in res.messages]),
+    }
+    if res.usage is not None:
+        attrs.update(usage(res.usage))
+    if res.request_id is not None and provider in REQUEST_ID:
+        attrs[REQUEST_ID[provider]] = res.request_id
+    if res.conversation_id is not None:
+        attrs[semconv.CONVERSATION_ID] = res.conversation_id
+    if res.provider is not None:
+        attrs[semconv.PROVIDER_NAME] = res.provider
+    if res.cost is not None:
+        attrs[semconv.USAGE_COST_AMOUNT] = res.cost.amount
+        attrs[semconv.USAGE_COST_CURRENCY] = res.cost.currency
+        attrs[semconv.USAGE_COST_SOURCE] = semconv.COST_SOURCE_LOCAL
+    return attrs
+
+
+def endpoint(value: Endpoint | None) -> dict[str, Any]:
+    """``server.address`` / ``server.port``, and the provider the endpoint reaches when it says."""
+    if value is None:
+        return {}
+    attrs: dict[str, Any] = {semconv.SERVER_ADDRESS: value.address, semconv.SERVER_PORT: value.port}
+    if value.provider is not None:
+        attrs[semconv.PROVIDER_NAME] = value.provider
+    return attrs
