@@ -78,7 +78,11 @@ def per_message(inputs: list[dict[str, Any]], reply: dict[str, Any], reason: str
         return body
 
     records = [LogRecord(event_name=f"gen_ai.{m['role']}.message", body=chat_shaped(m)) for m in inputs]
-    choice = {"index": 0, "finish_reason": reason, "message": {"role": "assistant", **chat_shaped(reply)}}
+    choice: dict[str, Any] = {
+        "index": 0,
+        "finish_reason": reason,
+        "message": {"role": "assistant", **chat_shaped(reply)},
+    }
     return [*records, LogRecord(event_name="gen_ai.choice", body=choice)]
 
 
@@ -96,7 +100,7 @@ def details(inputs: list[dict[str, Any]], reply: dict[str, Any], reason: str) ->
             out.append({"type": "tool_call", "id": call_id, "name": name, "arguments": {"city": "Paris"}})
         return out
 
-    attributes = {
+    attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.input.messages": [{"role": m["role"], "parts": parts(m), "name": None} for m in inputs],
         "gen_ai.output.messages": [{"role": "assistant", "parts": parts(reply), "finish_reason": reason}],
@@ -121,7 +125,7 @@ def folded(vocabulary: Any) -> list[dict[str, Any]]:
     tracer = provider.get_tracer("an.instrumentation")
     with tracer.start_as_current_span("agent run"):
         for n, (inputs, reply, reason) in enumerate(CALLS, 1):
-            attributes = {
+            attributes: dict[str, Any] = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": "gpt-4o-mini",
                 "gen_ai.response.id": f"chatcmpl-{n}",
