@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import Result, base_url_server, stainless_result
@@ -58,12 +57,5 @@ PATCHES: tuple[Patch, ...] = (
 )
 
 
-class GroqInstrumentor(TableInstrumentor):
+class GroqInstrumentor(TableInstrumentor, library="groq", supported="groq >= 1.0, < 2", table=PATCHES):
     """``GroqInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
-
-    library = "groq"
-
-    dependencies = ("groq >= 1.0, < 2",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES

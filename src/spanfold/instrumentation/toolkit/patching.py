@@ -83,8 +83,27 @@ def scope_name(module: str) -> str:
 class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """``Instrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the library.
 
-    Subclasses set :attr:`library` and :attr:`dependencies` and implement :meth:`patches` (they may also add setup in
-    :meth:`_prepare`)."""
+    A provider's instrumentor is its record, in the class statement::
+
+        class GroqInstrumentor(TableInstrumentor, library="groq", supported="groq >= 1.0, < 2", table=PATCHES): ...
+
+    (an instrumentor whose patches depend on the Runtime implements :meth:`patches` instead of giving ``table``)."""
+
+    def __init_subclass__(
+        cls,
+        *,
+        library: str | None = None,
+        supported: str | None = None,
+        table: Sequence[Patch] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if library is not None:
+            cls.library = library
+        if supported is not None:
+            cls.dependencies = (supported,)
+        if table is not None:
+            cls._table = tuple(table)
 
     #: The import name of the library it patches (the registry's key for it: checked by a test).
     library: ClassVar[str]
@@ -92,6 +111,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     dependencies: ClassVar[tuple[str, ...]] = ()
     _applied: ClassVar[list[tuple[Any, str]]]
     _hooks: ClassVar[ImportHooks]
+    _table: ClassVar[tuple[Patch, ...] | None] = None
 
     @classmethod
     def hooks(cls) -> ImportHooks:
@@ -105,7 +125,10 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return self.dependencies
 
     def patches(self, rt: Runtime) -> Sequence[Patch]:
-        raise NotImplementedError
+        """What this instrumentor wraps (its ``table``)."""
+        if self._table is None:
+            raise NotImplementedError(f"{type(self).__name__} has no table of patches")
+        return self._table
 
     def instrument(self, **kwargs: Any) -> Any:
         """Patch the library when its installed version is in :attr:`dependencies`; otherwise say so once and patch
