@@ -22,9 +22,9 @@ from opentelemetry.trace import StatusCode
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, sync_wrapper
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
+from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
 
 
 class Chunks:

@@ -33,8 +33,8 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.messages import dumps, get
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.reading.messages import dumps, get
 from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tools import (
     arun_in_tool_span,

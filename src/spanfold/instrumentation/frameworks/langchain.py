@@ -23,8 +23,8 @@ from opentelemetry.trace import Span, Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.messages import dumps
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.spans import end_span
 from spanfold.instrumentation.toolkit.tools import (
     arun_in_tool_span,

@@ -43,8 +43,8 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit import shown
+from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_failure
 from spanfold.instrumentation.toolkit.tools import end_tool_span, in_invocation, start_tool_span
 

@@ -21,10 +21,10 @@ from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit import legacy
-from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.calls import iterator_result, server_of
-from spanfold.instrumentation.toolkit.history import HistoryCache
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
+from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading.history import HistoryCache
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 

@@ -13,9 +13,9 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit.history import Listed
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
-from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.reading.history import Listed
+from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.semconv import parts as p
 
 PARAMS: Final[dict[Param, str]] = {

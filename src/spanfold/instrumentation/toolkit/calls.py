@@ -35,8 +35,8 @@ from opentelemetry.trace import SpanKind, Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import attributes, conversations
-from spanfold.instrumentation.toolkit.history import FragmentCache
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
+from spanfold.instrumentation.toolkit.reading.history import FragmentCache
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import (
     Accumulator,

@@ -7,8 +7,8 @@ content untouched. It never names a span attribute, writes JSON or reads the con
 :class:`~spanfold.content.runtime.Runtime` (capture, redaction), the one place that does.
 
 Request lists an agent re-sends on every call (messages, tool definitions) are handed over as a
-:class:`~spanfold.instrumentation.toolkit.history.Listed`: the provider's converter, applied to each item once and
-remembered by identity.
+:class:`~spanfold.instrumentation.toolkit.reading.history.Listed`: the provider's converter, applied to each item once
+and remembered by identity.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from spanfold.semconv import parts as p
 
 if TYPE_CHECKING:
-    from spanfold.instrumentation.toolkit.history import Listed
+    from spanfold.instrumentation.toolkit.reading.history import Listed
 
 #: The numeric request parameters the conventions name (``gen_ai.request.<name>``; ``choice_count``:
 #: ``gen_ai.request.choice.count``).

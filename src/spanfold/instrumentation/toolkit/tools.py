@@ -22,7 +22,7 @@ from spanfold import counters, semconv
 from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import conversations, shown
-from spanfold.instrumentation.toolkit.messages import dumps, get
+from spanfold.instrumentation.toolkit.reading.messages import dumps, get
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_error
 from spanfold.semconv.parts import parse_json_arguments
 from spanfold.version import __version__

@@ -17,7 +17,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import ContextRun, open_run
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tools import (
     end_tool_span,

@@ -15,7 +15,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.agents import AgentState, state_of
 from spanfold.instrumentation.frameworks.smolagents.model import StepSpan
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.messages import dumps
+from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span, start_tool_span
 

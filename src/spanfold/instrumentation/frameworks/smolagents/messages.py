@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.semconv import parts as p
 
 CALLING_TOOLS = "Calling tools:\n"

@@ -30,10 +30,10 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
 from spanfold.instrumentation.toolkit import attributes
-from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit.blocks import IndexedBlocks
 from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
+from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
 from spanfold.semconv import parts as p

@@ -52,7 +52,6 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
 from spanfold.instrumentation.toolkit import legacy
-from spanfold.instrumentation.toolkit import messages as m
 from spanfold.instrumentation.toolkit.calls import (
     Result,
     Wrapper,
@@ -63,6 +62,7 @@ from spanfold.instrumentation.toolkit.calls import (
     sync_wrapper,
 )
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
+from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
 #: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).

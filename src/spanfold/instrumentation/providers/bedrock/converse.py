@@ -28,10 +28,10 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit import params
-from spanfold.instrumentation.toolkit.blocks import Block, IndexedBlocks
-from spanfold.instrumentation.toolkit.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import params
+from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
+from spanfold.instrumentation.toolkit.reading.history import HistoryCache
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 

@@ -23,8 +23,8 @@ from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
-from spanfold.instrumentation.toolkit import messages as m
-from spanfold.instrumentation.toolkit import params
+from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import params
 
 #: Larger bodies are not parsed (their content is left out of the span; usage is still read).
 MAX_BODY: Final = 8 * 1024 * 1024

@@ -21,7 +21,7 @@ import base64
 from typing import Any, Final
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import messages as m
+from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.semconv import parts as p
 
 #: Part fields read from dicts too, where the SDK accepts its camelCase aliases.
