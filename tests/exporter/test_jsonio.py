@@ -21,7 +21,7 @@ from spanfold.codecs import jsonio
 from spanfold.exporter.dialects import dispatch as dialects
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
-from spanfold.instrumentation.toolkit.history import FragmentCache
+from spanfold.instrumentation.toolkit.reading.history import FragmentCache
 from spanfold.trace import formats
 
 
