@@ -1,16 +1,19 @@
-"""Request parameters -> span attributes, from a table: which keyword (or config field) fills which attribute.
+"""Request parameters, from a table: which keyword (or config field) fills which parameter of the typed request.
 
-A provider lists its parameters once (``{"temperature": semconv.REQUEST_TEMPERATURE, ...}``); :func:`numbers` reads
-them from the call's keyword arguments or from a config object the call was given (google-genai's
-``config=GenerateContentConfig(...)``, Bedrock's ``inferenceConfig`` dict), whichever the provider hands it.
+A provider lists its parameters once (``{"max_completion_tokens": "max_tokens", ...}``: the SDK's name -> the typed
+request's); :func:`numbers` reads them from the call's keyword arguments or from a config object the call was given
+(google-genai's ``config=GenerateContentConfig(...)``, Bedrock's ``inferenceConfig`` dict), whichever the provider
+hands it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from spanfold.instrumentation.toolkit.reading.messages import as_list, get
+
+K = TypeVar("K", bound=str)
 
 
 def given(value: Any) -> bool:
@@ -31,10 +34,11 @@ def listed(kwargs: dict[str, Any], key: str) -> list[Any] | None:
     return as_list(value) if given(value) else None
 
 
-def numbers(source: Any, table: Mapping[str, str]) -> dict[str, Any]:
-    """Attribute -> value for the numeric parameters of ``table`` that ``source`` (keyword arguments, a dict or a
-    config object) holds; booleans and anything not a number are left out."""
-    out: dict[str, Any] = {}
+def numbers(source: Any, table: Mapping[str, K]) -> dict[K, int | float]:
+    """``table``'s name (a :data:`~spanfold.instrumentation.toolkit.invocation.Param`) -> value for the numeric
+    parameters ``source`` (keyword arguments, a dict or a config object) holds; booleans and anything not a number are
+    left out."""
+    out: dict[K, int | float] = {}
     if source is None:
         return out
     for key, attr in table.items():
