@@ -16,7 +16,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.semconv import parts as p
 
@@ -85,23 +84,23 @@ def _text(msg: Any) -> str | None:
     return "".join(texts)
 
 
-def _content_parts(msg: Any, rt: Runtime) -> list[p.Part]:
+def _content_parts(msg: Any) -> list[p.Part]:
     content = m.get(msg, "content")
     if isinstance(content, str):
-        return [p.text(content, rt)]
+        return [p.text(content)]
     out: list[p.Part] = []
     for item in m.as_list(content):
         kind = m.get(item, "type")
-        out.append(p.text(m.get(item, "text"), rt) if kind == "text" else p.other(kind or "unknown"))
+        out.append(p.text(m.get(item, "text")) if kind == "text" else p.other(kind or "unknown"))
     return out
 
 
-def _call_parts(calls: Any, rt: Runtime) -> list[p.Part]:
+def _call_parts(calls: Any) -> list[p.Part]:
     """A ``ChatMessage``'s tool calls (or their dicts) as tool-call parts."""
     out: list[p.Part] = []
     for call in m.as_list(calls):
         function = m.get(call, "function")
-        out.append(p.tool_call(m.get(call, "id"), m.get(function, "name"), m.get(function, "arguments"), rt))
+        out.append(p.tool_call(m.get(call, "id"), m.get(function, "name"), m.get(function, "arguments")))
     return out
 
 
@@ -139,7 +138,7 @@ def _outputs(text: str, ids: list[str], observations: Observations | None) -> li
     return sorted(known, key=lambda item: order[item[0]])
 
 
-def input_messages(messages: Sequence[Any], observations: Observations | None, rt: Runtime) -> list[p.Message]:
+def input_messages(messages: Sequence[Any], observations: Observations | None) -> list[p.Message]:
     """The messages a model call was sent, smolagents' text protocol turned back into tool calls and outputs."""
     out: list[p.Message] = []
     ids: list[str] = []  # the calls of the last ``Calling tools:`` message
@@ -150,7 +149,7 @@ def input_messages(messages: Sequence[Any], observations: Observations | None, r
             if observations is not None:
                 place = {call_id: n for n, call_id in enumerate(observations.order([c[0] for c in calls]))}
                 calls.sort(key=lambda call: place.get(call[0], len(place)))
-            parts: list[p.Part] = [p.tool_call(call_id, name, arguments, rt) for call_id, name, arguments in calls]
+            parts: list[p.Part] = [p.tool_call(call_id, name, arguments) for call_id, name, arguments in calls]
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant" and not _has_calls(last):
                 last["parts"] = [*last["parts"], *parts]  # the step's own text, then its calls: one message
@@ -160,10 +159,10 @@ def input_messages(messages: Sequence[Any], observations: Observations | None, r
             continue
         answers = _outputs(text, ids, observations) if role == "tool-response" and text is not None else None
         if answers is not None:
-            out.extend(p.message("tool", [p.tool_response(call_id, output, rt)]) for call_id, output in answers)
+            out.extend(p.message("tool", [p.tool_response(call_id, output)]) for call_id, output in answers)
             continue
         role = {"tool-call": "assistant", "tool-response": "user"}.get(role, role)
-        parts = _content_parts(msg, rt) + _call_parts(m.get(msg, "tool_calls"), rt)
+        parts = _content_parts(msg) + _call_parts(m.get(msg, "tool_calls"))
         out.append(p.message(role, parts))
     return out
 

@@ -31,6 +31,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
 from spanfold.instrumentation.toolkit import attributes
 from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
+from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
@@ -63,15 +64,20 @@ class Output:
     finish: str | None = None
     response_id: str | None = None
     model: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
 
-    def attributes(self, rt: Runtime) -> dict[str, Any]:
-        parts: list[p.Part] = [p.text(self.text, rt)] if self.text else []
-        parts.extend(p.tool_call(call_id, name, arguments, rt) for call_id, name, arguments in self.calls)
+    def response(self) -> Response:
+        parts: list[p.Part] = [p.text(self.text)] if self.text else []
+        parts.extend(p.tool_call(call_id, name, arguments) for call_id, name, arguments in self.calls)
         reason = OPENAI_COMPATIBLE_FINISH_REASONS.get(self.finish, self.finish) if self.finish else None
         reason = reason or ("tool_call" if self.calls else "stop")
-        out = p.message("assistant", parts, finish_reason=reason)
-        return m.result_attributes(self.response_id, self.model, [reason], m.dumps([out]), self.usage)
+        return Response(
+            id=self.response_id,
+            model=self.model,
+            finish_reasons=[reason],
+            messages=[p.message("assistant", parts)],
+            usage=self.usage,
+        )
 
 
 def _calls(calls: Any) -> list[tuple[Any, Any, Any]]:
@@ -82,12 +88,13 @@ def _calls(calls: Any) -> list[tuple[Any, Any, Any]]:
     return out
 
 
-def _usage(usage: Any) -> dict[str, Any]:
-    tokens = {
-        semconv.USAGE_INPUT_TOKENS: m.get(usage, "input_tokens"),
-        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
-    }
-    return {k: v for k, v in tokens.items() if isinstance(v, int)}
+def _count(usage: Any, key: str) -> int | None:
+    value = m.get(usage, key)
+    return value if isinstance(value, int) else None
+
+
+def _usage(usage: Any) -> Usage:
+    return Usage(input_tokens=_count(usage, "input_tokens"), output_tokens=_count(usage, "output_tokens"))
 
 
 def _str(value: Any) -> str | None:
@@ -120,10 +127,11 @@ class Holder(Protocol):
 class StepSpan(ModelSpan):
     """A model step's span; its :class:`Output` is set before it finishes, and a :class:`Holder` may keep it open."""
 
-    __slots__ = ("holder", "output")
+    __slots__ = ("holder", "output", "provider")
 
-    def __init__(self, *args: Any, holder: Holder | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, provider: str, holder: Holder | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.provider = provider
         self.holder = holder
         self.output: Output | None = None
 
@@ -139,7 +147,7 @@ class StepSpan(ModelSpan):
     def release(self) -> None:
         """Finish a held span from its output as it is now."""
         try:
-            attrs = self.output.attributes(self.rt) if self.output is not None else {}
+            attrs = self.result(self.output.response(), self.provider) if self.output is not None else {}
         except Exception as exc:
             counters.fault("smolagents.model_result", exc)
             attrs = {}
@@ -149,14 +157,13 @@ class StepSpan(ModelSpan):
 class DeltaAccumulator:
     """``generate_stream``'s ``ChatMessageStreamDelta``s: text, tool calls by index, token usage."""
 
-    __slots__ = ("calls", "rt", "span", "text", "usage")
+    __slots__ = ("calls", "span", "text", "usage")
 
-    def __init__(self, rt: Runtime, span: StepSpan) -> None:
-        self.rt = rt
+    def __init__(self, span: StepSpan) -> None:
         self.span = span
         self.text: list[str] = []
         self.calls = IndexedBlocks()
-        self.usage: dict[str, Any] = {}
+        self.usage = Usage()
 
     def add(self, delta: Any) -> None:
         content = m.get(delta, "content")
@@ -176,16 +183,21 @@ class DeltaAccumulator:
                 block.fragments.append(arguments)
             elif arguments is not None:
                 block.fields["arguments"] = arguments
-        for key, value in _usage(m.get(delta, "token_usage")).items():
-            self.usage[key] = self.usage.get(key, 0) + value
+        tokens = m.get(delta, "token_usage")
+        if tokens is not None:
+            usage, add = self.usage, _usage(tokens)
+            if add.input_tokens is not None:
+                usage.input_tokens = (usage.input_tokens or 0) + add.input_tokens
+            if add.output_tokens is not None:
+                usage.output_tokens = (usage.output_tokens or 0) + add.output_tokens
 
-    def attributes(self) -> Mapping[str, Any]:
+    def result(self) -> Response:
         calls = [
             (b.fields.get("id"), b.fields.get("name"), b.fields.get("arguments", b.text()))
             for b in self.calls.ordered()
         ]
         out = self.span.output = Output(text="".join(self.text) or None, calls=calls, usage=self.usage)
-        return out.attributes(self.rt)
+        return out.response()
 
 
 # --- the step's span -----------------------------------------------------------------------------------------
@@ -200,12 +212,24 @@ def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: s
     return args[index] if len(args) > index else kwargs.get(name)
 
 
-def _tool_definitions(tools: Any) -> str | None:
+def _tool_definitions(tools: Any) -> list[Any] | None:
     """The tools a call offers, as smolagents declares them to an OpenAI-shaped API."""
     if not tools:
         return None
     schema = importlib.import_module("smolagents.models").get_tool_json_schema
-    return m.dumps([schema(tool) for tool in m.as_list(tools)])
+    return [schema(tool) for tool in m.as_list(tools)]
+
+
+def request(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], observations: Observations | None) -> Request:
+    """The typed request of ``model.generate(messages, stop_sequences, response_format, tools_to_call_from)``."""
+    model_id = getattr(model, "model_id", None)
+    stops = _argument(args, kwargs, 1, "stop_sequences")
+    return Request(
+        model=model_id if isinstance(model_id, str) else None,
+        stop_sequences=list(stops) if stops else None,
+        messages=input_messages(m.as_list(_argument(args, kwargs, 0, "messages")), observations),
+        tools=_tool_definitions(_argument(args, kwargs, 3, "tools_to_call_from")),
+    )
 
 
 def start(
@@ -220,33 +244,25 @@ def start(
     """The span of ``model.generate(messages, stop_sequences, response_format, tools_to_call_from)``; None after a
     fault (counted)."""
     try:
-        model_id = getattr(model, "model_id", None)
-        model_id = model_id if isinstance(model_id, str) else None
-        attrs: dict[str, Any] = {
-            semconv.OPERATION_NAME: semconv.OP_CHAT,
-            semconv.PROVIDER_NAME: PROVIDERS.get(type(model).__name__, "smolagents"),
-            semconv.REQUEST_MODEL: model_id,
-        }
+        provider = PROVIDERS.get(type(model).__name__, "smolagents")
+        invocation = request(model, args, kwargs, observations)
+        attrs = attributes.request(invocation, provider, rt)
+        attrs[semconv.OPERATION_NAME] = semconv.OP_CHAT
+        attrs[semconv.PROVIDER_NAME] = provider
         client = getattr(model, "client_kwargs", None)
         if isinstance(client, Mapping):
             attrs.update(attributes.endpoint(server_of(client.get("base_url"))))
-        messages = m.as_list(_argument(args, kwargs, 0, "messages"))
-        attrs[semconv.INPUT_MESSAGES] = m.dumps(input_messages(messages, observations, rt))
-        if rt.capture_content:
-            stops = _argument(args, kwargs, 1, "stop_sequences")
-            attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(list(stops)) if stops else None
-            attrs[semconv.TOOL_DEFINITIONS] = _tool_definitions(_argument(args, kwargs, 3, "tools_to_call_from"))
-        name = semconv.span_name(semconv.OP_CHAT, model_id)
-        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, holder=holder)
+        name = semconv.span_name(semconv.OP_CHAT, invocation.model)
+        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=provider, holder=holder)
     except Exception as exc:
         counters.fault("smolagents.model_start", exc)
         return None
 
 
-def finish(call: StepSpan, message: Any, rt: Runtime) -> None:
+def finish(call: StepSpan, message: Any) -> None:
     try:
         call.output = output_of(message)
-        attrs = call.output.attributes(rt)
+        attrs = call.result(call.output.response(), call.provider)
     except Exception as exc:
         counters.fault("smolagents.model_result", exc)
         attrs = {}
@@ -299,7 +315,7 @@ def wrappers(
             finally:
                 release(claimed)
                 otel_context.detach(token)
-            finish(call, result, rt)
+            finish(call, result)
             return result
 
         return wrapper
@@ -320,7 +336,8 @@ def wrappers(
             finally:
                 release(claimed)
                 otel_context.detach(token)
-            return DeltaStream(stream, StreamState(call, DeltaAccumulator(rt, call), "smolagents.stream"), context)
+            state = StreamState(call, DeltaAccumulator(call), "smolagents.stream", call.provider)
+            return DeltaStream(stream, state, context)
 
         return wrapper
 
