@@ -50,6 +50,13 @@ def _format(name: str, raw: str) -> str:
     return value
 
 
+def _definitions(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in ("required", "full"):
+        raise ConfigError(f"{name}={raw!r}: expected required or full")
+    return value
+
+
 _Number = TypeVar("_Number", int, float)
 
 
@@ -169,6 +176,13 @@ class Config:
         _content,
         True,
         "record prompts, completions and tool arguments/results",
+    )
+    tool_definitions: str = _option(
+        ("SPANFOLD_TOOL_DEFINITIONS",),
+        _definitions,
+        "full",
+        "what gen_ai.tool.definitions holds (with content capture on): required (each tool's type and name, as the "
+        "conventions advise by default) or full (descriptions and parameter schemas too)",
     )
     disabled: bool = _option(("SPANFOLD_DISABLED",), _bool, False, "make init() a no-op")
     file_per_trace: bool = _option(

@@ -173,7 +173,11 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         if unknown:
             known = ", ".join(registry.INSTRUMENTORS)
             raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
-        rt = runtime.Runtime(capture_content=cfg.capture_content, redaction=from_option(cfg.redact))
+        rt = runtime.Runtime(
+            capture_content=cfg.capture_content,
+            redaction=from_option(cfg.redact),
+            full_tool_definitions=cfg.tool_definitions == "full",
+        )
         runtime.activate(rt)
         conversations.activate(conversations.from_environment(cfg=cfg))
         provider, owns = _provider()

@@ -1,4 +1,5 @@
-"""What every recording of content depends on, as one object: content capture and redaction.
+"""What every recording of content depends on, as one object: content capture, redaction, how much of each tool
+definition is recorded.
 
 ``setup`` builds one :class:`Runtime` from the config and passes it down: to each instrumentor (``runtime=``), whose
 wrappers hand it to the part builders of :mod:`spanfold.semconv.parts`, the only code that puts content into a span.
@@ -22,6 +23,8 @@ class Runtime:
 
     capture_content: bool = True
     redaction: Redaction | None = None
+    #: Tool definitions with their descriptions and parameter schemas (else each tool's type and name only).
+    full_tool_definitions: bool = True
 
     def content(self, value: Any) -> Any:
         """``value`` as it may be recorded: redacted when redaction is on (strings inside lists and dicts too)."""

@@ -205,6 +205,17 @@ def _applied_part(part: Part, rt: Runtime) -> Part:
     return applied  # type: ignore[return-value]
 
 
+#: The fields every tool definition keeps (the conventions' required ones).
+DEFINITION_FIELDS: Final = ("type", "name")
+
+
+def applied_definition(definition: Any, rt: Runtime) -> Any:
+    """A tool definition as ``rt`` lets a span record it: whole, or its type and name only."""
+    if rt.full_tool_definitions or not isinstance(definition, dict):
+        return definition
+    return {key: definition[key] for key in DEFINITION_FIELDS if key in definition}
+
+
 def records_as_built(rt: Runtime) -> bool:
     """Whether ``rt`` records parts exactly as built (capture on, no redaction): nothing to apply."""
     return rt.capture_content and rt.redaction is None

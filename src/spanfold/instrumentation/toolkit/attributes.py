@@ -88,7 +88,10 @@ def request(req: Request, provider: str, rt: Runtime) -> dict[str, Any]:
         attrs[semconv.INPUT_MESSAGES] = _messages(req.messages, rt)
     if req.tools is not None and rt.capture_content:
         tools = req.tools
-        attrs[semconv.TOOL_DEFINITIONS] = tools.json(rt) if isinstance(tools, Listed) else dumps(tools)
+        if isinstance(tools, Listed):
+            attrs[semconv.TOOL_DEFINITIONS] = tools.json(rt)
+        else:
+            attrs[semconv.TOOL_DEFINITIONS] = dumps([p.applied_definition(tool, rt) for tool in tools])
     if req.provider is not None:
         attrs[semconv.PROVIDER_NAME] = req.provider
     return attrs
@@ -113,7 +116,9 @@ def response(res: Response, provider: str, rt: Runtime) -> dict[str, Any]:
         semconv.RESPONSE_ID: res.id,
         semconv.RESPONSE_MODEL: res.model,
         semconv.RESPONSE_FINISH_REASONS: res.finish_reasons or None,
-        semconv.OUTPUT_MESSAGES: dumps([p.applied_message(message, rt) for message in res.messages]),
+        semconv.OUTPUT_MESSAGES: (
+            None if res.messages is None else dumps([p.applied_message(message, rt) for message in res.messages])
+        ),
     }
     if res.usage is not None:
         attrs.update(usage(res.usage))

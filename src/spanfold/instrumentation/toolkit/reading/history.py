@@ -181,7 +181,8 @@ class History:
     """The converter of one API's request list, declared once: ``convert(item)`` gives the item's message, or a list
     of any number of messages; ``merge``: consecutive assistant messages are one (the Responses API's model-side
     items, google-genai's streamed model turns; its messages have a role and parts only); ``messages=False``: the items
-    convert to plain JSON values the Runtime does not touch (tool definitions)."""
+    are tool definitions (each item one, or a list of any number), of which the Runtime keeps all or the required
+    fields."""
 
     __slots__ = ("_convert", "_limit", "_merge", "_messages", "_per_runtime")
 
@@ -218,7 +219,10 @@ class History:
             elif not self._messages:
 
                 def build(item: Any) -> Any:
-                    return encode(convert(item))
+                    values = convert(item)
+                    if not isinstance(values, list):  # one value
+                        values = [values]
+                    return [encode(p.applied_definition(value, rt)) for value in values]
 
             else:
 
@@ -233,8 +237,6 @@ class History:
         cache, build = self._for(rt)
         if self._merge:
             return _merged_json([piece for pieces in cache.each(items, build) for piece in pieces])
-        if not self._messages:
-            return cache._joined(cache.each(items, build))
         return cache._joined([pair for pairs in cache.each(items, build) for pair in pairs])
 
 

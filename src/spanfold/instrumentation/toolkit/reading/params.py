@@ -25,7 +25,8 @@ def given(value: Any) -> bool:
 def listed(kwargs: dict[str, Any], key: str) -> list[Any] | None:
     """The request's ``key`` (messages, tools) as a list; None when not given. A one-shot iterator is made a list in
     ``kwargs`` first, so the SDK sends the very items spanfold read
-    (:func:`~spanfold.instrumentation.toolkit.reading.messages.materialize`); a list, nearly always, comes back as it is, with no other check."""
+    (:func:`~spanfold.instrumentation.toolkit.reading.messages.materialize`); a list, nearly always, comes back as it
+    is, with no other check."""
     value = kwargs.get(key)
     if type(value) is list:
         return value
