@@ -96,7 +96,9 @@ class Response:
     model: Any = None
     #: The provider's own finish reasons, one per choice (the semconv enum goes to the fold through them).
     finish_reasons: list[Any] | None = None
-    messages: list[p.Message] = field(default_factory=list)
+    #: The output messages; None when the answer's content is unknown (a Bedrock ``invoke_model`` body of a family
+    #: spanfold does not read, or never read): no output messages are recorded.
+    messages: list[p.Message] | None = field(default_factory=list)
     usage: Usage | None = None
     #: The provider's id of the HTTP request (Anthropic's ``request-id`` header, AWS's ``RequestId``).
     request_id: Any = None
