@@ -1,15 +1,14 @@
-"""spanfold.codecs.jsonio: orjson / msgspec with the standard library's exact output, and the structures the calling
-thread
-shares with the folding worker (taken back by the text's identity, never for another text)."""
+"""spanfold.codecs.jsonio: orjson / msgspec giving the standard library's values (non-finite floats as null), and the
+history cache's joins on the calling thread."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import enum
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,18 @@ def stdlib(value: Any, default: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)
 
 
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts as a process that has seen no non-finite float."""
-    monkeypatch.setattr(jsonio, "_non_finite", False)
-    yield
+def strict(text: str) -> Any:
+    """``text`` parsed as strict JSON: no NaN or Infinity tokens."""
+
+    def refuse(token: str) -> Any:
+        raise ValueError(f"not strict JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def same_value(text: str, expected: str) -> bool:
+    """Whether two texts parse to the same value, types included (ints stay ints, -0.0 keeps its sign)."""
+    return repr(json.loads(text)) == repr(json.loads(expected))
 
 
 class Colour(enum.Enum):
@@ -46,6 +52,13 @@ class Level(enum.IntEnum):
 
 class Name(str):
     pass
+
+
+class Score(float):  # numpy.float64 is a float subclass too
+    pass
+
+
+Pair = collections.namedtuple("Pair", "left right")
 
 
 @dataclasses.dataclass
@@ -66,6 +79,7 @@ EDGE_VALUES: list[Any] = [
     -0.0,
     1e-4,
     1e-5,
+    3.3e-05,
     1.2345e-7,
     -3e-9,
     1e16,
@@ -77,21 +91,30 @@ EDGE_VALUES: list[Any] = [
     {1: "int key", 2.5: "float key", False: "bool key", None: "none key"},
     ("a", "tuple", 1),
     {"nested": ("t", ["u"])},
-    {"enum": Level.HIGH, "str-subclass": Name("n")},
+    {"enum": Level.HIGH, "str-subclass": Name("n"), "float-subclass": Score(0.5), "named": Pair(1, Score(2.5))},
     {"object": object.__name__, "set": {1}, "bytes": b"raw", "date": datetime.date(2026, 1, 2)},
     {"dataclass": Point(1), "datetime": datetime.datetime(2026, 1, 2, 3, 4, 5)},
+    {"big": 2**64, "small": 1e-05, "named": Pair(Score(1.5), "x")},  # the standard library's path: the same values
     [[[[[["deep"]]]]]],
     [0] * 300,
 ]
 
 
 @pytest.mark.parametrize("value", EDGE_VALUES, ids=range(len(EDGE_VALUES)))
-def test_dumps_and_encode_give_the_standard_librarys_text(value: Any) -> None:
-    assert jsonio.dumps(value, str) == stdlib(value, str)
-    text, copy = jsonio.encode(value, str)
-    assert text == stdlib(value, str)
-    if copy is not jsonio.NOT_PURE:
-        assert copy == json.loads(text)
+def test_dumps_gives_the_standard_librarys_value_compactly(value: Any) -> None:
+    text = jsonio.dumps(value, str)
+    assert same_value(text, stdlib(value, str)), (text, stdlib(value, str))
+    assert jsonio.encode(value, str) == (text, jsonio.NOT_PURE)
+    assert jsonio.dumps(json.loads(text)) == text  # compact, and the same text for the same value each time
+
+
+def test_common_values_are_the_standard_librarys_text() -> None:
+    value = {"role": "user", "parts": [{"type": "text", "content": 'ü 😀 "q"'}], "n": [1, 2.5, 1e16, None, True]}
+    assert (
+        jsonio.dumps(value)
+        == stdlib(value)
+        == ('{"role":"user","parts":[{"type":"text","content":"ü 😀 \\"q\\""}],"n":[1,2.5,1e+16,null,true]}')
+    )
 
 
 def test_values_nested_past_orjsons_limit_and_circular_ones_behave_as_the_standard_library() -> None:
@@ -99,27 +122,56 @@ def test_values_nested_past_orjsons_limit_and_circular_ones_behave_as_the_standa
     for _ in range(300):
         deep = [deep]
     assert jsonio.dumps(deep) == stdlib(deep)
-    loop: list[Any] = []
+    loop: list[Any] = [math.nan]
     loop.append(loop)
     with pytest.raises(ValueError, match="Circular reference"):
         jsonio.dumps(loop)
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        jsonio.dumps({"x": object()})
 
 
-def test_a_plain_enum_goes_to_default_through_encode() -> None:
-    """orjson writes an Enum member's value; the standard library calls ``default``: encode() never lets orjson see
-    one (the calling thread's values go through it)."""
-    value = {"colour": Colour.RED}
-    assert jsonio.encode(value, str) == (stdlib(value, str), jsonio.NOT_PURE)
+def test_indented_text_is_laid_out_as_the_standard_librarys() -> None:
+    """``indent=True`` (the pretty per-trace files) on either path: the standard library's ``indent=2`` layout."""
+    value: dict[str, Any] = {"a": [1, {"b": [], "c": {}, "d": "é"}, [[]]], "e": None, "f": [{}], "g": 0.5}
+    assert jsonio.dumps(value, indent=True) == json.dumps(value, indent=2, ensure_ascii=False)
+    value["big"] = 2**64
+    assert jsonio.dumps(value, indent=True) == json.dumps(value, indent=2, ensure_ascii=False)
+    value["nan"] = math.nan
+    assert jsonio.dumps(value, indent=True).endswith('"big": 18446744073709551616,\n  "nan": null\n}')
+    assert formats.dumps({"x": [Point(1)]}, pretty=True) == '{\n  "x": [\n    "Point(x=1)"\n  ]\n}'
 
 
-def test_non_finite_floats_are_written_as_the_standard_library_writes_them() -> None:
-    value = {"nan": math.nan, "inf": math.inf, "ninf": -math.inf}
-    assert jsonio.encode(value)[0] == stdlib(value)
-    assert jsonio.dumps(value, finite=False) == stdlib(value)
-    assert not jsonio.non_finite_seen()
-    parsed = jsonio.loads('{"x": NaN, "y": -Infinity, "z": 1e400}')  # the standard library accepts these
-    assert jsonio.non_finite_seen()
-    assert jsonio.dumps(parsed) == stdlib(parsed) == '{"x":NaN,"y":-Infinity,"z":Infinity}'
+def test_a_plain_enum_member_is_its_value() -> None:
+    """The standard library would call ``default`` (``"Colour.RED"``); orjson writes the value, as the standard
+    library writes a ``str`` or ``int`` enum's."""
+    assert jsonio.dumps({"colour": Colour.RED, "level": Level.HIGH}, str) == '{"colour":"red","level":3}'
+
+
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "ninf": -math.inf, "list": [1.0, math.nan]}
+NULLS = '"nan":null,"inf":null,"ninf":null,"list":[1.0,null]'
+
+
+def test_non_finite_floats_are_null_on_either_path() -> None:
+    """JSON has no NaN or Infinity: orjson's path and the standard library's (a 65-bit integer, a lone surrogate, a
+    key that is not a string, ``default``'s result) all write null, and the text is strict JSON."""
+    assert jsonio.dumps(NON_FINITE) == "{" + NULLS + "}"
+    for extra in ({"big": 2**64}, {"s": "\ud800"}, {1: "int key"}):
+        text = jsonio.dumps({**NON_FINITE, **extra})
+        assert text.startswith("{" + NULLS + ","), text
+        strict(text)
+    assert jsonio.dumps({math.inf: 1, "x": 2**64}) == '{"null":1,"x":18446744073709551616}'
+    assert jsonio.dumps([Point(1), 2**64], lambda o: [math.nan, o.x]) == "[[null,1],18446744073709551616]"
+    assert jsonio.dumps(Score(math.inf)) == "null"
+
+
+def test_a_parsed_nan_changes_nothing_for_later_values() -> None:
+    """No state outlives a call: parsing NaN (the standard library accepts it) does not change how values are
+    written afterwards."""
+    before = jsonio.dumps({"small": 3.3e-05})
+    parsed = jsonio.loads('{"x": NaN, "y": -Infinity, "z": 1e400}')
+    assert math.isnan(parsed["x"]) and parsed["y"] == -math.inf and parsed["z"] == math.inf
+    assert jsonio.dumps(parsed) == '{"x":null,"y":null,"z":null}'
+    assert jsonio.dumps({"small": 3.3e-05}) == before
 
 
 TEXTS = [
@@ -172,9 +224,10 @@ def chat_attributes(inputs: str, outputs: str) -> dict[str, Any]:
     }
 
 
-def test_a_trace_line_with_edge_values_is_the_standard_librarys_line() -> None:
-    """Tool arguments holding NaN, a float below 1e-4, a 65-bit integer and a lone surrogate: the file line is the
-    one the standard library writes (surrogates escaped for UTF-8 by formats.writable, as before)."""
+def test_a_trace_line_with_edge_values_holds_the_standard_librarys_values_as_strict_json() -> None:
+    """Tool arguments holding NaN, floats below 1e-4, a 65-bit integer and a lone surrogate: each file line holds the
+    values the standard library's line holds, NaN as null, and reads as strict JSON (the surrogate escaped for UTF-8
+    by formats.writable)."""
     arguments = '{"nan": NaN, "small": 1e-05, "big": 18446744073709551616, "s": "\\ud800", "t": 1e-7}'
     outputs = json.dumps(
         [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "f", "arguments": arguments}]}]
@@ -182,30 +235,39 @@ def test_a_trace_line_with_edge_values_is_the_standard_librarys_line() -> None:
     inputs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "ü 😀"}]}])
     trace = fold([record(chat_attributes(inputs, outputs))], trace_id="t")
     for value in (trace.to_invariant(), formats.agentv_document(trace), formats.meta_record(trace)):
-        assert formats.dumps(value) == formats.writable(stdlib(value, str))
-    assert '"small":1e-05' in formats.invariant_line(trace)
+        line = formats.dumps(value)
+        line.encode("utf-8")
+        expected = formats.writable(stdlib(value, str)).replace("NaN", "null")
+        assert repr(strict(line)) == repr(strict(expected))
+    called = strict(formats.invariant_line(trace))[1]["tool_calls"][0]["function"]["arguments"]
+    assert called == {"nan": None, "small": 1e-05, "big": 2**64, "s": "\ud800", "t": 1e-7}
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-def test_demo_traces_and_span_attributes_are_the_standard_librarys_bytes(
+def test_demo_traces_and_span_attributes_are_compact_strict_json(
     tmp_path: Path, global_spans: Any, provider: str, stream: bool
 ) -> None:
+    """Every line of the demo's files and every JSON span attribute: strict JSON, compact, and what jsonio writes for
+    its own value (the same value is written the same way each time)."""
     args = ["demo", "--provider", provider, "-o", str(tmp_path)] + (["--stream"] if stream else [])
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    for name in ("traces.jsonl", "traces.meta.jsonl"):
-        for line in (tmp_path / name).read_text(encoding="utf-8").splitlines():
-            assert line == stdlib(json.loads(line))
+    lines = [
+        line
+        for name in ("traces.jsonl", "traces.meta.jsonl")
+        for line in (tmp_path / name).read_text(encoding="utf-8").splitlines()
+    ]
     texts = [
         value
         for span in global_spans.get_finished_spans()
         for value in (span.attributes or {}).values()
         if isinstance(value, str) and value[:1] in "[{"
     ]
-    assert len(texts) >= 6
-    for text in texts:
-        assert text == stdlib(json.loads(text))
+    assert len(lines) >= 2 and len(texts) >= 6
+    for text in lines + texts:
+        assert jsonio.dumps(strict(text)) == text
+        assert same_value(text, stdlib(json.loads(text)))
 
 
 # --- the structures shared with the worker ----------------------------------------------------------------------

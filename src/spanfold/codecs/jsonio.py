@@ -1,23 +1,26 @@
-"""The one place spanfold's hot paths encode and parse JSON: fast libraries, the standard library's exact output.
+"""The one place spanfold encodes and parses JSON on its hot paths: orjson encodes, msgspec parses, the standard
+library takes what they refuse. Measured by ``bench/json_libs.py`` on spanfold's own payloads (ratios to the standard
+library's CPU time, medians of 3 runs; bench/RESULTS.md section 10).
 
-* :func:`loads`: ``json.loads(text)``, the same value. Parsed by msgspec, which gives exactly the values the standard
-  library gives for the JSON it accepts (integers of any size included; orjson turns integers beyond 64 bits into
-  floats, so it is not used here); what msgspec rejects (``NaN``/``Infinity``, numbers that overflow a float, escaped
-  lone surrogates, invalid JSON) goes to ``json.loads``, which accepts it or raises its own error.
-* :func:`dumps`: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)``, the same text.
-  Encoded by orjson (it keeps ``default`` for dataclasses and datetimes, as the standard library does, through its
-  pass-through options); the standard library encodes what orjson rejects (integers beyond 64 bits, lone surrogates,
-  keys that are not strings, circular values) and what orjson renders differently: floats below 1e-4 (``1e-05``
-  against orjson's ``0.00001``, ``1e-07`` against ``1e-7``, found in orjson's output by :func:`_float_differs`; a
-  string that merely looks like one costs the slower path, never a different text) and non-finite floats (orjson
-  writes ``null``). Non-finite floats cannot be seen in orjson's output, so :func:`dumps` takes the standard library
-  for values that may hold them: ``finite=False`` (values from anywhere), and in every case once this process has
-  parsed or been handed one (:func:`saw_non_finite`, set by :func:`loads` and by the fold's attribute reader). The
-  only type orjson renders in its own way that this cannot see is a plain :class:`enum.Enum` member (its value,
-  where the standard library calls ``default``): :func:`dumps` is for values spanfold builds from JSON and span
-  attributes, which hold none; the calling thread's arbitrary request objects go through :func:`pure` first.
-* :func:`pure`: a private copy of a value made only of what JSON round-trips exactly (dicts with string keys, lists,
-  tuples as lists, strings, integers, finite floats, booleans, None), or :data:`NOT_PURE`.
+* :func:`loads`: ``json.loads(text)``, the same value or the same error. Parsed by msgspec, which gives exactly the
+  values the standard library gives for the JSON it accepts (integers of any size included; orjson turns integers
+  beyond 64 bits into floats, so it is not used here); what msgspec rejects (``NaN``/``Infinity``, numbers that
+  overflow a float, escaped lone surrogates, invalid JSON) goes to ``json.loads``, which accepts it or raises its own
+  error. 0.30-0.48x on span attribute JSON (the worker), 0.46x on an OTLP/JSON line.
+* :func:`dumps`: compact JSON (``separators=(",", ":")``; or indented by two spaces), non-ASCII kept, that parses to
+  the value ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)`` parses to, but for two
+  things: a non-finite float is ``null`` (JSON has no NaN or Infinity; ``json.dumps`` writes tokens that strict
+  readers refuse), and a plain :class:`enum.Enum` member is its value (``json.dumps`` passes it to ``default``).
+  Encoded by orjson: 0.20x on messages encoded one by one (the calling thread), 0.10x on a trace's JSONL lines
+  (the writers). Float and tuple subclasses (``numpy.float64``, named tuples) are written as numbers and arrays;
+  dataclasses, datetimes and other objects go to ``default``. What orjson refuses (integers beyond 64 bits, lone
+  surrogates, keys that are not strings, nesting past 254 levels, circular values, a ``default`` that raises) the
+  standard library encodes, or refuses with its own error.
+
+  The text is not always the standard library's: orjson spells some floats otherwise (``0.000033`` for ``3.3e-05``,
+  as a cost in USD often is). Nothing depends on the spelling: every reader parses the text, and the same value is
+  written the same way each time, so a history a producer re-sends still extends its previous text
+  (:mod:`spanfold.codecs.json_prefix`).
 
 Nothing else in spanfold imports orjson or msgspec.
 """
@@ -26,125 +29,52 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
 
-#: JSON text the standard library parses to a non-finite float: its names, or an exponent of three digits.
-_NON_FINITE_TEXT: Final = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}")
+Default = Callable[[Any], Any] | None
+
 _OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+_INDENTED: Final = _OPTIONS | orjson.OPT_INDENT_2
+#: msgspec's decoder, made on the first parse: importing msgspec costs ~3 ms of CPU at ``init()`` (with openai and the
+#: OTel SDK already imported, 5 runs), and an application that makes no model call never parses.
 _DECODER: Any = None
-_DECODE_ERROR: type[Exception] = ValueError  # msgspec.DecodeError once imported (a ValueError too)
-_STDLIB: dict[Callable[[Any], Any] | None, json.JSONEncoder] = {}
-_non_finite = False
-
-
-def saw_non_finite() -> None:
-    """A non-finite float may be in values this process encodes from now on: :func:`dumps` takes the standard library
-    (which writes ``NaN``, ``Infinity``) for good."""
-    global _non_finite
-    _non_finite = True
-
-
-def non_finite_seen() -> bool:
-    return _non_finite
-
-
-def _decoder() -> Any:
-    """msgspec's decoder, imported on the first parse (not at ``init()``: start-up time)."""
-    global _DECODER, _DECODE_ERROR
-    import msgspec
-
-    _DECODE_ERROR = msgspec.DecodeError
-    _DECODER = msgspec.json.Decoder()
-    return _DECODER
+#: Per ``default``: orjson's hook, the standard library's encoder (callers pass module-level functions; a cache that
+#: fills up, with a caller passing a new function each time, is emptied).
+_HOOKS: dict[Default, Callable[[Any], Any]] = {}
+_STDLIB: dict[tuple[Default, bool], json.JSONEncoder] = {}
+_KEPT: Final = 16
 
 
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``: the same value, or the same error."""
+    global _DECODER
+    if _DECODER is None:
+        import msgspec
+
+        _DECODER = msgspec.json.Decoder()
     try:
-        return (_DECODER or _decoder()).decode(text)
-    except (_DECODE_ERROR, UnicodeEncodeError):  # a str holding a lone surrogate cannot reach msgspec as UTF-8
-        value = json.loads(text)
-        if _NON_FINITE_TEXT.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
-            saw_non_finite()
-        return value
+        return _DECODER.decode(text)
+    except ValueError:  # msgspec.DecodeError, or UnicodeEncodeError: a str holding a lone surrogate is not UTF-8
+        return json.loads(text)
 
 
-_DIGITS: Final = frozenset(b"0123456789")
+def dumps(value: Any, default: Default = None, *, indent: bool = False) -> str:
+    """Compact JSON of ``value``, objects JSON does not hold through ``default`` (see the module docstring);
+    ``indent``: indented by two spaces instead, as ``json.dumps(..., indent=2)`` lays it out."""
+    hook = _HOOKS.get(default) or _hook(default)
+    try:
+        return orjson.dumps(value, default=hook, option=_INDENTED if indent else _OPTIONS).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError: what orjson refuses
+        return _stdlib_dumps(value, default, indent)
 
 
-def _float_differs(out: bytes) -> bool:
-    """Whether orjson's text may hold a float the standard library writes otherwise: every such float is below 1e-4,
-    where orjson writes ``0.00001`` (the standard library ``1e-05``) or a one-digit exponent (``1e-7`` against
-    ``1e-07``). Found by plain substring searches (a regular expression costs ~50x more on long lines); a string that
-    merely looks like one only costs the standard library's slower encoding."""
-    if b"0.0000" in out:
-        return True
-    size = len(out)
-    at = out.find(b"e-")
-    while at != -1:
-        if (
-            0 < at < size - 2
-            and out[at - 1] in _DIGITS
-            and out[at + 2] in _DIGITS
-            and (at + 3 == size or out[at + 3] not in _DIGITS)
-        ):
-            return True
-        at = out.find(b"e-", at + 2)
-    return False
-
-
-def stdlib_dumps(value: Any, default: Callable[[Any], Any] | None = None) -> str:
-    """The standard library's compact text (the reference :func:`dumps` reproduces)."""
-    encoder = _STDLIB.get(default)
-    if encoder is None:
-        encoder = _STDLIB[default] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default)
-    return encoder.encode(value)
-
-
-def dumps(value: Any, default: Callable[[Any], Any] | None = None, *, finite: bool = True) -> str:
-    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)``, the same text (see the
-    module docstring). ``finite=False``: ``value`` may hold non-finite floats (the standard library encodes it)."""
-    if finite and not _non_finite:
-        try:
-            out = orjson.dumps(value, default=default, option=_OPTIONS)
-        except TypeError:  # orjson.JSONEncodeError: what orjson cannot encode, or ``default`` raised
-            pass
-        else:
-            if not _float_differs(out):
-                return out.decode("utf-8")
-    return stdlib_dumps(value, default)
-
-
-def encode(value: Any, default: Callable[[Any], Any] | None = None) -> tuple[str, Any]:
-    """``(dumps(value, default), pure(value))`` for any value (the calling thread's request and response objects):
-    a value :func:`pure` copies is encoded by orjson from the copy, anything else by the standard library."""
-    copy = pure(value)
-    if copy is NOT_PURE:
-        return stdlib_dumps(value, default), NOT_PURE
-    return dumps(copy), copy
-
-
-def note_attributes(values: Any) -> None:
-    """Span attribute values the fold may copy into a trace: a non-finite float among them makes :func:`dumps` take
-    the standard library from now on."""
-    if _non_finite:
-        return
-    isfinite = math.isfinite
-    for value in values:
-        kind = type(value)
-        if kind is float:
-            if not isfinite(value):
-                saw_non_finite()
-                return
-        elif kind is tuple or kind is list:
-            for item in value:
-                if type(item) is float and not isfinite(item):
-                    saw_non_finite()
-                    return
+def encode(value: Any, default: Default = None) -> tuple[str, Any]:
+    """``(dumps(value, default), NOT_PURE)``: the pair the instrumentation's history cache keeps per message. The
+    second item once held a parsed copy of the value; nothing reads it now."""
+    return dumps(value, default), NOT_PURE
 
 
 class _NotPure:
@@ -155,37 +85,61 @@ class _NotPure:
 
 
 NOT_PURE: Final = _NotPure()
-_ATOMS: Final = frozenset({str, int, bool, type(None)})
 
 
-def pure(value: Any) -> Any:
-    """A private copy of ``value`` equal to ``loads(dumps(value))`` (tuples become lists), or :data:`NOT_PURE` when
-    it holds anything else (objects, subclasses, keys that are not strings, non-finite floats)."""
-    kind = type(value)
-    if kind in _ATOMS:
+def _hook(default: Default) -> Callable[[Any], Any]:
+    """orjson's ``default``: float and tuple subclasses (``numpy.float64``, named tuples) as the standard library
+    writes them (orjson hands them over), anything else to ``default``."""
+
+    def hook(value: Any) -> Any:
+        if isinstance(value, float):
+            return float(value)
+        if isinstance(value, tuple):
+            return list(value)
+        if default is None:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        return default(value)
+
+    if len(_HOOKS) >= _KEPT:
+        _HOOKS.clear()
+    _HOOKS[default] = hook
+    return hook
+
+
+def _stdlib_dumps(value: Any, default: Default, indent: bool) -> str:
+    """The standard library's text, a non-finite float as ``null`` (as orjson writes it)."""
+    encoder = _STDLIB.get((default, indent))
+    if encoder is None:
+        finite_default = None if default is None else lambda item: _finite(default(item))
+        if len(_STDLIB) >= _KEPT:
+            _STDLIB.clear()
+        encoder = _STDLIB[default, indent] = json.JSONEncoder(
+            ensure_ascii=False,
+            separators=(",", ": ") if indent else (",", ":"),
+            indent=2 if indent else None,
+            default=finite_default,
+            allow_nan=False,
+        )
+    return encoder.encode(_finite(value))
+
+
+def _finite(value: Any, copies: dict[int, Any] | None = None) -> Any:
+    """``value`` with each non-finite float in it (a key too) as None: its dicts, lists and tuples copied, each once
+    (a container that holds itself gives a copy that does, for the encoder to refuse)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if not isinstance(value, dict | list | tuple):
         return value
-    if kind is dict:
-        out: dict[str, Any] = {}
+    if copies is None:
+        copies = {}
+    copy = copies.get(id(value))
+    if copy is not None:
+        return copy
+    if isinstance(value, dict):
+        copy = copies[id(value)] = {}
         for key, item in value.items():
-            if type(key) is not str:
-                return NOT_PURE
-            kind = type(item)
-            if kind is str or item is None or kind is int or kind is bool:
-                out[key] = item
-                continue
-            copy = pure(item)
-            if copy is NOT_PURE:
-                return NOT_PURE
-            out[key] = copy
-        return out
-    if kind is list or kind is tuple:
-        items = []
-        for item in value:
-            copy = pure(item)
-            if copy is NOT_PURE:
-                return NOT_PURE
-            items.append(copy)
-        return items
-    if kind is float:
-        return value if math.isfinite(value) else NOT_PURE
-    return NOT_PURE
+            copy[None if isinstance(key, float) and not math.isfinite(key) else key] = _finite(item, copies)
+    else:
+        copy = copies[id(value)] = []
+        copy.extend([_finite(item, copies) for item in value])
+    return copy

@@ -21,7 +21,6 @@ the trace is kept and reads back the same.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -36,15 +35,10 @@ INVARIANT_STYLES = ("list", "object")
 UNKNOWN_TIME = "1970-01-01T00:00:00Z"
 
 
-#: One encoder for every line (``json.dumps`` with options builds a new one per call), one for indented documents.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, default=str)
-
-
-def _dumps(value: Any, encoder: json.JSONEncoder = _ENCODER) -> str:
-    if encoder is _ENCODER:  # the same text, faster (:mod:`spanfold.codecs.jsonio`)
-        return writable(jsonio.dumps(value, str))
-    return writable(encoder.encode(value))
+def _dumps(value: Any, *, pretty: bool = False) -> str:
+    """JSON text (compact, or indented), objects as their ``str``, NaN and Infinity as null
+    (:mod:`spanfold.codecs.jsonio`)."""
+    return writable(jsonio.dumps(value, str, indent=pretty))
 
 
 def writable(text: str) -> str:
@@ -209,4 +203,4 @@ def to_value(trace: Trace, fmt: str, *, style: str = "list", summary_only: bool 
 
 def dumps(value: Any, *, pretty: bool = False) -> str:
     """One compact JSON line (no newline), non-ASCII kept (lone surrogates escaped); ``pretty``: indented."""
-    return _dumps(value, _PRETTY if pretty else _ENCODER)
+    return _dumps(value, pretty=pretty)

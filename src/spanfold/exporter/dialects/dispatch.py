@@ -355,7 +355,6 @@ def to_step(record: SpanRecord) -> Step | None:
     """The step a span stands for, or None for spans the fold does not read (HTTP, DB, user spans ...)."""
     if type(record.attributes) is not dict:  # the SDK's mapping: each read of a missing key raises inside
         record.attributes = dict(record.attributes)
-    jsonio.note_attributes(record.attributes.values())  # a NaN attribute the fold may copy into the trace
     name: str = record.name
     attrs: Mapping[str, Any] = record.attributes
     # spanfold's own spans skip the foreign producers' rewriters, all but the one keyed by span id (log events another
