@@ -16,6 +16,7 @@ import spanfold
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
 from spanfold.instrumentation.providers.gemini.stream import GeminiStreamAccumulator
+from spanfold.instrumentation.toolkit import attributes
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage
 
 from .conftest import Spans, spans_of
@@ -186,7 +187,7 @@ def _chunk(*parts: types.Part, reason: str | None = None, index: int = 0, usage:
 
 @pytest.mark.skipif(not hasattr(types, "PartialArg"), reason="streamed function-call arguments: google-genai >= 1.4x")
 def test_accumulator_thoughts_partial_arguments_candidates_and_usage() -> None:
-    acc = GeminiStreamAccumulator(Runtime())
+    acc = GeminiStreamAccumulator()
     call = types.FunctionCall
     acc.add(_chunk(types.Part(text="Let me ", thought=True), types.Part(text="think.", thought=True)))
     acc.add(_chunk(types.Part(function_call=call(name="get_weather", id="fc1", will_continue=True))))
@@ -201,7 +202,7 @@ def test_accumulator_thoughts_partial_arguments_candidates_and_usage() -> None:
         prompt_token_count=100, candidates_token_count=20, thoughts_token_count=30, cached_content_token_count=60
     )
     acc.add(_chunk(reason="STOP", usage=usage))
-    attrs = acc.attributes()
+    attrs = attributes.response(acc.result(), "gcp.gemini", Runtime())
     assert json.loads(attrs["gen_ai.output.messages"]) == [
         {
             "role": "assistant",

@@ -1,49 +1,48 @@
-"""Gemini (google-genai) shapes -> GenAI semconv span attributes (request, response, stream chunks).
+"""Gemini (google-genai) shapes -> typed invocations: ``generate_content``'s request and response.
 
 Mapping (latest experimental GenAI conventions):
 
 * ``contents`` (a string, a ``Content``, a ``Part``, dicts, or a list of them; loose parts grouped into one message as
-  the SDK groups them) -> ``gen_ai.input.messages``, role ``model`` -> ``assistant``;
-  ``config.system_instruction`` -> ``gen_ai.system_instructions``;
+  the SDK groups them) -> the input messages, role ``model`` -> ``assistant``, consecutive model turns one message;
+  ``config.system_instruction`` -> the system instructions;
 * each part through :mod:`~spanfold.instrumentation.providers.gemini.parts`; each ``function_response`` (and each
-  built-in
-  tool's result) a ``tool`` message of its own (``shapes.split_tool_responses``);
-* candidates -> output messages (choices), ``finish_reason`` through ``shapes.GEMINI_FINISH_REASONS``;
+  built-in tool's result) a ``tool`` message of its own (``shapes.split_tool_responses``);
+* candidates -> output messages (choices), their raw ``finish_reason``;
 * ``usage_metadata``: input = prompt (+ tool-use prompt) tokens, output = candidates + thoughts tokens, cache reads,
-  reasoning tokens; ``config.tools`` -> ``gen_ai.tool.definitions`` (declarations and Python functions alike).
+  reasoning tokens, per-modality counts; ``config.tools`` -> tool definitions (declarations and Python functions
+  alike).
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini.parts import get, part_parts
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History, Listed
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
-REQUEST_PARAMS: Final = {
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "top_p": semconv.REQUEST_TOP_P,
-    "top_k": semconv.REQUEST_TOP_K,
-    "max_output_tokens": semconv.REQUEST_MAX_TOKENS,
-    "seed": semconv.REQUEST_SEED,
-    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
-    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "max_output_tokens": "max_tokens",
+    "seed": "seed",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
 }
 _ROLES: Final = {"model": "assistant", "function": "tool", "tool": "tool"}
 
 
-def content_messages(content: Any, rt: Runtime) -> list[p.Message]:
+def content_messages(content: Any) -> list[p.Message]:
     """One ``Content`` (or content dict) as messages: its function responses ``tool`` messages of their own."""
     role = m.get(content, "role")
-    parts = [x for part in m.as_list(m.field(content, "parts")) for x in part_parts(part, rt)]
+    parts = [x for part in m.as_list(m.field(content, "parts")) for x in part_parts(part)]
     return shapes.split_tool_responses(_ROLES.get(role, role or "user"), parts, p.message)
 
 
@@ -53,16 +52,17 @@ def _is_content(item: Any) -> bool:
     return not isinstance(item, str) and hasattr(item, "parts") and hasattr(item, "role")
 
 
-_HISTORY = HistoryCache(content_messages)  # JSON fragments
-_TURNS = HistoryCache(content_messages)  # the messages themselves, when turns are to be merged
+#: The SDK's streamed history (automatic function calling, chats) holds a ``model`` content per chunk, which is one
+#: model turn, shown as the one output message it was: consecutive model turns are one message.
+_HISTORY: Final = History(content_messages, merge=True)
 
 
-def _loose_parts(items: list[Any], rt: Runtime) -> list[p.Message]:
+def _loose_parts(items: list[Any]) -> list[p.Message]:
     """Parts not in a ``Content``, grouped as the SDK groups them: consecutive function calls one ``model`` message,
     the other consecutive parts one ``user`` message (a nested list is one ``user`` message)."""
     groups: list[tuple[bool, list[p.Part]]] = []
     for item in items:
-        parts = [x for part in item for x in part_parts(part, rt)] if isinstance(item, list) else part_parts(item, rt)
+        parts = [x for part in item for x in part_parts(part)] if isinstance(item, list) else part_parts(item)
         is_call = not isinstance(item, list) and all(x.get("type") == semconv.PART_TOOL_CALL for x in parts)
         if groups and groups[-1][0] == is_call and not isinstance(item, list):
             groups[-1][1].extend(parts)
@@ -75,8 +75,7 @@ def _loose_parts(items: list[Any], rt: Runtime) -> list[p.Message]:
 
 
 def _merged_turns(messages: list[p.Message]) -> list[p.Message]:
-    """Consecutive ``assistant`` messages as one: the SDK's streamed history (automatic function calling, chats)
-    holds a ``model`` content per chunk, which is one model turn, shown as the one output message it was."""
+    """Consecutive ``assistant`` messages as one (as :data:`_HISTORY` merges them)."""
     out: list[p.Message] = []
     for msg in messages:
         last = out[-1] if out else None
@@ -87,13 +86,10 @@ def _merged_turns(messages: list[p.Message]) -> list[p.Message]:
     return out
 
 
-def input_messages_json(contents: Any, rt: Runtime) -> str:
+def input_messages(contents: Any) -> Listed | list[p.Message]:
     items = contents if isinstance(contents, list) else [contents]
-    if all(_is_content(item) for item in items):  # the common case (chats, AFC turns, agents): cached by identity
-        roles = [m.get(item, "role") for item in items]
-        if not any(a == b == "model" for a, b in itertools.pairwise(roles)):
-            return _HISTORY.json_flat_list(items, rt)
-        return m.dumps(_merged_turns([msg for msgs in _TURNS.each(items, rt) for msg in msgs]))
+    if all(_is_content(item) for item in items):  # the common case (chats, AFC turns, agents): each Content once
+        return _HISTORY.of(items)
     messages: list[p.Message] = []
     run: list[Any] = []
     for item in [*items, None]:
@@ -101,17 +97,17 @@ def input_messages_json(contents: Any, rt: Runtime) -> str:
             run.append(item)
             continue
         if run:
-            messages.extend(_loose_parts(run, rt))
+            messages.extend(_loose_parts(run))
             run = []
         if item is not None:
-            messages.extend(content_messages(item, rt))
-    return m.dumps(_merged_turns(messages))
+            messages.extend(content_messages(item))
+    return _merged_turns(messages)
 
 
-def system_parts(value: Any, rt: Runtime) -> list[p.Part]:
+def system_parts(value: Any) -> list[p.Part]:
     if _is_content(value):
-        return [x for part in m.as_list(m.field(value, "parts")) for x in part_parts(part, rt)]
-    return [x for part in (value if isinstance(value, list) else [value]) for x in part_parts(part, rt)]
+        return [x for part in m.as_list(m.field(value, "parts")) for x in part_parts(part)]
+    return [x for part in (value if isinstance(value, list) else [value]) for x in part_parts(part)]
 
 
 def tool_definitions(tool: Any) -> list[dict[str, Any]]:
@@ -161,33 +157,32 @@ def _callable_parameters(fn: Any) -> Any:
     return decl.parameters_json_schema or decl.parameters
 
 
-_TOOLS = HistoryCache(lambda tool, rt: tool_definitions(tool), limit=1024)
+_TOOLS: Final = History(tool_definitions, messages=False, limit=1024)
 
 
-def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    """The span name target (the model) and the request attributes of ``generate_content`` (one API call)."""
-    model = params.model_name(kwargs.get("model"))
-    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model}
+def request(kwargs: dict[str, Any]) -> Request:
+    """The request of ``generate_content`` (one API call)."""
+    req = Request(model=params.model_name(kwargs.get("model")))
     config = kwargs.get("config")
     if config is not None:
-        attrs.update(params.numbers(config, REQUEST_PARAMS))
+        req.params = params.numbers(config, REQUEST_PARAMS)
         count = m.get(config, "candidate_count")
         if isinstance(count, int) and count != 1:
-            attrs[semconv.REQUEST_CHOICE_COUNT] = count
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = params.string_list(m.get(config, "stop_sequences"))
+            req.params["choice_count"] = count
+        req.stop_sequences = params.string_list(m.get(config, "stop_sequences"))
         schema = m.get(config, "response_schema") or m.get(config, "response_json_schema")
         if m.get(config, "response_mime_type") == "application/json" or schema is not None:
-            attrs[semconv.OUTPUT_TYPE] = "json"
+            req.output_type = "json"
         system = m.get(config, "system_instruction")
         if system is not None:
-            attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(system_parts(system, rt))
+            req.system = system_parts(system)
         tools = m.get(config, "tools")
-        if rt.capture_content and tools:
-            attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_flat_list(m.as_list(tools), rt)
+        if tools:
+            req.tools = _TOOLS.of(m.as_list(tools))
     contents = kwargs.get("contents")
     if contents is not None:
-        attrs[semconv.INPUT_MESSAGES] = input_messages_json(contents, rt)
-    return model, attrs
+        req.messages = input_messages(contents)
+    return req
 
 
 # --- output --------------------------------------------------------------------------------------------
@@ -199,46 +194,31 @@ def raw_reason(value: Any) -> str | None:
     return str(getattr(value, "value", value))
 
 
-def output_message(parts: list[p.Part], raw_reason: str | None) -> p.Message:
-    reason = shapes.finish_reason(shapes.GEMINI_FINISH_REASONS, raw_reason)
-    kinds = [x.get("type") for x in parts]
-    if raw_reason == shapes.GEMINI_TOOL_CALL_STOP and kinds.count(semconv.PART_TOOL_CALL) > kinds.count(
-        semconv.PART_TOOL_CALL_RESPONSE
-    ):  # a call waits for the client (a built-in tool's call comes with its result)
-        reason = "tool_call"
-    return p.message("assistant", parts, finish_reason=reason)
-
-
-def usage_attributes(usage: Any) -> dict[str, Any]:
-    if usage is None:
-        return {}
-    prompt, tool_prompt = m.get(usage, "prompt_token_count"), m.get(usage, "tool_use_prompt_token_count")
+def usage(value: Any) -> Usage | None:
+    if value is None:
+        return None
+    prompt, tool_prompt = m.get(value, "prompt_token_count"), m.get(value, "tool_use_prompt_token_count")
     if isinstance(prompt, int) and isinstance(tool_prompt, int):
         prompt += tool_prompt
-    output, thoughts = m.get(usage, "candidates_token_count"), m.get(usage, "thoughts_token_count")
+    output, thoughts = m.get(value, "candidates_token_count"), m.get(value, "thoughts_token_count")
     if isinstance(thoughts, int):
         output = (output or 0) + thoughts
-    return {
-        semconv.USAGE_INPUT_TOKENS: prompt,
-        semconv.USAGE_OUTPUT_TOKENS: output,
-        # the breakdown counts only where the response reports a non-zero one
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(usage, "cached_content_token_count") or None,
-        semconv.USAGE_REASONING_OUTPUT_TOKENS: thoughts or None,
-        **_by_modality(m.get(usage, "prompt_tokens_details"), _INPUT_MODALITIES),
-        **_by_modality(m.get(usage, "candidates_tokens_details"), _OUTPUT_MODALITIES),
-    }
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=output,
+        cache_read_input_tokens=m.get(value, "cached_content_token_count") or None,
+        reasoning_output_tokens=thoughts or None,
+        **_by_modality(m.get(value, "prompt_tokens_details"), _INPUT_MODALITIES),
+        **_by_modality(m.get(value, "candidates_tokens_details"), _OUTPUT_MODALITIES),
+    )
 
 
-#: Gemini's modality (``MediaModality``) -> the per-modality count it is recorded as (video and document have none).
-_INPUT_MODALITIES: Final = {
-    "TEXT": semconv.USAGE_TEXT_INPUT_TOKENS,
-    "IMAGE": semconv.USAGE_IMAGE_INPUT_TOKENS,
-    "AUDIO": semconv.USAGE_AUDIO_INPUT_TOKENS,
-}
+#: Gemini's modality (``MediaModality``) -> the per-modality count it is (video and document have none).
+_INPUT_MODALITIES: Final = {"TEXT": "text_input_tokens", "IMAGE": "image_input_tokens", "AUDIO": "audio_input_tokens"}
 _OUTPUT_MODALITIES: Final = {
-    "TEXT": semconv.USAGE_TEXT_OUTPUT_TOKENS,
-    "IMAGE": semconv.USAGE_IMAGE_OUTPUT_TOKENS,
-    "AUDIO": semconv.USAGE_AUDIO_OUTPUT_TOKENS,
+    "TEXT": "text_output_tokens",
+    "IMAGE": "image_output_tokens",
+    "AUDIO": "audio_output_tokens",
 }
 
 
@@ -253,29 +233,27 @@ def _by_modality(details: Any, names: dict[str, str]) -> dict[str, int]:
     return out
 
 
-def result_attributes(
-    response_id: Any, model: Any, outputs: list[tuple[list[p.Part], str | None]], usage: Any
-) -> dict[str, Any]:
-    reasons = [reason for _, reason in outputs if reason]
-    return m.result_attributes(
-        response_id,
-        model,
-        reasons or None,
-        m.dumps([output_message(parts, reason) for parts, reason in outputs]),
-        usage_attributes(usage),
+def result(
+    response_id: Any, model: Any, outputs: list[tuple[list[p.Part], str | None]], usage_metadata: Any
+) -> Response:
+    """The response of each candidate's parts and raw finish reason, for a complete response and a stream alike."""
+    return Response(
+        id=response_id,
+        model=model,
+        finish_reasons=[reason for _, reason in outputs if reason] or None,
+        messages=[p.message("assistant", parts) for parts, _ in outputs],
+        usage=usage(usage_metadata),
     )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    """Attributes of a complete ``GenerateContentResponse``."""
-    candidates = sorted(m.as_list(m.get(response, "candidates")), key=lambda c: m.get(c, "index") or 0)
+def response(value: Any) -> Response:
+    """A complete ``GenerateContentResponse``."""
+    candidates = sorted(m.as_list(m.get(value, "candidates")), key=lambda c: m.get(c, "index") or 0)
     outputs = [
         (
-            [x for part in m.as_list(m.get(m.get(c, "content"), "parts")) for x in part_parts(part, rt)],
+            [x for part in m.as_list(m.get(m.get(c, "content"), "parts")) for x in part_parts(part)],
             raw_reason(m.get(c, "finish_reason")),
         )
         for c in candidates
     ]
-    return result_attributes(
-        m.get(response, "response_id"), m.get(response, "model_version"), outputs, m.get(response, "usage_metadata")
-    )
+    return result(m.get(value, "response_id"), m.get(value, "model_version"), outputs, m.get(value, "usage_metadata"))

@@ -29,8 +29,8 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini import content as gemini_content
 from spanfold.instrumentation.providers.gemini import stream as gemini_stream
-from spanfold.instrumentation.toolkit import legacy, tools
-from spanfold.instrumentation.toolkit.calls import Result, server_of
+from spanfold.instrumentation.toolkit import tools
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 
@@ -64,12 +64,12 @@ def endpoint(instance: Any) -> Endpoint:
     return _endpoint(str(client._http_options.base_url or ""), bool(client.vertexai))
 
 
-GENERATE_CONTENT = legacy.api(
+GENERATE_CONTENT = ModelApi(
     kind="gemini.generate_content",
     provider=semconv.PROVIDER_GCP_GEMINI,
     operation=semconv.OP_CHAT,
-    request=gemini_content.request_attributes,
-    response=gemini_content.response_attributes,
+    request=gemini_content.request,
+    response=gemini_content.response,
     accumulator=gemini_stream.GeminiStreamAccumulator,
     classify=classify,
     server=endpoint,

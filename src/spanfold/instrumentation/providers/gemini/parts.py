@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 from typing import Any, Final
 
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.semconv import parts as p
 
@@ -68,73 +67,73 @@ def _response(value: Any) -> Any:
     return value
 
 
-def _function_response(response: Any, rt: Runtime) -> Any:
+def _function_response(response: Any) -> Any:
     """A function response's ``response`` (a text result as its text); with media ``parts``, a list of parts: the
     JSON as a text part, then the media."""
     value = _response(m.get(response, "response"))
     media = m.as_list(m.get(response, "parts"))
     if not media:
         return value
-    text = [] if value is None else [p.text(value if isinstance(value, str) else m.dumps(value), rt)]
-    return [*text, *(x for item in media for x in part_parts(item, rt))]
+    text = [] if value is None else [p.text(value if isinstance(value, str) else m.dumps(value))]
+    return [*text, *(x for item in media for x in part_parts(item))]
 
 
 def _enum(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
-def _server_tool_parts(part: Any, rt: Runtime) -> list[p.Part] | None:
+def _server_tool_parts(part: Any) -> list[p.Part] | None:
     """A built-in tool's call or result, or None when ``part`` is neither."""
     code = get(part, "executable_code")
     if code is not None:
         arguments = {"code": m.get(code, "code"), "language": _enum(m.get(code, "language"))}
-        return [p.tool_call(m.get(code, "id"), CODE_EXECUTION, arguments, rt)]
+        return [p.tool_call(m.get(code, "id"), CODE_EXECUTION, arguments)]
     result = get(part, "code_execution_result")
     if result is not None:
         outcome, output = _enum(m.get(result, "outcome")), m.get(result, "output")
         answer = output if outcome in _OUTCOME_OK else {"outcome": outcome, "output": output}
-        return [p.tool_response(m.get(result, "id"), answer, rt)]
+        return [p.tool_response(m.get(result, "id"), answer)]
     call = get(part, "tool_call")
     if call is not None:
         name = _enum(get(call, "tool_type"))
-        return [p.tool_call(m.get(call, "id"), str(name).lower() if name else None, m.get(call, "args"), rt)]
+        return [p.tool_call(m.get(call, "id"), str(name).lower() if name else None, m.get(call, "args"))]
     response = get(part, "tool_response")
     if response is not None:
-        return [p.tool_response(m.get(response, "id"), m.get(response, "response"), rt)]
+        return [p.tool_response(m.get(response, "id"), m.get(response, "response"))]
     return None
 
 
-def part_parts(part: Any, rt: Runtime) -> list[p.Part]:
+def part_parts(part: Any) -> list[p.Part]:
     """The semconv part of one Gemini part (a string, a ``Part``, a dict, an uploaded ``File``)."""
     if isinstance(part, str):
-        return [p.text(part, rt)]
+        return [p.text(part)]
     text = m.get(part, "text")
     if text is not None:
-        return [p.reasoning(text, rt) if m.get(part, "thought") else p.text(text, rt)]
+        return [p.reasoning(text) if m.get(part, "thought") else p.text(text)]
     call = get(part, "function_call")
     if call is not None:
-        return [p.tool_call(m.get(call, "id"), m.get(call, "name"), m.get(call, "args"), rt)]
+        return [p.tool_call(m.get(call, "id"), m.get(call, "name"), m.get(call, "args"))]
     response = get(part, "function_response")
     if response is not None:
-        return [p.tool_response(m.get(response, "id"), _function_response(response, rt), rt)]
-    server = _server_tool_parts(part, rt)
+        return [p.tool_response(m.get(response, "id"), _function_response(response))]
+    server = _server_tool_parts(part)
     if server is not None:
         return server
     transcription = get(part, "audio_transcription")
     if transcription is not None:
-        return [p.text(m.get(transcription, "text"), rt)]
+        return [p.text(m.get(transcription, "text"))]
     blob = get(part, "inline_data")
     if blob is not None:
         data, mime = m.get(blob, "data"), get(blob, "mime_type")
         if isinstance(data, (bytes, bytearray)):
-            data = base64.b64encode(data).decode("ascii") if rt.capture_content else None
-        return [p.blob(data, mime, _modality(mime), rt)]
+            data = base64.b64encode(data).decode("ascii")
+        return [p.blob(data, mime, _modality(mime))]
     file = get(part, "file_data")
     if file is None and isinstance(m.get(part, "uri"), str):  # an uploaded ``types.File``
         file = {"file_uri": m.get(part, "uri"), "mime_type": get(part, "mime_type")}
     if file is not None:
         mime = get(file, "mime_type")
-        return [p.uri(get(file, "file_uri"), _modality(mime), rt, mime)]
+        return [p.uri(get(file, "file_uri"), _modality(mime), mime_type=mime)]
     fields = part if isinstance(part, dict) else getattr(part, "__dict__", {})
     kind = next((key for key, value in fields.items() if value is not None), type(part).__name__)
     return [p.other(kind)]

@@ -1,4 +1,4 @@
-"""Gemini stream chunks -> the span's result attributes: one accumulator per ``generateContent`` stream.
+"""Gemini stream chunks -> the typed response: one accumulator per ``generateContent`` stream.
 
 Each chunk is a whole ``GenerateContentResponse`` holding the next parts of each candidate: text (and thought text)
 arrives word by word and is merged back into one part per run; a function call arrives whole in a chunk of its own,
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini import content as shape
 from spanfold.instrumentation.providers.gemini.parts import part_parts
+from spanfold.instrumentation.toolkit.invocation import Response
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.semconv import parts as p
 
@@ -59,7 +59,8 @@ class _Call:
 
 @dataclass(slots=True)
 class _Candidate:
-    """One candidate's parts so far: ``("text" | "thought", fragments)``, ``("call", _Call)`` or ``("part", part)``."""
+    """One candidate's parts so far: ``("text" | "thought", fragments)``, ``("call", _Call)`` or ``("parts", parts)``
+    (any other part, converted as it came)."""
 
     segments: list[tuple[str, Any]] = field(default_factory=list)
     finish_reason: Any = None
@@ -75,7 +76,7 @@ class _Candidate:
             return
         call = part.function_call
         if call is None:
-            self.segments.append(("part", part))
+            self.segments.append(("parts", part_parts(part)))
             return
         last = self.segments[-1][1] if self.segments and self.segments[-1][0] == "call" else None
         if not (isinstance(last, _Call) and last.open and not call.name):
@@ -83,27 +84,26 @@ class _Candidate:
             self.segments.append(("call", last))
         last.merge(call)
 
-    def parts(self, rt: Runtime) -> list[p.Part]:
+    def parts(self) -> list[p.Part]:
         out: list[p.Part] = []
         for kind, value in self.segments:
             if kind == "text":
-                out.append(p.text("".join(value), rt))
+                out.append(p.text("".join(value)))
             elif kind == "thought":
-                out.append(p.reasoning("".join(value), rt))
+                out.append(p.reasoning("".join(value)))
             elif kind == "call":
-                out.append(p.tool_call(value.id, value.name, value.arguments(), rt))
+                out.append(p.tool_call(value.id, value.name, value.arguments()))
             else:
-                out.extend(part_parts(value, rt))
+                out.extend(value)
         return out
 
 
 class GeminiStreamAccumulator:
     """Accumulates ``GenerateContentResponse`` chunks: parts per candidate, the last finish reason and usage."""
 
-    __slots__ = ("candidates", "id", "model", "rt", "usage")
+    __slots__ = ("candidates", "id", "model", "usage")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.id: Any = None
         self.model: Any = None
         self.usage: Any = None
@@ -127,9 +127,9 @@ class GeminiStreamAccumulator:
             if c.finish_reason:
                 candidate.finish_reason = c.finish_reason
 
-    def attributes(self) -> dict[str, Any]:
+    def result(self) -> Response:
         outputs = [
-            (self.candidates[i].parts(self.rt), shape.raw_reason(self.candidates[i].finish_reason))
+            (self.candidates[i].parts(), shape.raw_reason(self.candidates[i].finish_reason))
             for i in sorted(self.candidates)
         ]
-        return shape.result_attributes(self.id, self.model, outputs, self.usage)
+        return shape.result(self.id, self.model, outputs, self.usage)
