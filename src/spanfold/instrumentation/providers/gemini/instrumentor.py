@@ -22,32 +22,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from types import AsyncGeneratorType, GeneratorType
 from typing import Any
 
 from spanfold import counters, semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.gemini import content as gemini_content
 from spanfold.instrumentation.providers.gemini import stream as gemini_stream
 from spanfold.instrumentation.toolkit import tools
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
+from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 
 _MODELS = "google.genai.models"
 _FUNCTIONS = "google.genai._extra_utils"
-
-
-def classify(result: Any) -> Result:
-    from google.genai import types
-
-    if isinstance(result, types.GenerateContentResponse):
-        return Result.RESPONSE
-    if isinstance(result, GeneratorType):
-        return Result.STREAM
-    if isinstance(result, AsyncGeneratorType):
-        return Result.ASYNC_STREAM
-    return Result.OPAQUE
 
 
 @functools.lru_cache(maxsize=64)
@@ -71,7 +57,7 @@ GENERATE_CONTENT = ModelApi(
     request=gemini_content.request,
     response=gemini_content.response,
     accumulator=gemini_stream.GeminiStreamAccumulator,
-    classify=classify,
+    classify=iterator_result,  # a GenerateContentResponse (pydantic), or a (sync or async) generator of them
     server=endpoint,
 )
 
@@ -103,12 +89,7 @@ PATCHES: tuple[Patch, ...] = (
 )
 
 
-class GeminiInstrumentor(TableInstrumentor):
+class GeminiInstrumentor(
+    TableInstrumentor, library="google.genai", supported="google-genai >= 1.0, < 4", table=PATCHES
+):
     """``GeminiInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
-
-    library = "google.genai"
-
-    dependencies = ("google-genai >= 1.0, < 4",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES
