@@ -94,6 +94,8 @@ def request(req: Request, provider: str, rt: Runtime) -> dict[str, Any]:
             attrs[semconv.TOOL_DEFINITIONS] = dumps([p.applied_definition(tool, rt) for tool in tools])
     if req.provider is not None:
         attrs[semconv.PROVIDER_NAME] = req.provider
+    if req.endpoint is not None:
+        attrs.update(endpoint(req.endpoint))
     return attrs
 
 

@@ -207,7 +207,7 @@ def _begin(
     source = conversations.active()
     turn, context = _place(api, source, request, invocation, attrs, rt) if source is not None else (None, None)
     try:
-        name = semconv.span_name(api.operation, invocation.model)
+        name = semconv.span_name(api.operation, invocation.target or invocation.model)
         call = ModelSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, context=context)
     except Exception as exc:
         counters.fault(f"{api.kind}.span", exc)

@@ -86,6 +86,11 @@ class Request:
     previous_response_id: str | None = None
     #: The provider a router reaches (LiteLLM), when it is not the API's own.
     provider: str | None = None
+    #: Where the call itself sends this request, when the call names it rather than its client (a router's
+    #: ``api_base``: LiteLLM).
+    endpoint: Endpoint | None = None
+    #: What the span is named after when the request names no model (Mistral's agent completions: ``agent <id>``).
+    target: str | None = None
 
 
 @dataclass(slots=True)
