@@ -70,6 +70,7 @@ def calling_thread() -> list[tuple[str, float]]:
 
     from spanfold.content.runtime import Runtime
     from spanfold.instrumentation.providers.openai import chat as openai_chat
+    from spanfold.instrumentation.toolkit import attributes
     from spanfold.instrumentation.toolkit.conversations import Conversations
     from spanfold.instrumentation.toolkit.spans import ModelSpan
 
@@ -82,14 +83,21 @@ def calling_thread() -> list[tuple[str, float]]:
         ChatCompletionChunk.model_validate(json.loads(e[6:])) for e in body.split("\n\n") if e.startswith("data: {")
     ]
     tracer = TracerProvider().get_tracer("bench")
-    request = openai_chat.request_attributes(dict(kwargs), rt)[1]
-    result = openai_chat.response_attributes(response, rt)
+
+    def request_attributes() -> dict[str, Any]:
+        return attributes.request(openai_chat.request(dict(kwargs)), "openai", rt)
+
+    def response_attributes() -> dict[str, Any]:
+        return attributes.response(openai_chat.response(response), "openai", rt)
+
+    request = request_attributes()
+    result = response_attributes()
 
     def accumulate() -> Any:
-        acc = openai_chat.ChatStreamAccumulator(rt)
+        acc = openai_chat.ChatStreamAccumulator()
         for chunk in chunks:
             acc.add(chunk)
-        return acc.attributes()
+        return attributes.response(acc.result(), "openai", rt)
 
     def span() -> None:
         ModelSpan(tracer, "chat gpt-4o-mini", request, kind=SpanKind.CLIENT, rt=rt).finish(result)
@@ -105,9 +113,9 @@ def calling_thread() -> list[tuple[str, float]]:
     return [
         (
             REQUEST_ROW,
-            best_us(lambda: openai_chat.request_attributes(dict(kwargs), rt), 2000),
+            best_us(request_attributes, 2000),
         ),
-        (RESPONSE_ROW, best_us(lambda: openai_chat.response_attributes(response, rt), 2000)),
+        (RESPONSE_ROW, best_us(response_attributes, 2000)),
         ("stream: accumulate 53 chunks + result attributes", best_us(accumulate, 300)),
         (SPAN_ROW, best_us(span, 2000)),
         (STITCH_ROW, best_us(stitch, 2000)),

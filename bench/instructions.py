@@ -37,13 +37,15 @@ if piece in ("stream", "stream_proxy"):  # the 53 chunks of the workload's strea
         turn = None
         def finish(self, attrs=None): self.ended = True
         def fail(self, exc, attrs=None): self.ended = True
+        def result(self, response, provider): return attributes.response(response, provider, rt)
     class Nothing:  # stream_proxy: the proxy's own cost, an accumulator that does nothing
         def add(self, chunk): pass
         def attributes(self): return {}
+    from spanfold.instrumentation.toolkit import attributes
     rt = Runtime(capture_content=True)
-    accumulator = (lambda: ChatStreamAccumulator(rt)) if piece == "stream" else Nothing
+    accumulator, provider = (ChatStreamAccumulator, "openai") if piece == "stream" else (Nothing, None)
     def op():
-        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), accumulator(), "k")):
+        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), accumulator(), "k", provider)):
             pass
     items = None
 else:

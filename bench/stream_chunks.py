@@ -28,7 +28,11 @@ from openai.types.chat import ChatCompletionChunk
 
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai.chat import ChatStreamAccumulator
+from spanfold.instrumentation.toolkit import attributes
+from spanfold.instrumentation.toolkit.invocation import Response
 from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
+
+RT = Runtime(capture_content=True)
 
 
 class Span:
@@ -40,6 +44,9 @@ class Span:
 
     def fail(self, exc: BaseException, attrs: Any = None) -> None:
         self.ended = True
+
+    def result(self, response: Response, provider: str) -> Any:
+        return attributes.response(response, provider, RT)
 
 
 class Nothing:
@@ -57,7 +64,6 @@ def main() -> None:
         for event in body.split("\n\n")
         if event.startswith("data: {")
     ]
-    rt = Runtime(capture_content=True)
 
     def bare() -> None:
         for _ in iter(chunks):
@@ -68,14 +74,14 @@ def main() -> None:
             pass
 
     def proxy_real() -> None:
-        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), ChatStreamAccumulator(rt), "k")):  # type: ignore[arg-type]
+        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), ChatStreamAccumulator(), "k", "openai")):  # type: ignore[arg-type]
             pass
 
     def accumulator() -> None:
-        acc = ChatStreamAccumulator(rt)
+        acc = ChatStreamAccumulator()
         for chunk in chunks:
             acc.add(chunk)
-        acc.attributes()
+        attributes.response(acc.result(), "openai", RT)
 
     variants: dict[str, Callable[[], None]] = {
         "bare": bare,

@@ -15,32 +15,31 @@ items (``{"document": {"data": ...}}``). A stream is typed events: ``message-sta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit import legacy
-from spanfold.instrumentation.toolkit.calls import iterator_result, server_of
+from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
+from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.instrumentation.toolkit.reading import messages as m
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
-from spanfold.semconv import shapes
 
-REQUEST_PARAMS = {
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "p": semconv.REQUEST_TOP_P,
-    "k": semconv.REQUEST_TOP_K,
-    "seed": semconv.REQUEST_SEED,
-    "max_tokens": semconv.REQUEST_MAX_TOKENS,
-    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
-    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "p": "top_p",
+    "k": "top_k",
+    "seed": "seed",
+    "max_tokens": "max_tokens",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
 }
 
 
 def _tool_result_text(content: Any) -> Any:
-    """A tool message's content: a string, or text and ``document`` items (their ``data``, JSON when an object)."""
+    """A tool message's content: a string, or text and ``document`` items (their ``data``; an object's as its JSON
+    text, joined with the rest)."""
     if content is None or isinstance(content, str):
         return content
     texts = []
@@ -53,46 +52,44 @@ def _tool_result_text(content: Any) -> Any:
     return "".join(texts)
 
 
-def input_message(msg: Any, rt: Runtime) -> p.Message:
+def input_message(msg: Any) -> p.Message:
     if m.get(msg, "role") == "tool":
         content = _tool_result_text(m.field(msg, "content"))
-        return p.message("tool", [p.tool_response(m.get(msg, "tool_call_id"), content, rt)])
-    message = openai_chat.input_message(msg, rt)
+        return p.message("tool", [p.tool_response(m.get(msg, "tool_call_id"), content)])
+    message = openai_chat.input_message(msg)
     plan = m.get(msg, "tool_plan")
     if plan:
-        message["parts"].insert(0, p.reasoning(plan, rt))
+        message["parts"].insert(0, p.reasoning(plan))
     return message
 
 
-_HISTORY = HistoryCache(input_message)
+HISTORY: Final = History(input_message)
 
 
-def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    m.materialize(kwargs, "messages", "tools", "stop_sequences")
-    request = {k: v for k, v in kwargs.items() if k != "stop_sequences"}  # the shared map reads ``stop``
-    request["stop"] = kwargs.get("stop_sequences")
-    return openai_chat.chat_request_attributes(request, rt, _HISTORY, REQUEST_PARAMS)
+def request(kwargs: dict[str, Any]) -> Request:
+    m.materialize(kwargs, "stop_sequences")
+    return openai_chat.chat_request(kwargs, HISTORY, REQUEST_PARAMS, stop="stop_sequences")
 
 
-def _usage(usage: Any) -> dict[str, Any]:
+def _usage(usage: Any) -> Usage | None:
     tokens = m.get(usage, "tokens") if usage is not None else None
     if tokens is None:
-        return {}
+        return None
     counts = (m.get(tokens, "input_tokens"), m.get(tokens, "output_tokens"))
-    return {
-        semconv.USAGE_INPUT_TOKENS: int(counts[0]) if counts[0] is not None else None,
-        semconv.USAGE_OUTPUT_TOKENS: int(counts[1]) if counts[1] is not None else None,
-    }
+    return Usage(
+        input_tokens=int(counts[0]) if counts[0] is not None else None,
+        output_tokens=int(counts[1]) if counts[1] is not None else None,
+    )
 
 
-def _result(response_id: Any, choice: openai_chat.Choice, reason: Any, usage: Any, rt: Runtime) -> dict[str, Any]:
-    choice.finish_reason = shapes.finish_reason(shapes.COHERE_FINISH_REASONS, reason)
-    output = m.dumps([choice.to_message(rt)])
-    return m.result_attributes(response_id, None, [reason] if reason else None, output, _usage(usage))
+def _response(response_id: Any, choice: openai_chat.Choice, reason: Any, tokens: Usage | None) -> Response:
+    return Response(
+        id=response_id, finish_reasons=[reason] if reason else None, messages=[choice.to_message()], usage=tokens
+    )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    message = m.get(response, "message")
+def response(result: Any) -> Response:
+    message = m.get(result, "message")
     choice = openai_chat.Choice()
     plan = m.get(message, "tool_plan")
     if plan:
@@ -103,20 +100,19 @@ def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
         function = m.get(call, "function")
         block.fields.update(id=m.get(call, "id"), name=m.get(function, "name"))
         block.fragments.append(m.get(function, "arguments") or "")
-    return _result(m.get(response, "id"), choice, m.get(response, "finish_reason"), m.get(response, "usage"), rt)
+    return _response(m.get(result, "id"), choice, m.get(result, "finish_reason"), _usage(m.get(result, "usage")))
 
 
 class StreamAccumulator:
     """The v2 stream's typed events, by ``type``."""
 
-    __slots__ = ("choice", "id", "reason", "rt", "thinking", "usage")
+    __slots__ = ("choice", "id", "reason", "thinking", "usage")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.choice = openai_chat.Choice()
         self.id: Any = None
         self.reason: Any = None
-        self.usage: Any = None
+        self.usage: Usage | None = None
         self.thinking: set[Any] = set()  # indexes of the content blocks that are thinking
 
     def add(self, event: Any) -> None:
@@ -142,23 +138,23 @@ class StreamAccumulator:
             self.id = event.id
         elif kind == "message-end":
             self.reason = event.delta.finish_reason
-            self.usage = event.delta.usage
+            self.usage = _usage(event.delta.usage)
 
-    def attributes(self) -> dict[str, Any]:
-        return _result(self.id, self.choice, self.reason, self.usage, self.rt)
+    def result(self) -> Response:
+        return _response(self.id, self.choice, self.reason, self.usage)
 
 
-def server(instance: Any) -> Any:
+def server(instance: Any) -> Endpoint | None:
     wrapper = getattr(instance, "_client_wrapper", None) or instance._raw_client._client_wrapper
     return server_of(wrapper.get_base_url())
 
 
-CHAT = legacy.api(
+CHAT = ModelApi(
     kind="cohere.chat",
     provider=semconv.PROVIDER_COHERE,
     operation=semconv.OP_CHAT,
-    request=request_attributes,
-    response=response_attributes,
+    request=request,
+    response=response,
     accumulator=StreamAccumulator,
     classify=iterator_result,
     server=server,
@@ -173,12 +169,5 @@ PATCHES: tuple[Patch, ...] = (
 )
 
 
-class CohereInstrumentor(TableInstrumentor):
+class CohereInstrumentor(TableInstrumentor, library="cohere", supported="cohere >= 5.11, < 8", table=PATCHES):
     """``CohereInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
-
-    library = "cohere"
-
-    dependencies = ("cohere >= 5.11, < 8",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES

@@ -14,8 +14,7 @@ from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit import legacy
-from spanfold.instrumentation.toolkit.calls import Result, base_url_server, stainless_result
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 
 _COMPLETIONS = "groq.resources.chat.completions"
@@ -37,15 +36,15 @@ class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
         super().add(chunk)
         extra = chunk.__dict__.get("x_groq")
         if extra is not None and extra.usage is not None:
-            self.usage = extra.usage
+            self.usage = openai_chat.usage(extra.usage)
 
 
-CHAT = legacy.api(
+CHAT = ModelApi(
     kind="groq.chat",
     provider=semconv.PROVIDER_GROQ,
     operation=semconv.OP_CHAT,
-    request=openai_chat.request_attributes,
-    response=openai_chat.response_attributes,
+    request=openai_chat.request,
+    response=openai_chat.response,
     accumulator=GroqStreamAccumulator,
     classify=classify,
     server=base_url_server,

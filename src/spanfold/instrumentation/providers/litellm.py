@@ -20,10 +20,9 @@ import math
 from typing import Any
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit import attributes, legacy
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
+from spanfold.instrumentation.toolkit.invocation import Cost, Request, Response
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.instrumentation.toolkit.reading import messages as m
 
@@ -61,59 +60,64 @@ def _provider(name: Any) -> str | None:
     return PROVIDERS.get(name, name) if isinstance(name, str) and name else None
 
 
-def request_attributes(request: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    model = request.get("model")
+def request(kwargs: dict[str, Any]) -> Request:
+    model = kwargs.get("model")
     routed, _, upstream = model.partition("/") if isinstance(model, str) else ("", "", "")
-    provider = request.get("custom_llm_provider")
+    provider = kwargs.get("custom_llm_provider")
     if provider is None and upstream:
         from litellm import provider_list
 
         provider = routed if routed in provider_list else None
         model = upstream if provider is not None else model
-    target, attrs = openai_chat.request_attributes({**request, "model": model}, rt)
-    attrs[semconv.PROVIDER_NAME] = _provider(provider) or UNROUTED
-    attrs.update(attributes.endpoint(server_of(request.get("api_base") or request.get("base_url"))))
-    return target, attrs
+    invocation = openai_chat.request(kwargs)
+    invocation.model = model if isinstance(model, str) else None
+    invocation.provider = _provider(provider) or UNROUTED
+    invocation.endpoint = server_of(kwargs.get("api_base") or kwargs.get("base_url"))
+    return invocation
 
 
-def _routed(obj: Any) -> dict[str, Any]:
-    """What LiteLLM's hidden parameters say of the call: the provider it routed to, and the cost it computed from its
-    own price table (``response_cost``, USD; the fold keeps a cost the span states rather than pricing the call)."""
+def _routed(obj: Any, into: Response) -> bool:
+    """What LiteLLM's hidden parameters say of the call, set on ``into``: the provider it routed to, and the cost it
+    computed from its own price table (``response_cost``, USD; the fold keeps a cost the span states rather than
+    pricing the call). False when ``obj`` has none."""
     hidden = getattr(obj, "_hidden_params", None)
     if not isinstance(hidden, dict):
-        return {}
-    attrs: dict[str, Any] = {}
-    provider = _provider(hidden.get("custom_llm_provider"))
-    if provider:
-        attrs[semconv.PROVIDER_NAME] = provider
+        return False
+    into.provider = _provider(hidden.get("custom_llm_provider"))
     cost = hidden.get("response_cost")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
-        attrs[semconv.USAGE_COST_AMOUNT] = float(cost)
-        attrs[semconv.USAGE_COST_CURRENCY] = "USD"
-        attrs[semconv.USAGE_COST_SOURCE] = semconv.COST_SOURCE_LOCAL
-    return attrs
+        into.cost = Cost(float(cost))
+    return into.provider is not None or into.cost is not None
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    return {**openai_chat.response_attributes(response, rt), **_routed(response)}
+def response(result: Any) -> Response:
+    out = openai_chat.response(result)
+    _routed(result, out)
+    return out
 
 
 class StreamAccumulator(openai_chat.ChatStreamAccumulator):
-    """The chat chunk accumulator; the provider LiteLLM routed to, from the chunks' hidden parameters."""
+    """The chat chunk accumulator; the provider LiteLLM routed to (and its cost), from the first chunk's hidden
+    parameters that name either."""
 
     __slots__ = ("routed",)
 
-    def __init__(self, rt: Runtime) -> None:
-        super().__init__(rt)
-        self.routed: dict[str, Any] = {}
+    def __init__(self) -> None:
+        super().__init__()
+        self.routed: Response | None = None
 
     def add(self, chunk: Any) -> None:
-        if not self.routed:
-            self.routed = _routed(chunk)
+        if self.routed is None:
+            routed = Response()
+            if _routed(chunk, routed):
+                self.routed = routed
         super().add(chunk)
 
-    def attributes(self) -> dict[str, Any]:
-        return {**super().attributes(), **self.routed}
+    def result(self) -> Response:
+        out = super().result()
+        if self.routed is not None:
+            out.provider, out.cost = self.routed.provider, self.routed.cost
+        return out
 
 
 def _classify(stream: Result) -> Any:
@@ -128,12 +132,12 @@ def _classify(stream: Result) -> Any:
 
 
 def _api(stream: Result) -> ModelApi:
-    return legacy.api(
+    return ModelApi(
         kind="litellm.completion",
         provider=UNROUTED,
         operation=semconv.OP_CHAT,
-        request=request_attributes,
-        response=response_attributes,
+        request=request,
+        response=response,
         accumulator=StreamAccumulator,
         classify=_classify(stream),
         bind=_bind,
@@ -152,12 +156,5 @@ PATCHES: tuple[Patch, ...] = tuple(
 )
 
 
-class LiteLLMInstrumentor(TableInstrumentor):
+class LiteLLMInstrumentor(TableInstrumentor, library="litellm", supported="litellm >= 1.60, < 2", table=PATCHES):
     """``LiteLLMInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores it."""
-
-    library = "litellm"
-
-    dependencies = ("litellm >= 1.60, < 2",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES

@@ -17,26 +17,25 @@ dropped), once each.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit import legacy
-from spanfold.instrumentation.toolkit.calls import Result, server_of
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
+from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.instrumentation.toolkit.reading import messages as m
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 
-REQUEST_PARAMS = {
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "top_p": semconv.REQUEST_TOP_P,
-    "top_k": semconv.REQUEST_TOP_K,
-    "random_seed": semconv.REQUEST_SEED,
-    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
-    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
-    "max_tokens": semconv.REQUEST_MAX_TOKENS,
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "random_seed": "seed",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "max_tokens": "max_tokens",
 }
 
 
@@ -48,53 +47,56 @@ def _plain(msg: Any) -> Any:
     return dump(by_alias=True) if callable(dump) else msg
 
 
-def _audio(value: Any, rt: Runtime) -> p.Part:
+def _audio(value: Any) -> p.Part:
     if isinstance(value, str) and value.startswith(("http://", "https://", "data:")):
-        return p.media(value, "audio", rt)
-    return p.blob(value, None, "audio", rt)
+        return p.media(value, "audio")
+    return p.blob(value, None, "audio")
 
 
-def _own_chunk(chunk: Any, rt: Runtime) -> p.Part | None:
+def _own_chunk(chunk: Any) -> p.Part | None:
     """The part of a chunk kind only Mistral has (or shapes differently: ``file``, ``input_audio``); None for the
     kinds the shared map reads."""
     kind = m.get(chunk, "type")
     if kind == "document_url":
-        return p.uri(m.get(chunk, "document_url"), "document", rt)
+        return p.uri(m.get(chunk, "document_url"), "document")
     if kind == "resource_link":
-        return p.uri(m.get(chunk, "uri"), "document", rt)
+        return p.uri(m.get(chunk, "uri"), "document")
     if kind == "file":
         return p.file(m.get(chunk, "file_id"), "document")
     if kind == "input_audio":
-        return _audio(m.get(chunk, "input_audio"), rt)
+        return _audio(m.get(chunk, "input_audio"))
     if kind == "resource":
         content = m.get(chunk, "content")
         if m.get(content, "type") == "image_url":
             url = m.get(content, "image_url")
-            return p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image", rt)
-        return p.text(m.get(content, "text"), rt)
+            return p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image")
+        return p.text(m.get(content, "text"))
     return None
 
 
-def input_message(msg: Any, rt: Runtime) -> p.Message:
+def input_message(msg: Any) -> p.Message:
     plain = _plain(msg)
-    message = openai_chat.input_message(plain, rt)
+    message = openai_chat.input_message(plain)
     content = m.get(plain, "content")
     if isinstance(content, list) and m.get(plain, "role") != "tool":
         parts = message["parts"]  # one part per content chunk, in order, before any tool call
         for i, chunk in enumerate(content[: len(parts)]):
-            own = _own_chunk(chunk, rt)
+            own = _own_chunk(chunk)
             if own is not None:
                 parts[i] = own
     return message
 
 
-_HISTORY = HistoryCache(input_message)
+HISTORY: Final = History(input_message)
 
 
-def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    target, attrs = openai_chat.chat_request_attributes(kwargs, rt, _HISTORY, REQUEST_PARAMS)
+def request(kwargs: dict[str, Any]) -> Request:
+    """A chat request; an agents request names its agent, not a model: the span is named after it."""
+    invocation = openai_chat.chat_request(kwargs, HISTORY, REQUEST_PARAMS)
     agent = kwargs.get("agent_id")
-    return target or (f"agent {agent}" if isinstance(agent, str) else None), attrs
+    if invocation.model is None and isinstance(agent, str):
+        invocation.target = f"agent {agent}"
+    return invocation
 
 
 class EventStreamAccumulator(openai_chat.ChatStreamAccumulator):
@@ -119,16 +121,16 @@ def classify(result: Any) -> Result:
     return Result.OPAQUE
 
 
-def server(instance: Any) -> Any:
+def server(instance: Any) -> Endpoint | None:
     return server_of(instance.sdk_configuration.get_server_details()[0])
 
 
-CHAT = legacy.api(
+CHAT = ModelApi(
     kind="mistral.chat",
     provider=semconv.PROVIDER_MISTRAL,
     operation=semconv.OP_CHAT,
-    request=request_attributes,
-    response=openai_chat.response_attributes,
+    request=request,
+    response=openai_chat.response,
     accumulator=EventStreamAccumulator,
     classify=classify,
     server=server,
@@ -144,12 +146,7 @@ METHODS: tuple[tuple[str, str, bool], ...] = tuple(
 PATCHES: tuple[Patch, ...] = tuple(model_method(module, name, CHAT, is_async) for module, name, is_async in METHODS)
 
 
-class MistralInstrumentor(TableInstrumentor):
+class MistralInstrumentor(
+    TableInstrumentor, library="mistralai.client", supported="mistralai >= 2.0, < 4", table=PATCHES
+):
     """``MistralInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
-
-    library = "mistralai.client"
-
-    dependencies = ("mistralai >= 2.0, < 4",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES

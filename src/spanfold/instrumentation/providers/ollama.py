@@ -15,27 +15,26 @@ calls still ends ``stop``: its output message says ``tool_call``.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, iterator_result
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 
-OPTIONS = {
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "top_p": semconv.REQUEST_TOP_P,
-    "top_k": semconv.REQUEST_TOP_K,
-    "seed": semconv.REQUEST_SEED,
-    "num_predict": semconv.REQUEST_MAX_TOKENS,
-    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
-    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
+OPTIONS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "seed": "seed",
+    "num_predict": "max_tokens",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
 }
 #: The signature's positional parameters, in order.
 _POSITIONAL = {"chat": ("model", "messages"), "generate": ("model", "prompt", "suffix")}
@@ -53,30 +52,30 @@ def _bind(method: str) -> Any:
     return bind
 
 
-def _image(image: Any, rt: Runtime) -> p.Part:
+def _image(image: Any) -> p.Part:
     value = m.get(image, "value", image) if not isinstance(image, (str, bytes)) else image
     if isinstance(value, bytes):
         value = base64.b64encode(value).decode()
     if not isinstance(value, str):  # a file path the SDK reads
-        return p.uri(str(value), "image", rt)
+        return p.uri(str(value), "image")
     mime = next((kind for magic, kind in _MAGIC.items() if value.startswith(magic)), None)
-    return p.blob(value, mime, "image", rt)
+    return p.blob(value, mime, "image")
 
 
-def input_message(msg: Any, rt: Runtime) -> p.Message:
+def input_message(msg: Any) -> p.Message:
     role, content = m.get(msg, "role"), m.get(msg, "content")
     if role == "tool":
-        return p.message(role, [p.tool_response(None, content, rt)], name=m.get(msg, "tool_name"))
+        return p.message(role, [p.tool_response(None, content)], name=m.get(msg, "tool_name"))
     parts: list[p.Part] = []
     thinking = m.get(msg, "thinking")
     if thinking:
-        parts.append(p.reasoning(thinking, rt))
+        parts.append(p.reasoning(thinking))
     if content:
-        parts.append(p.text(content, rt))
-    parts.extend(_image(image, rt) for image in m.as_list(m.field(msg, "images")))
+        parts.append(p.text(content))
+    parts.extend(_image(image) for image in m.as_list(m.field(msg, "images")))
     for call in m.as_list(m.field(msg, "tool_calls")):
         function = m.get(call, "function")
-        parts.append(p.tool_call(None, m.get(function, "name"), m.get(function, "arguments"), rt))
+        parts.append(p.tool_call(None, m.get(function, "name"), m.get(function, "arguments")))
     return p.message(role, parts)
 
 
@@ -86,53 +85,51 @@ def _tool_definition(tool: Any) -> dict[str, Any]:
     return openai_chat.tool_definition(tool)
 
 
-_HISTORY = HistoryCache(input_message)
-_TOOLS = HistoryCache(lambda tool, rt: _tool_definition(tool), limit=1024)
+HISTORY: Final = History(input_message)
+TOOLS: Final = History(_tool_definition, messages=False, limit=1024)
 
 
-def _request(request: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    model = params.model_name(request.get("model"))
-    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model}
+def _request(request: dict[str, Any]) -> Request:
     options = request.get("options")
-    attrs.update(params.numbers(options, OPTIONS))
-    stop = params.string_list(m.get(options, "stop")) if options is not None else None
-    if stop and rt.capture_content:
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(stop)
-    if params.given(request.get("format")):
-        attrs[semconv.OUTPUT_TYPE] = "json"
     tools = request.get("tools")
-    if rt.capture_content and tools:
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
-    return model, attrs
+    return Request(
+        model=params.model_name(request.get("model")),
+        params=params.numbers(options, OPTIONS),
+        stop_sequences=(params.string_list(m.get(options, "stop")) or None) if options is not None else None,
+        output_type="json" if params.given(request.get("format")) else None,
+        tools=TOOLS.of(m.as_list(tools)) if tools else None,
+    )
 
 
-def chat_request(request: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    model, attrs = _request(request, rt)
+def chat_request(request: dict[str, Any]) -> Request:
+    invocation = _request(request)
     messages = request.get("messages")
     if messages:
-        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_list(m.as_list(messages), rt)
-    return model, attrs
+        invocation.messages = HISTORY.of(m.as_list(messages))
+    return invocation
 
 
-def generate_request(request: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    model, attrs = _request(request, rt)
+def generate_request(request: dict[str, Any]) -> Request:
+    invocation = _request(request)
     system = request.get("system")
-    if system and rt.capture_content:
-        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps([p.text(system, rt)])
+    if system:
+        invocation.system = [p.text(system)]
     prompt = {"role": "user", "content": request.get("prompt"), "images": request.get("images")}
-    attrs[semconv.INPUT_MESSAGES] = m.dumps([input_message(prompt, rt)])
-    return model, attrs
+    invocation.messages = [input_message(prompt)]
+    return invocation
 
 
 class ResponseAccumulator:
-    """Chat or generate responses, whole or streamed: text, thinking and tool calls, then the last one's counts."""
+    """Chat or generate responses, whole or streamed: text, thinking and tool calls, then the last one's reason,
+    model and counts."""
 
-    __slots__ = ("choice", "last", "rt")
+    __slots__ = ("choice", "model", "reason", "usage")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.choice = openai_chat.Choice()
-        self.last: Any = None
+        self.reason: Any = None
+        self.model: Any = None
+        self.usage = Usage()
 
     def add(self, response: Any) -> None:
         fields = response.__dict__
@@ -145,39 +142,37 @@ class ResponseAccumulator:
         if thinking:
             self.choice.reasoning.append(thinking)
         for call in source.get("tool_calls") or ():
-            block = self.choice.tool_calls.open(len(self.choice.tool_calls))
-            block.fields["name"] = call.function.name
-            block.fragments.append(m.dumps(call.function.arguments))
+            index = len(self.choice.tool_calls)
+            self.choice.tool_calls.open(index).fields["name"] = call.function.name
+            openai_chat.add_arguments(self.choice, index, call.function.arguments)
         if fields.get("done"):
-            self.last = response
+            self.reason = fields.get("done_reason")
+            self.model = fields.get("model")
+            self.usage = Usage(input_tokens=fields.get("prompt_eval_count"), output_tokens=fields.get("eval_count"))
 
-    def attributes(self) -> dict[str, Any]:
-        last = self.last
-        reason = m.get(last, "done_reason") if last is not None else None
-        choice = self.choice
-        choice.finish_reason = "tool_calls" if len(choice.tool_calls) else reason
-        usage = {
-            semconv.USAGE_INPUT_TOKENS: m.get(last, "prompt_eval_count"),
-            semconv.USAGE_OUTPUT_TOKENS: m.get(last, "eval_count"),
-        }
-        model = m.get(last, "model") if last is not None else None
-        output = m.dumps([choice.to_message(self.rt)])
-        return m.result_attributes(None, model, [reason] if reason else None, output, usage)
+    def result(self) -> Response:
+        reason = self.reason
+        return Response(
+            model=self.model,
+            finish_reasons=[reason] if reason else None,
+            messages=[self.choice.to_message()],
+            usage=self.usage,
+        )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    accumulator = ResponseAccumulator(rt)
-    accumulator.add(response)
-    return accumulator.attributes()
+def response(result: Any) -> Response:
+    accumulator = ResponseAccumulator()
+    accumulator.add(result)
+    return accumulator.result()
 
 
 def _api(method: str, operation: str, request: Any) -> ModelApi:
-    return legacy.api(
+    return ModelApi(
         kind=f"ollama.{method}",
         provider=semconv.PROVIDER_OLLAMA,
         operation=operation,
         request=request,
-        response=response_attributes,
+        response=response,
         accumulator=ResponseAccumulator,
         classify=iterator_result,
         server=base_url_server,
@@ -195,12 +190,5 @@ PATCHES: tuple[Patch, ...] = tuple(
 )
 
 
-class OllamaInstrumentor(TableInstrumentor):
+class OllamaInstrumentor(TableInstrumentor, library="ollama", supported="ollama >= 0.4, < 1", table=PATCHES):
     """``OllamaInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
-
-    library = "ollama"
-
-    dependencies = ("ollama >= 0.4, < 1",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES

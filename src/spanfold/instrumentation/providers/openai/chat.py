@@ -1,68 +1,65 @@
-"""OpenAI Chat Completions shapes -> GenAI semconv span attributes (request, response, stream chunks).
+"""OpenAI Chat Completions shapes -> typed invocations (request, response, stream chunks).
 
-Shared by the SDKs that speak the same shapes (groq; mistralai through its own thin adapter): content may be a string
-or a list of chunks (``text``, ``image_url`` as an object or a plain URL, ``thinking``), reasoning arrives as
-``reasoning_content`` or ``reasoning``, tool-call arguments as a string or an object, and optional fields an SDK does
-not declare are read through ``__dict__`` (never an attribute lookup that raises).
+Shared by the SDKs that speak the same shapes (groq, litellm; mistralai, cohere and ollama through their own thin
+adapters): content may be a string or a list of chunks (``text``, ``image_url`` as an object or a plain URL,
+``thinking``), reasoning arrives as ``reasoning_content`` or ``reasoning``, tool-call arguments as a string or an
+object, and optional fields an SDK does not declare are read through ``__dict__`` (never an attribute lookup that
+raises).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from spanfold import semconv
-from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
-from spanfold.semconv import shapes
 
-FINISH_REASONS = shapes.OPENAI_COMPATIBLE_FINISH_REASONS
-
-#: Request keyword -> span attribute, copied when given.
-REQUEST_PARAMS = {
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "top_p": semconv.REQUEST_TOP_P,
-    "seed": semconv.REQUEST_SEED,
-    "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
-    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
-    "max_tokens": semconv.REQUEST_MAX_TOKENS,
-    "max_completion_tokens": semconv.REQUEST_MAX_TOKENS,
+#: Request keyword -> typed request parameter, copied when given.
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
 }
 
 
 # --- input ---------------------------------------------------------------------------------------------
 
 
-def _content_parts(content: Any, rt: Runtime) -> list[p.Part]:
+def _content_parts(content: Any) -> list[p.Part]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [p.text(content, rt)]
+        return [p.text(content)]
     parts: list[p.Part] = []
     for item in m.as_list(content):
         kind = m.get(item, "type")
         if kind == "text":
-            parts.append(p.text(m.get(item, "text"), rt))
+            parts.append(p.text(m.get(item, "text")))
         elif kind == "image_url":
             url = m.get(item, "image_url")  # {"url": ...}, or a plain URL (mistral)
-            parts.append(p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image", rt))
+            parts.append(p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image"))
         elif kind == "input_audio":
             audio = m.get(item, "input_audio")
-            parts.append(p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", rt))
+            parts.append(p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio"))
         elif kind == "refusal":
-            parts.append(p.text(m.get(item, "refusal"), rt))
+            parts.append(p.text(m.get(item, "refusal")))
         elif kind == "thinking":
-            parts.append(p.reasoning(_thinking_text(item), rt))
+            parts.append(p.reasoning(_thinking_text(item)))
         elif kind == "file":  # an uploaded file by id, or the document itself as a data URL
             file = m.get(item, "file")
             data = m.get(file, "file_data")
             if isinstance(data, str) and data:
-                parts.append(p.media(data, "document", rt))
+                parts.append(p.media(data, "document"))
             else:
                 parts.append(p.file(m.get(file, "file_id"), "document"))
         else:
@@ -78,39 +75,36 @@ def _thinking_text(chunk: Any) -> str:
     return "".join(str(m.get(item, "text") or "") for item in m.as_list(thinking))
 
 
-def _tool_call_parts(tool_calls: Any, rt: Runtime) -> list[p.Part]:
+def _tool_call_parts(tool_calls: Any) -> list[p.Part]:
     parts: list[p.Part] = []
     for call in m.as_list(tool_calls):
         fn = m.get(call, "function")
         if fn is not None:
-            parts.append(p.tool_call(m.get(call, "id"), m.get(fn, "name"), m.get(fn, "arguments"), rt))
+            parts.append(p.tool_call(m.get(call, "id"), m.get(fn, "name"), m.get(fn, "arguments")))
         else:  # custom tools
             custom = m.get(call, "custom")
-            parts.append(p.tool_call(m.get(call, "id"), m.get(custom, "name"), m.get(custom, "input"), rt))
+            parts.append(p.tool_call(m.get(call, "id"), m.get(custom, "name"), m.get(custom, "input")))
     return parts
 
 
-def input_message(msg: Any, rt: Runtime) -> p.Message:
+def input_message(msg: Any) -> p.Message:
     """One chat message param (dict or SDK object) as a semconv message."""
     role = m.get(msg, "role")
     content = m.field(msg, "content")
     if role == "tool":
         if isinstance(content, list):
             content = "".join(str(m.get(p, "text", "")) for p in content)
-        return p.message(role, [p.tool_response(m.get(msg, "tool_call_id"), content, rt)])
-    parts = _content_parts(content, rt)
+        return p.message(role, [p.tool_response(m.get(msg, "tool_call_id"), content)])
+    parts = _content_parts(content)
     if role == "assistant":
         refusal = m.get(msg, "refusal")
         if refusal:
-            parts.append(p.text(refusal, rt))
-        parts.extend(_tool_call_parts(m.field(msg, "tool_calls"), rt))
+            parts.append(p.text(refusal))
+        parts.extend(_tool_call_parts(m.field(msg, "tool_calls")))
         legacy = m.get(msg, "function_call")
         if legacy is not None:
-            parts.append(p.tool_call(None, m.get(legacy, "name"), m.get(legacy, "arguments"), rt))
-    return p.message(role, parts, name=m.get(msg, "name") if rt.capture_content else None)
-
-
-_HISTORY = HistoryCache(input_message)
+            parts.append(p.tool_call(None, m.get(legacy, "name"), m.get(legacy, "arguments")))
+    return p.message(role, parts, name=m.get(msg, "name"))
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -125,47 +119,43 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     }
 
 
-_TOOLS = HistoryCache(lambda tool, rt: tool_definition(tool), limit=1024)
+HISTORY: Final = History(input_message)
+TOOLS: Final = History(tool_definition, messages=False, limit=1024)
 
 
-def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    """The span name target (the model) and the request attributes of a ``create``/``parse`` call.
+def request(kwargs: dict[str, Any]) -> Request:
+    """The typed request of a ``create``/``parse`` call.
 
-    A generator passed as ``messages`` is materialised into a list in ``kwargs`` first, so that recording it
-    does not exhaust what the SDK is about to send.
+    A generator passed as ``messages`` (or ``tools``) is materialised into a list in ``kwargs`` first, so that
+    recording it does not exhaust what the SDK is about to send.
     """
-    return chat_request_attributes(kwargs, rt, _HISTORY, REQUEST_PARAMS)
+    return chat_request(kwargs, HISTORY, REQUEST_PARAMS)
 
 
-def chat_request_attributes(
-    kwargs: dict[str, Any], rt: Runtime, history: HistoryCache, table: Mapping[str, str]
-) -> tuple[str | None, dict[str, Any]]:
-    """:func:`request_attributes` for an SDK of the same request shape with its own message conversion (``history``)
-    and parameter names (``table``)."""
+def chat_request(kwargs: dict[str, Any], history: History, table: Mapping[str, Param], stop: str = "stop") -> Request:
+    """:func:`request` for an SDK of the same request shape with its own message conversion (``history``),
+    parameter names (``table``) and stop-sequence keyword (``stop``)."""
     model = kwargs.get("model")
-    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model if isinstance(model, str) else None}
-    for key, attr in table.items():
-        value = kwargs.get(key)
-        if isinstance(value, (int, float)):  # never the SDKs' "not given" markers
-            attrs[attr] = value
+    numbers = params.numbers(kwargs, table)
     n = kwargs.get("n")
-    if params.given(n) and n != 1:
-        attrs[semconv.REQUEST_CHOICE_COUNT] = n
-    stop = kwargs.get("stop")
-    if params.given(stop):
-        stops = [stop] if isinstance(stop, str) else m.as_list(stop)
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(stops) if rt.capture_content else None
+    if isinstance(n, int) and not isinstance(n, bool) and n != 1:
+        numbers["choice_count"] = n
+    stops = kwargs.get(stop)
     fmt = kwargs.get("response_format")
+    output_type = None
     if params.given(fmt):
         kind = m.get(fmt, "type") if isinstance(fmt, Mapping) else "json_schema"
-        attrs[semconv.OUTPUT_TYPE] = "text" if kind == "text" else "json"
+        output_type = "text" if kind == "text" else "json"
     messages = params.listed(kwargs, "messages")
-    if messages is not None:
-        attrs[semconv.INPUT_MESSAGES] = history.json_list(messages, rt)
-    tools = params.listed(kwargs, "tools") if rt.capture_content else None
-    if tools is not None:
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(tools, rt)
-    return (model if isinstance(model, str) else None), attrs
+    tools = params.listed(kwargs, "tools")
+    return Request(
+        model=model if isinstance(model, str) else None,
+        params=numbers,
+        stop_sequences=([stops] if isinstance(stops, str) else m.as_list(stops)) if params.given(stops) else None,
+        output_type=output_type,
+        messages=history.of(messages) if messages is not None else None,
+        tools=TOOLS.of(tools) if tools is not None else None,
+    )
 
 
 # --- output --------------------------------------------------------------------------------------------
@@ -178,22 +168,33 @@ class Choice:
     text: list[str] = field(default_factory=list)
     refusal: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    #: tool calls by index (the model's order): fields ``id`` and ``name``, argument fragments
+    #: tool calls by index (the model's order): fields ``id``, ``name`` and ``arguments`` when they came as an object,
+    #: else argument fragments
     tool_calls: IndexedBlocks = field(default_factory=IndexedBlocks)
     finish_reason: str | None = None
 
-    def to_message(self, rt: Runtime) -> p.Message:
+    def to_message(self) -> p.Message:
         parts: list[p.Part] = []
         if self.reasoning:
-            parts.append(p.reasoning("".join(self.reasoning), rt))
+            parts.append(p.reasoning("".join(self.reasoning)))
         if self.text:
-            parts.append(p.text("".join(self.text), rt))
+            parts.append(p.text("".join(self.text)))
         if self.refusal:
-            parts.append(p.text("".join(self.refusal), rt))
+            parts.append(p.text("".join(self.refusal)))
         for call in self.tool_calls.ordered():
-            parts.append(p.tool_call(call.fields.get("id"), call.fields.get("name"), call.text(), rt))
-        reason = self.finish_reason
-        return p.message("assistant", parts, finish_reason=FINISH_REASONS.get(reason or "", reason) or "")
+            fields = call.fields
+            arguments = fields["arguments"] if "arguments" in fields else call.text()
+            parts.append(p.tool_call(fields.get("id"), fields.get("name"), arguments))
+        return p.message("assistant", parts)
+
+
+def add_arguments(choice: Choice, index: int, arguments: Any) -> None:
+    """Tool-call arguments: a fragment of JSON text, or the arguments whole as an object (mistral, ollama)."""
+    block = choice.tool_calls.open(index)
+    if isinstance(arguments, str):
+        block.fragments.append(arguments)
+    else:
+        block.fields["arguments"] = arguments
 
 
 def add_content(choice: Choice, content: Any) -> None:
@@ -237,45 +238,43 @@ def _choice_from_message(message: Any, finish_reason: Any) -> Choice:
         block = choice.tool_calls.open(index)
         block.fields["id"] = m.get(call, "id")
         block.fields["name"] = m.get(fn, "name")
-        block.fragments.append(args if isinstance(args, str) else m.dumps(args))
+        add_arguments(choice, index, args)
     return choice
 
 
-def _usage_attributes(usage: Any) -> dict[str, Any]:
-    if usage is None:
-        return {}
-    details, out = m.get(usage, "prompt_tokens_details"), m.get(usage, "completion_tokens_details")
-    attrs = {
-        semconv.USAGE_INPUT_TOKENS: m.get(usage, "prompt_tokens"),
-        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "completion_tokens"),
-    }
-    # the breakdown counts only where the response reports a non-zero one
+def usage(value: Any) -> Usage | None:
+    """A ``CompletionUsage`` (the breakdown counts only where the response reports a non-zero one)."""
+    if value is None:
+        return None
+    tokens = Usage(m.get(value, "prompt_tokens"), m.get(value, "completion_tokens"))
+    details = m.get(value, "prompt_tokens_details")
     if details is not None:
-        attrs[semconv.USAGE_CACHE_READ_INPUT_TOKENS] = m.get(details, "cached_tokens") or None
-        attrs[semconv.USAGE_AUDIO_INPUT_TOKENS] = m.get(details, "audio_tokens") or None
+        tokens.cache_read_input_tokens = m.get(details, "cached_tokens") or None
+        tokens.audio_input_tokens = m.get(details, "audio_tokens") or None
+    out = m.get(value, "completion_tokens_details")
     if out is not None:
-        attrs[semconv.USAGE_REASONING_OUTPUT_TOKENS] = m.get(out, "reasoning_tokens") or None
-        attrs[semconv.USAGE_AUDIO_OUTPUT_TOKENS] = m.get(out, "audio_tokens") or None
-    return attrs
+        tokens.reasoning_output_tokens = m.get(out, "reasoning_tokens") or None
+        tokens.audio_output_tokens = m.get(out, "audio_tokens") or None
+    return tokens
 
 
-def _result_attributes(response_id: Any, model: Any, choices: list[Choice], usage: Any, rt: Runtime) -> dict[str, Any]:
-    return m.result_attributes(
-        response_id,
-        model,
-        [c.finish_reason for c in choices if c.finish_reason] or None,
-        m.dumps([c.to_message(rt) for c in choices]),
-        _usage_attributes(usage),
+def choices_response(response_id: Any, model: Any, choices: list[Choice], tokens: Usage | None) -> Response:
+    return Response(
+        id=response_id,
+        model=model,
+        finish_reasons=[c.finish_reason for c in choices if c.finish_reason] or None,
+        messages=[c.to_message() for c in choices],
+        usage=tokens,
     )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    """Attributes of a complete ``ChatCompletion`` (or ``ParsedChatCompletion``)."""
-    choices = m.as_list(m.get(response, "choices"))
+def response(result: Any) -> Response:
+    """A complete ``ChatCompletion`` (or ``ParsedChatCompletion``)."""
+    choices = m.as_list(m.get(result, "choices"))
     if len(choices) > 1:
         choices = sorted(choices, key=lambda c: m.get(c, "index") or 0)
     folded = [_choice_from_message(m.get(c, "message"), m.get(c, "finish_reason")) for c in choices]
-    return _result_attributes(m.get(response, "id"), m.get(response, "model"), folded, m.get(response, "usage"), rt)
+    return choices_response(m.get(result, "id"), m.get(result, "model"), folded, usage(m.get(result, "usage")))
 
 
 def _add_tool_calls(choice: Choice, tool_calls: Any) -> None:
@@ -291,7 +290,10 @@ def _add_tool_calls(choice: Choice, tool_calls: Any) -> None:
                 block.fields["name"] = fn.name
             args = fn.arguments
             if args:
-                block.fragments.append(args if isinstance(args, str) else m.dumps(args))
+                if isinstance(args, str):
+                    block.fragments.append(args)
+                else:  # whole, as an object (mistral)
+                    block.fields["arguments"] = args
 
 
 class ChatStreamAccumulator:
@@ -301,13 +303,12 @@ class ChatStreamAccumulator:
     the model's ``__dict__`` and its pydantic extras; tool calls may arrive whole in one delta (groq, mistral) or in
     fragments (openai)."""
 
-    __slots__ = ("choices", "id", "model", "rt", "usage")
+    __slots__ = ("choices", "id", "model", "usage")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.id: Any = None
         self.model: Any = None
-        self.usage: Any = None
+        self.usage: Usage | None = None
         self.choices: dict[int, Choice] = {}
 
     def add(self, chunk: Any) -> None:
@@ -315,9 +316,9 @@ class ChatStreamAccumulator:
         if self.id is None:
             self.id = values.get("id")
             self.model = values.get("model")
-        usage = values.get("usage") if "usage" in values else m.get(chunk, "usage")  # not declared by litellm
-        if usage:
-            self.usage = usage
+        tokens = values.get("usage") if "usage" in values else m.get(chunk, "usage")  # not declared by litellm
+        if tokens:
+            self.usage = usage(tokens)
         choices = self.choices
         for c in values["choices"]:
             index = c.index
@@ -354,6 +355,6 @@ class ChatStreamAccumulator:
             if reason:
                 choice.finish_reason = reason
 
-    def attributes(self) -> dict[str, Any]:
+    def result(self) -> Response:
         choices = [self.choices[i] for i in sorted(self.choices)]
-        return _result_attributes(self.id, self.model, choices, self.usage, self.rt)
+        return choices_response(self.id, self.model, choices, self.usage)

@@ -19,15 +19,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 from spanfold import counters, semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.providers.openai import responses as openai_responses
 from spanfold.instrumentation.toolkit import legacy
-from spanfold.instrumentation.toolkit.calls import (
-    ModelApi,
-    Result,
-    base_url_server,
-)
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -61,12 +56,12 @@ def classify(result: Any) -> Result:
     return Result.OPAQUE
 
 
-CHAT = legacy.api(
+CHAT = ModelApi(
     kind="openai.chat",
     provider=semconv.PROVIDER_OPENAI,
     operation=semconv.OP_CHAT,
-    request=openai_chat.request_attributes,
-    response=openai_chat.response_attributes,
+    request=openai_chat.request,
+    response=openai_chat.response,
     accumulator=openai_chat.ChatStreamAccumulator,
     classify=classify,
     server=base_url_server,
@@ -124,12 +119,5 @@ PATCHES: tuple[Patch, ...] = (
 )
 
 
-class OpenAIInstrumentor(TableInstrumentor):
+class OpenAIInstrumentor(TableInstrumentor, library="openai", supported=SUPPORTED, table=PATCHES):
     """``OpenAIInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the SDK."""
-
-    library = "openai"
-
-    dependencies = (SUPPORTED,)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES
