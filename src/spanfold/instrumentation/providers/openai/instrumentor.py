@@ -21,7 +21,6 @@ from typing import Any, Final
 from spanfold import counters, semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.providers.openai import responses as openai_responses
-from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
@@ -67,12 +66,12 @@ CHAT = ModelApi(
     server=base_url_server,
 )
 
-RESPONSES = legacy.api(
+RESPONSES = ModelApi(
     kind="openai.responses",
     provider=semconv.PROVIDER_OPENAI,
     operation=semconv.OP_CHAT,
-    request=openai_responses.request_attributes,
-    response=openai_responses.response_attributes,
+    request=openai_responses.request,
+    response=openai_responses.response,
     accumulator=openai_responses.ResponseStreamAccumulator,
     classify=classify,
     server=base_url_server,

@@ -1,4 +1,4 @@
-"""OpenAI Responses API shapes -> GenAI semconv span attributes (request, response, stream events).
+"""OpenAI Responses API shapes -> typed invocations (request, response, stream events).
 
 Items map onto messages the same way on both sides, so a response's output and the same items re-sent as input
 later give identical messages (the fold recognises history by them):
@@ -24,22 +24,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from spanfold import semconv
-from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
-from spanfold.semconv import shapes
 
-REQUEST_PARAMS: Final = {
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "top_p": semconv.REQUEST_TOP_P,
-    "max_output_tokens": semconv.REQUEST_MAX_TOKENS,
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "max_output_tokens": "max_tokens",
 }
-
-FINISH_REASONS: Final = shapes.OPENAI_RESPONSES_FINISH_REASONS
 
 #: Model-made calls the client executes: item type -> (tool name, field holding the arguments).
 CLIENT_CALLS: Final = {
@@ -78,38 +74,38 @@ def _json(value: Any) -> Any:
     return value
 
 
-def content_part(part: Any, rt: Runtime) -> p.Part:
+def content_part(part: Any) -> p.Part:
     kind = m.get(part, "type")
     if kind in _TEXT_PARTS:
-        return p.text(m.get(part, "text"), rt)
+        return p.text(m.get(part, "text"))
     if kind == "refusal":
-        return p.text(m.get(part, "refusal"), rt)
+        return p.text(m.get(part, "refusal"))
     if kind in ("input_image", "input_file"):
         modality = "image" if kind == "input_image" else "document"
         url = m.get(part, "image_url") or m.get(part, "file_url")
         if isinstance(url, str):
-            return p.media(url, modality, rt)
+            return p.media(url, modality)
         data = m.get(part, "file_data")
         if isinstance(data, str):
             if data.startswith("data:"):
-                return p.media(data, modality, rt)
-            return p.blob(data, None, modality, rt)
+                return p.media(data, modality)
+            return p.blob(data, None, modality)
         return p.file(m.get(part, "file_id"), modality)
     if kind == "input_audio":
         audio = m.get(part, "input_audio") or part
-        return p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio", rt)
+        return p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio")
     return p.other(kind)
 
 
-def content_parts(content: Any, rt: Runtime) -> list[p.Part]:
+def content_parts(content: Any) -> list[p.Part]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [p.text(content, rt)]
-    return [content_part(part, rt) for part in m.as_list(content)]
+        return [p.text(content)]
+    return [content_part(part) for part in m.as_list(content)]
 
 
-def output_response(output: Any, rt: Runtime) -> Any:
+def output_response(output: Any) -> Any:
     """A tool output's content: a string, the text of text parts, else the parts (images, files)."""
     if output is None or isinstance(output, str):
         return output
@@ -117,7 +113,7 @@ def output_response(output: Any, rt: Runtime) -> Any:
     if items and all(m.get(p, "type") in _TEXT_PARTS for p in items):
         return "".join(str(m.get(p, "text") or "") for p in items)
     if all(isinstance(m.get(p, "type"), str) for p in items):
-        return [content_part(p, rt) for p in items]
+        return [content_part(p) for p in items]
     return _json(output)
 
 
@@ -130,35 +126,29 @@ def _reasoning_text(item: Any) -> str:
 
 # --- items -> messages ---------------------------------------------------------------------------------
 
-#: One item's share of the messages: (role, its parts as JSON without the brackets). Role None: the parts join the
-#: assistant message of the model-side items around it.
-Piece = tuple[str | None, str]
+
+def _assistant(part: p.Part) -> p.Message:
+    """A model-side item's share: one part of the assistant message the model-side items around it make."""
+    return p.message("assistant", [part])
 
 
-def _inner(parts: list[p.Part]) -> str:
-    return ",".join(m.dumps(part) for part in parts)
-
-
-def item_pieces(item: Any, rt: Runtime) -> list[Piece]:
-    """What one input or output item contributes to the messages."""
+def item_messages(item: Any) -> list[p.Message]:
+    """What one input or output item contributes to the messages (consecutive assistant ones are one message)."""
     if isinstance(item, str):
-        return [("user", _inner([p.text(item, rt)]))]
+        return [p.message("user", [p.text(item)])]
     kind = m.get(item, "type")
     if kind == "message" or (kind is None and m.get(item, "role") is not None):
         role = m.get(item, "role")
-        parts = _inner(content_parts(m.field(item, "content"), rt))
-        return [(None, parts)] if role == "assistant" else [(str(role), parts)]
+        return [p.message("assistant" if role == "assistant" else str(role), content_parts(m.field(item, "content")))]
     if kind == "reasoning":
-        return [(None, _inner([p.reasoning(_reasoning_text(item), rt)]))]
+        return [_assistant(p.reasoning(_reasoning_text(item)))]
     client = CLIENT_CALLS.get(kind)
     if client is not None:
         name, field = client
-        call = p.tool_call(m.get(item, "call_id"), name or m.get(item, "name"), _json(m.get(item, field)), rt)
-        return [(None, _inner([call]))]
+        return [_assistant(p.tool_call(m.get(item, "call_id"), name or m.get(item, "name"), _json(m.get(item, field))))]
     if kind == "function_call_output" or kind in OUTPUT_FIELDS or (isinstance(kind, str) and kind.endswith("_output")):
         content = m.field(item, OUTPUT_FIELDS.get(kind, "output"))
-        response = p.tool_response(m.get(item, "call_id"), output_response(content, rt), rt)
-        return [("tool", _inner([response]))]
+        return [p.message("tool", [p.tool_response(m.get(item, "call_id"), output_response(content))])]
     server = SERVER_CALLS.get(kind)
     if server is not None:
         name, argument_fields, result_fields = server
@@ -169,38 +159,25 @@ def item_pieces(item: Any, rt: Runtime) -> list[Piece]:
         results = {f: _json(m.get(item, f)) for f in result_fields if m.get(item, f) is not None}
         call_id = m.get(item, "id")
         return [
-            (None, _inner([p.tool_call(call_id, name or m.get(item, "name"), arguments, rt)])),
-            ("tool", _inner([p.tool_response(call_id, results, rt)])),
+            _assistant(p.tool_call(call_id, name or m.get(item, "name"), arguments)),
+            p.message("tool", [p.tool_response(call_id, results)]),
         ]
     if kind == "item_reference":  # a pointer to an item the server holds: nothing to show
         return []
-    return [(None, _inner([p.other(kind)]))]
+    return [_assistant(p.other(kind))]
 
 
-def messages_json(pieces: Iterable[list[Piece]]) -> str:
-    """The messages the items' pieces make, as a JSON list (no ``finish_reason``: the span's
-    ``gen_ai.response.finish_reasons`` holds it)."""
-    out: list[str] = []
-    run: list[str] | None = None  # the open assistant message's parts
-    for item in pieces:
-        for role, inner in item:
-            if role is None:
-                if run is None:
-                    run = []
-                if inner:
-                    run.append(inner)
-                continue
-            if run is not None:
-                out.append('{"role":"assistant","parts":[' + ",".join(run) + "]}")
-                run = None
-            out.append('{"role":' + m.dumps(role) + ',"parts":[' + inner + "]}")
-    if run is not None:
-        out.append('{"role":"assistant","parts":[' + ",".join(run) + "]}")
-    return "[" + ",".join(out) + "]"
-
-
-_HISTORY = HistoryCache(item_pieces)
-_TOOLS = HistoryCache(lambda tool, rt: tool_definition(tool), limit=1024)
+def merged(items: Iterable[Any]) -> list[p.Message]:
+    """The messages of output items, consecutive assistant ones joined into one (as :data:`HISTORY` joins them on
+    the input side)."""
+    out: list[p.Message] = []
+    for item in items:
+        for message in item_messages(item):
+            if out and message["role"] == "assistant" and out[-1]["role"] == "assistant":
+                out[-1]["parts"].extend(message["parts"])
+            else:
+                out.append(message)
+    return out
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -219,104 +196,105 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     return {"type": kind}
 
 
-def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    """The span name target (the model) and the request attributes of ``create`` / ``parse``."""
+HISTORY: Final = History(item_messages, merge=True)
+TOOLS: Final = History(tool_definition, messages=False, limit=1024)
+
+
+def _output_type(kwargs: dict[str, Any]) -> str | None:
+    text = kwargs.get("text")
+    fmt = m.get(m.get(text, "format"), "type") if params.given(text) else None
+    if params.given(kwargs.get("text_format")) or fmt in ("json_schema", "json_object"):
+        return "json"
+    return "text" if fmt == "text" else None
+
+
+def request(kwargs: dict[str, Any]) -> Request:
+    """The typed request of ``create`` / ``parse``."""
     m.materialize(kwargs, "tools")
     items = kwargs.get("input")
     if isinstance(items, Iterator):  # read a copy; the SDK (which rejects a generator here) still gets one
         items = list(items)
         kwargs["input"] = (item for item in items)
     model = kwargs.get("model")
-    model = model if isinstance(model, str) else None
-    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model}
-    attrs.update(params.numbers(kwargs, REQUEST_PARAMS))
     previous = kwargs.get("previous_response_id")
-    if isinstance(previous, str):
-        attrs[semconv.OPENAI_PREVIOUS_RESPONSE_ID] = previous
     conversation = kwargs.get("conversation")
     conversation = conversation if isinstance(conversation, str) else m.get(conversation, "id")
-    if isinstance(conversation, str):
-        attrs[semconv.CONVERSATION_ID] = conversation
-    text = kwargs.get("text")
-    fmt = m.get(m.get(text, "format"), "type") if params.given(text) else None
-    if params.given(kwargs.get("text_format")) or fmt in ("json_schema", "json_object"):
-        attrs[semconv.OUTPUT_TYPE] = "json"
-    elif fmt == "text":
-        attrs[semconv.OUTPUT_TYPE] = "text"
     instructions = kwargs.get("instructions")
-    if isinstance(instructions, str):
-        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps([p.text(instructions, rt)])
-    if isinstance(items, str):
-        attrs[semconv.INPUT_MESSAGES] = messages_json([item_pieces(items, rt)])
-    elif params.given(items):
-        attrs[semconv.INPUT_MESSAGES] = messages_json(_HISTORY.each(m.as_list(items), rt))
     tools = kwargs.get("tools")
-    if rt.capture_content and params.given(tools):
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
-    return model, attrs
+    messages: Any = None
+    if isinstance(items, str):
+        messages = item_messages(items)
+    elif params.given(items):
+        messages = HISTORY.of(m.as_list(items))
+    return Request(
+        model=model if isinstance(model, str) else None,
+        params=params.numbers(kwargs, REQUEST_PARAMS),
+        output_type=_output_type(kwargs),
+        system=[p.text(instructions)] if isinstance(instructions, str) else None,
+        messages=messages,
+        tools=TOOLS.of(m.as_list(tools)) if params.given(tools) else None,
+        conversation_id=conversation if isinstance(conversation, str) else None,
+        previous_response_id=previous if isinstance(previous, str) else None,
+    )
 
 
 # --- output --------------------------------------------------------------------------------------------
 
 
-def finish_reason(status: Any, incomplete: Any, items: list[Any]) -> tuple[str | None, str]:
-    """(the raw finish reason for ``gen_ai.response.finish_reasons``, the semconv one): the API has no finish
-    reason; it is derived from the status, the incomplete reason and whether the model called a tool."""
+def finish_reason(status: Any, incomplete: Any, items: list[Any]) -> str | None:
+    """The raw finish reason for ``gen_ai.response.finish_reasons``: the API has none; it is derived from the status,
+    the incomplete reason and whether the model called a tool."""
     if status == "incomplete":
-        raw = m.get(incomplete, "reason") or "incomplete"
-        return raw, FINISH_REASONS.get(raw, raw)
+        return m.get(incomplete, "reason") or "incomplete"
     if status == "failed":
-        return "failed", "error"
+        return "failed"
     if status == "completed":
-        called = any(m.get(item, "type") in _TOOL_CALL_FINISH for item in items)
-        return ("tool_call", "tool_call") if called else ("stop", "stop")
-    return None, ""
+        return "tool_call" if any(m.get(item, "type") in _TOOL_CALL_FINISH for item in items) else "stop"
+    return None
 
 
-def usage_attributes(usage: Any) -> dict[str, Any]:
-    if usage is None:
-        return {}
-    details, out = m.get(usage, "input_tokens_details"), m.get(usage, "output_tokens_details")
-    return {
-        semconv.USAGE_INPUT_TOKENS: m.get(usage, "input_tokens"),
-        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
-        # the breakdown counts only where the response reports a non-zero one
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: m.get(details, "cached_tokens") or None if details is not None else None,
-        semconv.USAGE_CACHE_WRITE_INPUT_TOKENS: m.get(details, "cache_write_tokens") or None
-        if details is not None
-        else None,
-        semconv.USAGE_REASONING_OUTPUT_TOKENS: m.get(out, "reasoning_tokens") or None if out is not None else None,
-    }
+def usage(value: Any) -> Usage | None:
+    """The breakdown counts only where the response reports a non-zero one."""
+    if value is None:
+        return None
+    tokens = Usage(m.get(value, "input_tokens"), m.get(value, "output_tokens"))
+    details = m.get(value, "input_tokens_details")
+    if details is not None:
+        tokens.cache_read_input_tokens = m.get(details, "cached_tokens") or None
+        tokens.cache_write_input_tokens = m.get(details, "cache_write_tokens") or None
+    out = m.get(value, "output_tokens_details")
+    if out is not None:
+        tokens.reasoning_output_tokens = m.get(out, "reasoning_tokens") or None
+    return tokens
 
 
-def result_attributes(
-    response_id: Any, model: Any, items: list[Any], status: Any, incomplete: Any, usage: Any, rt: Runtime
-) -> dict[str, Any]:
-    raw, _ = finish_reason(status, incomplete, items)
-    return m.result_attributes(
-        response_id,
-        model,
-        [raw] if raw else None,
-        messages_json(item_pieces(item, rt) for item in items),
-        usage_attributes(usage),
+def items_response(
+    response_id: Any, model: Any, items: list[Any], status: Any, incomplete: Any, tokens: Usage | None
+) -> Response:
+    raw = finish_reason(status, incomplete, items)
+    return Response(
+        id=response_id,
+        model=model,
+        finish_reasons=[raw] if raw else None,
+        messages=merged(items),
+        usage=tokens,
     )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    """Attributes of a complete ``Response`` / ``ParsedResponse``."""
-    attrs = result_attributes(
-        m.get(response, "id"),
-        m.get(response, "model"),
-        m.as_list(m.get(response, "output")),
-        m.get(response, "status"),
-        m.get(response, "incomplete_details"),
-        m.get(response, "usage"),
-        rt,
+def response(result: Any) -> Response:
+    """A complete ``Response`` / ``ParsedResponse``."""
+    out = items_response(
+        m.get(result, "id"),
+        m.get(result, "model"),
+        m.as_list(m.get(result, "output")),
+        m.get(result, "status"),
+        m.get(result, "incomplete_details"),
+        usage(m.get(result, "usage")),
     )
-    conversation = m.get(m.get(response, "conversation"), "id")
+    conversation = m.get(m.get(result, "conversation"), "id")
     if isinstance(conversation, str):
-        attrs[semconv.CONVERSATION_ID] = conversation
-    return attrs
+        out.conversation_id = conversation
+    return out
 
 
 def _streamed_item(block: Block) -> Any:
@@ -346,10 +324,9 @@ class ResponseStreamAccumulator:
     """Accumulates Responses stream events. The final ``response.completed`` (or ``.incomplete`` / ``.failed``)
     carries the whole response and is used when it came; a stream cut short is rebuilt from the item events."""
 
-    __slots__ = ("final", "id", "items", "model", "rt")
+    __slots__ = ("final", "id", "items", "model")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.id: Any = None
         self.model: Any = None
         self.final: Any = None
@@ -377,8 +354,8 @@ class ResponseStreamAccumulator:
             self.id = response.id
             self.model = response.model
 
-    def attributes(self) -> dict[str, Any]:
+    def result(self) -> Response:
         if self.final is not None:
-            return response_attributes(self.final, self.rt)
+            return response(self.final)
         items = [_streamed_item(block) for block in self.items.ordered()]
-        return result_attributes(self.id, self.model, items, None, None, None, self.rt)
+        return items_response(self.id, self.model, items, None, None, None)
