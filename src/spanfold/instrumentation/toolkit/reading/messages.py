@@ -21,12 +21,6 @@ except ImportError:  # pragma: no cover - no SDK installed
         __pydantic_extra__: dict[str, Any] | None
 
 
-#: Whether a type is a pydantic model, by type: pydantic's metaclass is an ABC, whose ``isinstance`` costs twice a
-#: dict lookup, and this runs for every field read of every call.
-_MODEL_TYPES: dict[type, bool] = {}
-_MODEL_TYPES_LIMIT = 4096
-
-
 def get(obj: Any, key: str, default: Any = None) -> Any:
     """``obj[key]`` for mappings, the field or extra ``key`` of SDK (pydantic) objects, else ``obj.key``.
 
@@ -35,13 +29,7 @@ def get(obj: Any, key: str, default: Any = None) -> Any:
     """
     if isinstance(obj, dict):
         return obj.get(key, default)
-    kind = type(obj)
-    model = _MODEL_TYPES.get(kind)
-    if model is None:
-        model = isinstance(obj, _PydanticModel)
-        if len(_MODEL_TYPES) < _MODEL_TYPES_LIMIT:
-            _MODEL_TYPES[kind] = model
-    if model:
+    if isinstance(obj, _PydanticModel):
         fields = obj.__dict__
         if key in fields:
             return fields[key]
