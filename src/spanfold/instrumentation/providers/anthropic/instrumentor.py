@@ -51,8 +51,8 @@ from opentelemetry.trace import Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
-from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import (
+    ModelApi,
     Result,
     Wrapper,
     async_wrapper,
@@ -61,60 +61,45 @@ from spanfold.instrumentation.toolkit.calls import (
     stainless_result,
     sync_wrapper,
 )
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, WrapperFactory, model_method, plain
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
+from spanfold.semconv import parts as p
 
 #: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
 SUPPORTED: Final = "anthropic >= 0.40, < 3"
 
-_MESSAGES = "anthropic.resources.messages.messages"
-_OLD_MESSAGES = "anthropic.resources.messages"  # a module, not a package, in the oldest 0.x
-_PROMPT_CACHING_MESSAGES = "anthropic.resources.beta.prompt_caching.messages"  # 0.x only
-_BETA_MESSAGES = "anthropic.resources.beta.messages.messages"
 #: Every module that holds a ``Messages`` / ``AsyncMessages`` resource in some supported release (the same class
-#: reached through the old and the new path is wrapped once).
-_MODULES = (_MESSAGES, _BETA_MESSAGES, _OLD_MESSAGES, _PROMPT_CACHING_MESSAGES)
+#: reached through the old and the new path is wrapped once): the Messages package, the beta one, the oldest 0.x's
+#: module of the same name and the 0.x prompt-caching beta.
+_MODULES = (
+    "anthropic.resources.messages.messages",
+    "anthropic.resources.beta.messages.messages",
+    "anthropic.resources.messages",
+    "anthropic.resources.beta.prompt_caching.messages",
+)
 #: The span name the SDK gives the call span of every Messages create/parse/stream request.
 NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
-#: The SDK's header that marks ``with_raw_response`` ("raw") and ``with_streaming_response`` ("stream") calls.
-_RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
 
 
 def classify(result: Any) -> Result:
     import anthropic
     from anthropic._response import APIResponse, AsyncAPIResponse
 
-    if _is_legacy_raw(result):  # with_raw_response in 0.x: ``parse()`` is sync, sync client or async
+    legacy = sys.modules.get("anthropic._legacy_response")  # 0.x only; imported by the SDK's resources there
+    if legacy is not None and isinstance(result, legacy.LegacyAPIResponse):  # ``parse()`` is sync, async client too
         return Result.RAW
     return stainless_result(
         result, anthropic.Stream, anthropic.AsyncStream, APIResponse, AsyncAPIResponse, anthropic.BaseModel
     )
 
 
-def _is_legacy_raw(result: Any) -> bool:
-    legacy = sys.modules.get("anthropic._legacy_response")  # 0.x only; imported by the SDK's resources there
-    return legacy is not None and isinstance(result, legacy.LegacyAPIResponse)
-
-
-def _stream_instancecheck(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """anthropic 0.x: the metaclass of ``Stream`` / ``AsyncStream`` answers ``isinstance()`` itself, True only for a
-    ``MessageStream`` (a real stream passes by its type before it is asked), so the user's ``isinstance(stream,
-    anthropic.Stream)`` would be False for our proxy of a stream: ask about the stream it proxies."""
-    obj = args[0] if args else None
-    if isinstance(obj, (SyncStreamProxy, AsyncStreamProxy)):
-        return isinstance(obj.__wrapped__, instance)
-    return wrapped(*args, **kwargs)
-
-
-MESSAGES = legacy.api(
+MESSAGES = ModelApi(
     kind="anthropic.messages",
     provider=semconv.PROVIDER_ANTHROPIC,
     operation=semconv.OP_CHAT,
-    request=anthropic_messages.request_attributes,
-    response=anthropic_messages.response_attributes,
+    request=anthropic_messages.request,
+    response=anthropic_messages.response,
     accumulator=anthropic_messages.MessageStreamAccumulator,
     classify=classify,
     server=base_url_server,
@@ -135,7 +120,7 @@ STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
     (module, f"{prefix}Messages.stream", prefix == "Async") for module in _MODULES for prefix in ("", "Async")
 )
 
-# --- one model step per API call -----------------------------------------------------------------------
+# --- the SDK's own tracing: one model step per API call ------------------------------------------------
 
 
 def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -161,10 +146,10 @@ def _tool_span_enricher(rt: Runtime) -> Wrapper:
             if rt.capture_content and len(args) >= 4 and args[1].is_recording():
                 span, arguments, run = args[1], args[2], args[3]
                 span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(m.dumps(arguments)))
-                result = run.result
-                if result is not None:
-                    content = run.content or m.get(result, "content")
-                    response = anthropic_messages.tool_result_response(content, rt)
+                if run.result is not None:
+                    response = anthropic_messages.tool_result_response(run.content or m.get(run.result, "content"))
+                    if isinstance(response, list):  # parts (the result has media)
+                        response = p.applied_parts(response, rt)
                     text = response if isinstance(response, str) else m.dumps(response)
                     span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(text))
         except Exception as exc:
@@ -176,49 +161,55 @@ def _tool_span_enricher(rt: Runtime) -> Wrapper:
 
 # --- stream helpers ------------------------------------------------------------------------------------
 
-
-def _stream_helper(start: Wrapper, is_async: bool) -> Wrapper:
-    """Wrap ``stream()``: the manager's deferred request goes through ``start`` (our span) when it is entered."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")  # the SDK keeps what it is given
-        except Exception as exc:
-            counters.fault("anthropic.stream_helper", exc)
-        manager = wrapped(*args, **kwargs)
-        try:
-            name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
-            if name is None:
-                return manager
-            request = getattr(manager, name)
-            if is_async:
-
-                async def send(**_: Any) -> Any:
-                    return await request
-
-                async def started() -> Any:
-                    return _kept(manager, await start(send, instance, (), kwargs))
-
-                setattr(manager, name, started())  # a coroutine the manager awaits
-            else:
-                setattr(manager, name, lambda: _kept(manager, start(lambda **_: request(), instance, (), kwargs)))
-        except Exception as exc:
-            counters.fault("anthropic.stream_helper", exc)
-        return manager
-
-    return wrapper
-
-
 #: The attribute of a stream manager that holds the stream our wrapper returned.
 _OUR_STREAM: Final = "_spanfold_stream"
 
 
-def _kept(manager: Any, stream: Any) -> Any:
-    setattr(manager, _OUR_STREAM, stream)
-    return stream
+def _stream_helper(is_async: bool) -> WrapperFactory:
+    """Wrap ``stream()``: the manager's deferred request goes through our model wrapper (our span) when it is entered,
+    and the manager keeps the stream that gave (for :func:`_adopt`)."""
+
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        start = (async_wrapper if is_async else sync_wrapper)(MESSAGES, tracer, rt)
+
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            try:
+                m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")  # the SDK keeps what it gets
+            except Exception as exc:
+                counters.fault("anthropic.stream_helper", exc)
+            manager = wrapped(*args, **kwargs)
+            try:
+                name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
+                if name is not None:
+                    request = getattr(manager, name)
+                    state = vars(manager)
+                    if is_async:
+
+                        async def send(**_: Any) -> Any:
+                            return await request
+
+                        async def started() -> Any:
+                            stream = state[_OUR_STREAM] = await start(send, instance, (), kwargs)
+                            return stream
+
+                        setattr(manager, name, started())  # a coroutine the manager awaits
+                    else:
+
+                        def sent() -> Any:
+                            stream = state[_OUR_STREAM] = start(lambda **_: request(), instance, (), kwargs)
+                            return stream
+
+                        setattr(manager, name, sent)
+            except Exception as exc:
+                counters.fault("anthropic.stream_helper", exc)
+            return manager
+
+        return wrapper
+
+    return factory
 
 
-def _adopt(manager: Any, helper_stream: Any) -> None:
+def _adopt(manager: Any, helper_stream: Any) -> Any:
     """Older SDKs (0.40, the 0.x prompt-caching beta) make the helper's ``MessageStream`` a new ``Stream`` over the
     HTTP response of the one the request returned, so our proxy would never be read: the helper reads it instead
     (the same response, not yet read). Newer SDKs hand the helper our proxy itself: nothing to do."""
@@ -229,18 +220,15 @@ def _adopt(manager: Any, helper_stream: Any) -> None:
             helper_stream._raw_stream = ours
     except Exception as exc:
         counters.fault("anthropic.stream_helper", exc)
+    return helper_stream
 
 
 def _enter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    helper_stream = wrapped(*args, **kwargs)
-    _adopt(instance, helper_stream)
-    return helper_stream
+    return _adopt(instance, wrapped(*args, **kwargs))
 
 
 async def _aenter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    helper_stream = await wrapped(*args, **kwargs)
-    _adopt(instance, helper_stream)
-    return helper_stream
+    return _adopt(instance, await wrapped(*args, **kwargs))
 
 
 #: The stream managers' ``__enter__`` / ``__aenter__`` (module, "Class.method", wrapper).
@@ -254,17 +242,21 @@ MANAGER_ENTERS: tuple[tuple[str, str, Wrapper], ...] = tuple(
 )
 
 
-def _helper_patch(module: str, name: str, is_async: bool) -> Patch:
-    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-        start = async_wrapper(MESSAGES, tracer, rt) if is_async else sync_wrapper(MESSAGES, tracer, rt)
-        return _stream_helper(start, is_async)
-
-    return Patch(module, name, factory)
+def _stream_instancecheck(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """anthropic 0.x: the metaclass of ``Stream`` / ``AsyncStream`` answers ``isinstance()`` itself, True only for a
+    ``MessageStream`` (a real stream passes by its type before it is asked), so the user's ``isinstance(stream,
+    anthropic.Stream)`` would be False for our proxy of a stream: ask about the stream it proxies."""
+    obj = args[0] if args else None
+    if isinstance(obj, (SyncStreamProxy, AsyncStreamProxy)):
+        return isinstance(obj.__wrapped__, instance)
+    return wrapped(*args, **kwargs)
 
 
 PATCHES: tuple[Patch, ...] = (
     *(model_method(module, name, MESSAGES, is_async) for module, name, is_async in METHODS),
-    *(_helper_patch(module, name, is_async) for module, name, is_async in STREAM_HELPERS),
+    *(Patch(module, name, _stream_helper(is_async)) for module, name, is_async in STREAM_HELPERS),
     *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
     plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only
     plain("anthropic._streaming", "_AsyncStreamMeta.__instancecheck__", _stream_instancecheck),
@@ -274,12 +266,5 @@ PATCHES: tuple[Patch, ...] = (
 )
 
 
-class AnthropicInstrumentor(TableInstrumentor):
+class AnthropicInstrumentor(TableInstrumentor, library="anthropic", supported=SUPPORTED, table=PATCHES):
     """``AnthropicInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores it."""
-
-    library = "anthropic"
-
-    dependencies = (SUPPORTED,)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES

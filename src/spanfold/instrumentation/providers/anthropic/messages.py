@@ -1,8 +1,8 @@
-"""Anthropic Messages shapes -> GenAI semconv span attributes (request, response, stream events).
+"""Anthropic Messages shapes -> the typed invocation (request, response, stream events).
 
 Mapping (latest experimental GenAI conventions, Anthropic refinements):
 
-* top-level ``system=`` (a string or text blocks) -> ``gen_ai.system_instructions`` (a list of parts);
+* top-level ``system=`` (a string or text blocks) -> the system instructions (a list of parts);
 * ``tool_use`` / ``server_tool_use`` / ``mcp_tool_use`` blocks -> ``tool_call`` parts;
 * each ``tool_result`` block of a user message -> its own ``{"role": "tool", "parts": [tool_call_response]}``
   message, in block order; the user message's other blocks stay a ``user`` message. The result blocks of server
@@ -13,8 +13,9 @@ Mapping (latest experimental GenAI conventions, Anthropic refinements):
   the model reads) and ``compaction`` blocks (the summary that stands for the turns before it) -> ``text``;
   ``container_upload`` -> ``file``; blocks without content the model reads (``fallback``, tool listings and tool
   set changes) keep their type only;
-* ``gen_ai.usage.input_tokens`` = input + cache read + cache creation tokens, with the two cache counts beside it;
-* ``stop_reason`` -> the output message's ``finish_reason`` (semconv enum), raw in ``gen_ai.response.finish_reasons``.
+* input tokens = input + cache read + cache creation tokens, with the two cache counts beside them;
+* ``stop_reason`` -> the finish reasons, raw; a thread's ``previous_message_id`` -> the previous response; the SDK's
+  ``_request_id`` (the ``request-id`` header) -> the request id.
 """
 
 from __future__ import annotations
@@ -23,21 +24,20 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import attributes
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
-FINISH_REASONS: Final = shapes.ANTHROPIC_FINISH_REASONS
-
-REQUEST_PARAMS: Final = {
-    "max_tokens": semconv.REQUEST_MAX_TOKENS,
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "top_p": semconv.REQUEST_TOP_P,
-    "top_k": semconv.REQUEST_TOP_K,
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "max_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
 }
 
 _TOOL_CALL_BLOCKS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -51,22 +51,22 @@ _MODALITY: Final = {"image": "image", "document": "document"}
 # --- content blocks ------------------------------------------------------------------------------------
 
 
-def _source_part(block: Any, rt: Runtime) -> p.Part:
+def _source_part(block: Any) -> p.Part:
     """An ``image`` / ``document`` block by its ``source``: base64 -> blob, url -> uri, file -> file, text -> text."""
     kind = m.get(block, "type")
     modality = _MODALITY.get(kind, str(kind))
     source = m.get(block, "source")
     source_type = m.get(source, "type")
     if source_type == "base64":
-        return p.blob(m.get(source, "data"), m.get(source, "media_type"), modality, rt)
+        return p.blob(m.get(source, "data"), m.get(source, "media_type"), modality)
     if source_type == "url":
-        return p.uri(m.get(source, "url"), modality, rt)
+        return p.uri(m.get(source, "url"), modality)
     if source_type == "file":
         return p.file(m.get(source, "file_id"), modality)
     if source_type == "text":
-        return p.text(m.get(source, "data"), rt)
+        return p.text(m.get(source, "data"))
     if source_type == "content":  # a document made of content blocks: its text
-        return p.text(_texts(m.field(source, "content")), rt)
+        return p.text(_texts(m.field(source, "content")))
     return p.other(kind)
 
 
@@ -75,14 +75,14 @@ def _texts(blocks: Any) -> str:
     return "".join(str(m.get(b, "text") or "") for b in m.as_list(blocks) if m.get(b, "type") == "text")
 
 
-def tool_result_response(content: Any, rt: Runtime) -> Any:
+def tool_result_response(content: Any) -> Any:
     """A ``tool_result``'s content as a ``tool_call_response`` response: its text, or parts when it has media."""
     if content is None or isinstance(content, str):
         return content
     blocks = m.as_list(content)
     if all(m.get(b, "type") == "text" for b in blocks):
         return _texts(blocks)
-    return [part for b in blocks for part in block_parts(b, rt)]
+    return [part for b in blocks for part in block_parts(b)]
 
 
 def _server_result_response(block: Any) -> Any:
@@ -96,56 +96,46 @@ def _server_result_response(block: Any) -> Any:
     return content
 
 
-def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
+def block_parts(block: Any) -> list[p.Part]:
     """The parts of one content block (none for blocks without content, such as an empty text)."""
     if isinstance(block, str):
-        return [p.text(block, rt)]
+        return [p.text(block)]
     kind = m.get(block, "type")
     if kind == "text":
-        return [p.text(m.get(block, "text"), rt)]
+        return [p.text(m.get(block, "text"))]
     if kind in _TOOL_CALL_BLOCKS:
-        return [p.tool_call(m.get(block, "id"), m.get(block, "name"), m.get(block, "input"), rt)]
+        return [p.tool_call(m.get(block, "id"), m.get(block, "name"), m.get(block, "input"))]
     if kind == "thinking":
-        return [p.reasoning(m.get(block, "thinking"), rt)]
+        return [p.reasoning(m.get(block, "thinking"))]
     if kind == "redacted_thinking":  # encrypted: nothing readable to keep
         return [p.other(semconv.PART_REASONING)]
     if kind in _MODALITY:
-        return [_source_part(block, rt)]
+        return [_source_part(block)]
     if kind in _TEXT_CONTENT_BLOCKS:  # a search result's text blocks, or a compaction's summary (None: it failed)
         content = m.field(block, "content")
         if content is None:
             return []
-        return [p.text(content if isinstance(content, str) else _texts(content), rt)]
+        return [p.text(content if isinstance(content, str) else _texts(content))]
     if kind == "container_upload":
         return [p.file(m.get(block, "file_id"), "document")]
     if kind in _TOOL_RESULT_BLOCKS:
-        return [p.tool_response(m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content"), rt), rt)]
+        return [p.tool_response(m.get(block, "tool_use_id"), tool_result_response(m.field(block, "content")))]
     if isinstance(kind, str) and kind.endswith("_tool_result"):
-        return [p.tool_response(m.get(block, "tool_use_id"), _server_result_response(block), rt)]
+        return [p.tool_response(m.get(block, "tool_use_id"), _server_result_response(block))]
     return [p.other(kind)]
 
 
-def content_messages(role: Any, content: Any, rt: Runtime, **extra: Any) -> list[p.Message]:
+def content_messages(role: Any, content: Any) -> list[p.Message]:
     """One Anthropic message's content as semconv messages: each tool result in a ``tool`` message of its own, the
     other blocks in ``role`` messages around them, in block order."""
     if content is None or isinstance(content, str):
-        return [p.message(role, [p.text(content, rt)] if content is not None else [], **extra)]
-    parts = [part for block in m.as_list(content) for part in block_parts(block, rt)]
-    return shapes.split_tool_responses(role, parts, lambda r, ps: p.message(r, ps, **extra))
+        return [p.message(role, [p.text(content)] if content is not None else [])]
+    parts = [part for block in m.as_list(content) for part in block_parts(block)]
+    return shapes.split_tool_responses(role, parts, p.message)
 
 
-def input_messages(msg: Any, rt: Runtime) -> list[p.Message]:
-    return content_messages(m.get(msg, "role"), m.field(msg, "content"), rt)
-
-
-_HISTORY = HistoryCache(input_messages)
-_TOOLS = HistoryCache(lambda tool, rt: tool_definition(tool), limit=1024)
-
-
-def system_parts(system: Any, rt: Runtime) -> list[p.Part]:
-    if isinstance(system, str):
-        return [p.text(system, rt)]
-    return [part for block in m.as_list(system) for part in block_parts(block, rt)]
+def input_messages(msg: Any) -> list[p.Message]:
+    return content_messages(m.get(msg, "role"), m.field(msg, "content"))
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -161,6 +151,18 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     }
 
 
+_HISTORY = History(input_messages)
+_TOOLS = History(tool_definition, messages=False, limit=1024)
+
+# --- request -------------------------------------------------------------------------------------------
+
+
+def system_parts(system: Any) -> list[p.Part]:
+    if isinstance(system, str):
+        return [p.text(system)]
+    return [part for block in m.as_list(system) for part in block_parts(block)]
+
+
 def _output_type(kwargs: Mapping[str, Any]) -> str | None:
     fmt = m.get(kwargs.get("output_config"), "format") if params.given(kwargs.get("output_config")) else None
     if params.given(kwargs.get("output_format")) or m.get(fmt, "type") == "json_schema":
@@ -168,76 +170,75 @@ def _output_type(kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def request_attributes(kwargs: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    """The span name target (the model) and the request attributes of ``create`` / ``parse`` / ``stream``."""
+def request(kwargs: dict[str, Any]) -> Request:
+    """The request of ``create`` / ``parse`` / ``stream`` (and of a Claude body sent through Bedrock)."""
     m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")
-    model = kwargs.get("model")
-    model = model if isinstance(model, str) else None
-    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model, semconv.OUTPUT_TYPE: _output_type(kwargs)}
-    attrs.update(params.numbers(kwargs, REQUEST_PARAMS))
+    req = Request(
+        model=params.model_name(kwargs.get("model")),
+        params=params.numbers(kwargs, REQUEST_PARAMS),
+        output_type=_output_type(kwargs),
+    )
     stops = kwargs.get("stop_sequences")
     if params.given(stops):
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = rt.content(m.as_list(stops)) if rt.capture_content else None
+        req.stop_sequences = m.as_list(stops)
     thread = kwargs.get("thread")
     if params.given(thread) and m.get(thread, "type") == "continue":
-        attrs[semconv.ANTHROPIC_PREVIOUS_MESSAGE_ID] = m.get(thread, "previous_message_id")
+        req.previous_response_id = m.get(thread, "previous_message_id")
     system = kwargs.get("system")
     if params.given(system):
-        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(system_parts(system, rt))
+        req.system = system_parts(system)
     messages = kwargs.get("messages")
     if params.given(messages):
-        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_flat_list(m.as_list(messages), rt)
+        req.messages = _HISTORY.of(m.as_list(messages))
     tools = kwargs.get("tools")
-    if rt.capture_content and params.given(tools):
-        attrs[semconv.TOOL_DEFINITIONS] = _TOOLS.json_list(m.as_list(tools), rt)
-    return model, attrs
+    if params.given(tools):
+        req.tools = _TOOLS.of(m.as_list(tools))
+    return req
 
 
 # --- output --------------------------------------------------------------------------------------------
 
 
-def usage_attributes(usage: Any) -> dict[str, Any]:
-    """Usage per the Anthropic refinement: input tokens include the cache reads and writes; a cache count only when the
-    response reports a non-zero one."""
-    if usage is None:
-        return {}
-    cache_read = m.get(usage, "cache_read_input_tokens")
-    cache_creation = m.get(usage, "cache_creation_input_tokens")
-    input_tokens = m.get(usage, "input_tokens")
+def usage(value: Any) -> Usage | None:
+    """Usage per the Anthropic refinement: input tokens include the cache reads and writes."""
+    if value is None:
+        return None
+    cache_read = m.get(value, "cache_read_input_tokens")
+    cache_creation = m.get(value, "cache_creation_input_tokens")
+    input_tokens = m.get(value, "input_tokens")
     if isinstance(input_tokens, int):
         input_tokens += (cache_read or 0) + (cache_creation or 0)
-    return {
-        semconv.USAGE_INPUT_TOKENS: input_tokens,
-        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "output_tokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read or None,
-        semconv.USAGE_CACHE_WRITE_INPUT_TOKENS: cache_creation or None,
-    }
-
-
-def result_attributes(
-    message_id: Any, model: Any, content: list[Any], stop_reason: Any, usage: Any, rt: Runtime
-) -> dict[str, Any]:
-    reason = FINISH_REASONS.get(stop_reason, stop_reason) if stop_reason else ""
-    outputs = content_messages("assistant", content, rt, finish_reason=reason)
-    return m.result_attributes(
-        message_id, model, [stop_reason] if stop_reason else None, m.dumps(outputs), usage_attributes(usage)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=m.get(value, "output_tokens"),
+        cache_read_input_tokens=cache_read or None,
+        cache_write_input_tokens=cache_creation or None,
     )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    """Attributes of a complete ``Message`` / ``BetaMessage`` / ``ParsedMessage``."""
-    attrs = result_attributes(
-        m.get(response, "id"),
-        m.get(response, "model"),
-        m.as_list(m.get(response, "content")),
-        m.get(response, "stop_reason"),
-        m.get(response, "usage"),
-        rt,
+def _response(message_id: Any, model: Any, content: list[Any], stop_reason: Any, used: Any) -> Response:
+    return Response(
+        id=message_id,
+        model=model,
+        finish_reasons=[stop_reason] if stop_reason else None,
+        messages=content_messages("assistant", content),
+        usage=usage(used),
     )
-    request_id = getattr(response, "_request_id", None)  # set by the SDK from the response headers
+
+
+def response(result: Any) -> Response:
+    """A complete ``Message`` / ``BetaMessage`` / ``ParsedMessage`` (or a Claude body from Bedrock, a dict)."""
+    out = _response(
+        m.get(result, "id"),
+        m.get(result, "model"),
+        m.as_list(m.get(result, "content")),
+        m.get(result, "stop_reason"),
+        m.get(result, "usage"),
+    )
+    request_id = getattr(result, "_request_id", None)  # set by the SDK from the response headers
     if isinstance(request_id, str):
-        attrs[semconv.ANTHROPIC_REQUEST_ID] = request_id
-    return attrs
+        out.request_id = request_id
+    return out
 
 
 def _streamed_block(block: Block) -> Any:
@@ -259,6 +260,9 @@ def _streamed_block(block: Block) -> Any:
     return start
 
 
+_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 class MessageStreamAccumulator:
     """Accumulates raw Messages stream events: per-index blocks (text, ``input_json_delta`` fragments assembled
     into the arguments, thinking, a compaction's summary; citation and signature deltas carry no text),
@@ -266,8 +270,8 @@ class MessageStreamAccumulator:
 
     __slots__ = ("blocks", "id", "model", "rt", "stop_reason", "usage")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self, rt: Any = None) -> None:
+        self.rt = rt  # bedrock/invoke.py's, for attributes() (then deleted)
         self.id: Any = None
         self.model: Any = None
         self.stop_reason: Any = None
@@ -277,7 +281,7 @@ class MessageStreamAccumulator:
     def _usage(self, usage: Any) -> None:
         if usage is None:
             return
-        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        for key in _USAGE_KEYS:
             value = m.get(usage, key)
             if value is not None:
                 self.usage[key] = value
@@ -310,6 +314,21 @@ class MessageStreamAccumulator:
                 self.stop_reason = reason
             self._usage(m.get(event, "usage"))
 
-    def attributes(self) -> dict[str, Any]:
+    def result(self) -> Response:
         content = [_streamed_block(block) for block in self.blocks.ordered()]
-        return result_attributes(self.id, self.model, content, self.stop_reason, self.usage or None, self.rt)
+        return _response(self.id, self.model, content, self.stop_reason, self.usage or None)
+
+    def attributes(self) -> dict[str, Any]:  # bedrock/invoke.py's (then deleted)
+        return attributes.response(self.result(), semconv.PROVIDER_ANTHROPIC, self.rt)
+
+
+# --- the attribute-writing API bedrock/invoke.py reads until it reads the typed invocation (then deleted) --------
+
+
+def request_attributes(kwargs: dict[str, Any], rt: Any) -> tuple[str | None, dict[str, Any]]:
+    req = request(kwargs)
+    return req.model, attributes.request(req, semconv.PROVIDER_ANTHROPIC, rt)
+
+
+def response_attributes(result: Any, rt: Any) -> dict[str, Any]:
+    return attributes.response(response(result), semconv.PROVIDER_ANTHROPIC, rt)
