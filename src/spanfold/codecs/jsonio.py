@@ -1,21 +1,24 @@
 """The one place spanfold encodes and parses JSON on its hot paths: orjson encodes, msgspec parses, the standard
-library takes what they refuse. Measured by ``bench/json_libs.py`` on spanfold's own payloads (ratios to the standard
-library's CPU time, medians of 3 runs; bench/RESULTS.md section 10).
+library takes what they refuse. Each measured against the standard library (``bench/json_libs.py`` on spanfold's own
+payloads: ratios to the standard library's CPU time, medians of 7 runs; in the process, interleaved fresh processes;
+bench/RESULTS.md section 10).
 
 * :func:`loads`: ``json.loads(text)``, the same value or the same error. Parsed by msgspec, which gives exactly the
   values the standard library gives for the JSON it accepts (integers of any size included; orjson turns integers
   beyond 64 bits into floats, so it is not used here); what msgspec rejects (``NaN``/``Infinity``, numbers that
   overflow a float, escaped lone surrogates, invalid JSON) goes to ``json.loads``, which accepts it or raises its own
-  error. 0.30-0.48x on span attribute JSON (the worker), 0.46x on an OTLP/JSON line.
+  error. 0.30-0.48x on span attribute JSON, 0.46x on an OTLP/JSON line; the fold 5-8 % faster than with
+  ``json.loads`` (``bench/fold_throughput.py``, 5 runs each: its prefix cache already parses only what is new).
 * :func:`dumps`: compact JSON (``separators=(",", ":")``; or indented by two spaces), non-ASCII kept, that parses to
   the value ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)`` parses to, but for two
   things: a non-finite float is ``null`` (JSON has no NaN or Infinity; ``json.dumps`` writes tokens that strict
   readers refuse), and a plain :class:`enum.Enum` member is its value (``json.dumps`` passes it to ``default``).
   Encoded by orjson: 0.20x on messages encoded one by one (the calling thread), 0.10x on a trace's JSONL lines
-  (the writers). Float and tuple subclasses (``numpy.float64``, named tuples) are written as numbers and arrays;
-  dataclasses, datetimes and other objects go to ``default``. What orjson refuses (integers beyond 64 bits, lone
-  surrogates, keys that are not strings, nesting past 254 levels, circular values, a ``default`` that raises) the
-  standard library encodes, or refuses with its own error.
+  (the writers); with msgspec parsing, the folding worker's CPU per call 0.81x of the standard library's alone
+  (``bench/workload.py --inside``, sync, 7 runs each). Float and tuple subclasses (``numpy.float64``, named tuples)
+  are written as numbers and arrays; dataclasses, datetimes and other objects go to ``default``. What orjson refuses
+  (integers beyond 64 bits, lone surrogates, keys that are not strings, nesting past 254 levels, circular values, a
+  ``default`` that raises) the standard library encodes, or refuses with its own error.
 
   The text is not always the standard library's: orjson spells some floats otherwise (``0.000033`` for ``3.3e-05``,
   as a cost in USD often is). Nothing depends on the spelling: every reader parses the text, and the same value is
