@@ -166,8 +166,7 @@ _OUR_STREAM: Final = "_spanfold_stream"
 
 
 def _stream_helper(is_async: bool) -> WrapperFactory:
-    """Wrap ``stream()``: the manager's deferred request goes through our model wrapper (our span) when it is entered,
-    and the manager keeps the stream that gave (for :func:`_adopt`)."""
+    """Wrap ``stream()``: the manager it returns makes its request through our model wrapper (:func:`_defer`)."""
 
     def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
         start = (async_wrapper if is_async else sync_wrapper)(MESSAGES, tracer, rt)
@@ -179,27 +178,7 @@ def _stream_helper(is_async: bool) -> WrapperFactory:
                 counters.fault("anthropic.stream_helper", exc)
             manager = wrapped(*args, **kwargs)
             try:
-                name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
-                if name is not None:
-                    request = getattr(manager, name)
-                    state = vars(manager)
-                    if is_async:
-
-                        async def send(**_: Any) -> Any:
-                            return await request
-
-                        async def started() -> Any:
-                            stream = state[_OUR_STREAM] = await start(send, instance, (), kwargs)
-                            return stream
-
-                        setattr(manager, name, started())  # a coroutine the manager awaits
-                    else:
-
-                        def sent() -> Any:
-                            stream = state[_OUR_STREAM] = start(lambda **_: request(), instance, (), kwargs)
-                            return stream
-
-                        setattr(manager, name, sent)
+                _defer(manager, start, instance, kwargs, is_async)
             except Exception as exc:
                 counters.fault("anthropic.stream_helper", exc)
             return manager
@@ -207,6 +186,32 @@ def _stream_helper(is_async: bool) -> WrapperFactory:
         return wrapper
 
     return factory
+
+
+def _defer(manager: Any, start: Wrapper, instance: Any, kwargs: dict[str, Any], is_async: bool) -> None:
+    """The manager's request (its ``__api_request``: a callable, or an un-awaited coroutine for async), made through
+    ``start`` (our span) when the manager is entered; the stream that gives is kept on the manager (:func:`_adopt`)."""
+    name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
+    if name is None:
+        return
+    request, kept = getattr(manager, name), vars(manager)
+    if is_async:
+
+        async def send(**_: Any) -> Any:
+            return await request
+
+        async def started() -> Any:
+            kept[_OUR_STREAM] = stream = await start(send, instance, (), kwargs)
+            return stream
+
+        setattr(manager, name, started())  # a coroutine the manager awaits
+    else:
+
+        def sent() -> Any:
+            kept[_OUR_STREAM] = stream = start(lambda **_: request(), instance, (), kwargs)
+            return stream
+
+        setattr(manager, name, sent)
 
 
 def _adopt(manager: Any, helper_stream: Any) -> Any:
