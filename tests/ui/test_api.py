@@ -98,6 +98,23 @@ def test_run_and_spec_and_compare(tmp_path: Path, ui_server) -> None:
     assert server.get("/api/run/99-99")[0] == 404
 
 
+def test_a_non_finite_number_reaches_the_page_as_null(tmp_path: Path, ui_server) -> None:
+    events, meta = trace(1)
+    events[1]["tool_calls"][0]["function"]["arguments"] = {"q": float("nan"), "limit": float("inf")}
+    write(tmp_path, [(events, meta)])  # Python's json writes the tokens NaN and Infinity
+    server = ui_server([tmp_path])
+    server.wait_total(1)
+    (row,) = server.json("/api/runs")["runs"]
+    status, _, body = server.get(f"/api/run/{row['id']}")
+
+    def refuse(token: str) -> None:  # what the page's JSON.parse does with them
+        raise ValueError(token)
+
+    run = json.loads(body, parse_constant=refuse)
+    assert status == 200
+    assert run["events"][1]["tool_calls"][0]["function"]["arguments"] == {"q": None, "limit": None}
+
+
 def test_every_format_opens(tmp_path: Path, demo_dir: Path, ui_server) -> None:
     source = demo_dir / "traces.jsonl"
     run = [sys.executable, "-m", "spanfold", "convert", str(source)]

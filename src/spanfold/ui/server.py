@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from spanfold import counters
+from spanfold.codecs import jsonio
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.formats import writable
 from spanfold.ui.catalog import Catalog
@@ -114,9 +114,10 @@ def _middleware(options: UiOptions) -> Any:
 
 
 def _json(value: Any) -> web.Response:
-    """A JSON response; a lone surrogate in trace text (half an emoji a provider's stream cut) is sent as its JSON
-    escape, which the page reads back as it was (UTF-8 cannot hold it)."""
-    text = writable(json.dumps(value, ensure_ascii=False, default=str))
+    """A JSON response (a non-finite number as null: the page's JSON.parse refuses NaN); a lone surrogate in trace text
+    (half an emoji a provider's stream cut) is sent as its JSON escape, which the page reads back as it was (UTF-8
+    cannot hold it)."""
+    text = writable(jsonio.dumps(value, str))
     return web.Response(text=text, content_type="application/json")
 
 
