@@ -1,4 +1,4 @@
-"""Bedrock Converse shapes -> GenAI semconv span attributes (request, response, ConverseStream events).
+"""Bedrock Converse shapes -> a typed invocation (request, response, ConverseStream events).
 
 The Amazon Nova model bodies of ``invoke_model`` are the same shapes (``system``, ``messages[].content[]``,
 ``toolConfig``, ``output.message``, ``stopReason``, ``usage``; their stream chunks are ConverseStream events), so
@@ -6,7 +6,7 @@ The Amazon Nova model bodies of ``invoke_model`` are the same shapes (``system``
 
 Mapping:
 
-* ``system`` text blocks -> ``gen_ai.system_instructions``; ``inferenceConfig`` -> the request parameters;
+* ``system`` blocks -> the system instructions; ``inferenceConfig`` -> the request parameters and stop sequences;
 * content blocks (one key each; the ``ContentBlock`` union of the Converse API reference): ``text``; ``image`` /
   ``document`` / ``video`` / ``audio`` by ``source``: ``bytes`` -> ``blob`` (base64, as the wire carries it),
   ``s3Location`` -> ``uri``, a document's ``text`` / ``content`` -> ``text``; ``guardContent`` (text or an image a
@@ -15,9 +15,9 @@ Mapping:
   its own ``tool`` message (``shapes.split_tool_responses``); ``reasoningContent`` -> ``reasoning`` (redacted
   reasoning keeps its type only); ``cachePoint`` -> nothing; others (``toolAddition``, ``toolRemoval``) keep their
   type;
-* ``toolConfig.tools[].toolSpec`` -> ``gen_ai.tool.definitions``;
-* ``stopReason`` -> ``finish_reason`` (``shapes.BEDROCK_FINISH_REASONS``), raw in ``gen_ai.response.finish_reasons``;
-* ``gen_ai.usage.input_tokens`` = input + cache read + cache write tokens, the two cache counts beside it.
+* ``toolConfig.tools[].toolSpec`` -> the tool definitions;
+* ``stopReason`` -> the finish reason, raw;
+* input tokens = input + cache read + cache write tokens, the two cache counts beside them.
 """
 
 from __future__ import annotations
@@ -27,23 +27,23 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
-from spanfold.instrumentation.toolkit.reading.history import HistoryCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 
 #: ``inferenceConfig`` keys (Converse camelCase; the Nova body's snake_case aliases).
-REQUEST_PARAMS: Final = {
-    "maxTokens": semconv.REQUEST_MAX_TOKENS,
-    "max_new_tokens": semconv.REQUEST_MAX_TOKENS,
-    "temperature": semconv.REQUEST_TEMPERATURE,
-    "topP": semconv.REQUEST_TOP_P,
-    "top_p": semconv.REQUEST_TOP_P,
-    "topK": semconv.REQUEST_TOP_K,
-    "top_k": semconv.REQUEST_TOP_K,
+REQUEST_PARAMS: Final[dict[str, Param]] = {
+    "maxTokens": "max_tokens",
+    "max_new_tokens": "max_tokens",
+    "temperature": "temperature",
+    "topP": "top_p",
+    "top_p": "top_p",
+    "topK": "top_k",
+    "top_k": "top_k",
 }
 #: The content blocks that carry media by ``source``.
 _MEDIA: Final = ("image", "document", "video", "audio")
@@ -69,21 +69,21 @@ def _mime(kind: str, fmt: Any) -> Any:
     return _DOCUMENT_MIME.get(fmt) if kind == "document" else _MIME_PREFIX.get(kind, "") + fmt
 
 
-def _media_part(kind: str, media: Any, rt: Runtime) -> p.Part:
+def _media_part(kind: str, media: Any) -> p.Part:
     """An ``image`` / ``document`` / ``video`` / ``audio`` block by its ``source``."""
     source = m.get(media, "source")
     data = m.get(source, "bytes")
     if data is not None:  # boto3 takes raw bytes (and base64-encodes them); a Nova body carries base64 text
-        if rt.capture_content and isinstance(data, (bytes, bytearray)):
+        if isinstance(data, (bytes, bytearray)):
             data = base64.b64encode(data).decode("ascii")
-        return p.blob(data, _mime(kind, m.get(media, "format")), kind, rt)
+        return p.blob(data, _mime(kind, m.get(media, "format")), kind)
     location = m.get(source, "s3Location")
     if location is not None:
-        return p.uri(m.get(location, "uri"), kind, rt, _mime(kind, m.get(media, "format")))
+        return p.uri(m.get(location, "uri"), kind, mime_type=_mime(kind, m.get(media, "format")))
     if m.get(source, "text") is not None:
-        return p.text(m.get(source, "text"), rt)
+        return p.text(m.get(source, "text"))
     if m.get(source, "content") is not None:
-        return p.text(_joined(m.get(source, "content")), rt)
+        return p.text(_joined(m.get(source, "content")))
     return p.other(kind)
 
 
@@ -93,99 +93,101 @@ def _joined(blocks: Any) -> str:
     return "".join(str(t) for t in texts if t is not None)
 
 
-def _guarded(guard: Any, rt: Runtime) -> list[p.Part]:
+def _guarded(guard: Any) -> list[p.Part]:
     """A ``guardContent`` block: its ``text`` (with qualifiers, which only tell the guardrail what it is) or image."""
     text = m.get(guard, "text")
     if text is not None:
-        return [p.text(m.get(text, "text"), rt)]
+        return [p.text(m.get(text, "text"))]
     image = m.get(guard, "image")
-    return [_media_part("image", image, rt)] if image is not None else [p.other("guardContent")]
+    return [_media_part("image", image)] if image is not None else [p.other("guardContent")]
 
 
-def _tool_result(content: Any, rt: Runtime) -> Any:
-    """A ``toolResult``'s content: its text (JSON items as JSON text), or parts when it has media."""
+def _tool_result(content: Any) -> Any:
+    """A ``toolResult``'s content: its text (a JSON item as the text the model reads), or parts when it has media."""
     blocks = m.as_list(content)
     if all(m.get(b, "text") is not None or m.get(b, "json") is not None for b in blocks):
         texts = [m.get(b, "text") if m.get(b, "text") is not None else m.dumps(m.get(b, "json")) for b in blocks]
         return "".join(str(t) for t in texts)
-    return [part for b in blocks for part in block_parts(b, rt)]
+    return [part for b in blocks for part in block_parts(b)]
 
 
-def block_parts(block: Any, rt: Runtime) -> list[p.Part]:
+def block_parts(block: Any) -> list[p.Part]:
     """The parts of one content block (a dict with one key naming its kind)."""
     if not isinstance(block, Mapping):
         return []
     if "text" in block:
-        return [p.text(block["text"], rt)]
-    if "json" in block:  # an item of a tool result's content
-        return [p.text(m.dumps(block["json"]), rt)]
+        return [p.text(block["text"])]
+    if "json" in block:  # an item of a tool result's content, as the text the model reads
+        return [p.text(m.dumps(block["json"]))]
     if "toolUse" in block:
         use = block["toolUse"]
-        return [p.tool_call(m.get(use, "toolUseId"), m.get(use, "name"), m.get(use, "input"), rt)]
+        return [p.tool_call(m.get(use, "toolUseId"), m.get(use, "name"), m.get(use, "input"))]
     if "toolResult" in block:
         result = block["toolResult"]
-        return [p.tool_response(m.get(result, "toolUseId"), _tool_result(m.get(result, "content"), rt), rt)]
+        return [p.tool_response(m.get(result, "toolUseId"), _tool_result(m.get(result, "content")))]
     for kind in _MEDIA:
         if kind in block:
-            return [_media_part(kind, block[kind], rt)]
+            return [_media_part(kind, block[kind])]
     if "guardContent" in block:
-        return _guarded(block["guardContent"], rt)
+        return _guarded(block["guardContent"])
     if "reasoningContent" in block:
         text = m.get(m.get(block["reasoningContent"], "reasoningText"), "text")
-        return [p.reasoning(text, rt) if text is not None else p.other(semconv.PART_REASONING)]
+        return [p.reasoning(text) if text is not None else p.other(semconv.PART_REASONING)]
     for kind in ("citationsContent", "searchResult"):
         if kind in block:
-            return [p.text(_joined(m.get(block[kind], "content")), rt)]
+            return [p.text(_joined(m.get(block[kind], "content")))]
     if "cachePoint" in block:
         return []
     return [p.other(next(iter(block), "unknown"))]
 
 
-def content_messages(role: Any, content: Any, rt: Runtime, **extra: Any) -> list[p.Message]:
+def content_messages(role: Any, content: Any) -> list[p.Message]:
     """One Bedrock message as semconv messages: tool results become ``tool`` messages of their own."""
-    parts = [part for block in m.as_list(content) for part in block_parts(block, rt)]
-    return shapes.split_tool_responses(role, parts, lambda r, ps: p.message(r, ps, **extra))
+    parts = [part for block in m.as_list(content) for part in block_parts(block)]
+    return shapes.split_tool_responses(role, parts, p.message)
 
 
-def input_messages(msg: Any, rt: Runtime) -> list[p.Message]:
-    return content_messages(m.get(msg, "role"), m.get(msg, "content"), rt)
+def input_messages(msg: Any) -> list[p.Message]:
+    return content_messages(m.get(msg, "role"), m.get(msg, "content"))
 
 
-_HISTORY = HistoryCache(input_messages)
-
-
-def tool_definition(tool: Any) -> dict[str, Any] | None:
+def tool_definition(tool: Any) -> list[dict[str, Any]]:
+    """A ``toolConfig.tools`` item's definition (none for a cachePoint or a system tool)."""
     spec = m.get(tool, "toolSpec")
-    if spec is None:  # a cachePoint or a system tool
-        return None
-    return {
-        "type": "function",
-        "name": m.get(spec, "name"),
-        "description": m.get(spec, "description"),
-        "parameters": m.get(m.get(spec, "inputSchema"), "json"),
-    }
+    if spec is None:
+        return []
+    return [
+        {
+            "type": "function",
+            "name": m.get(spec, "name"),
+            "description": m.get(spec, "description"),
+            "parameters": m.get(m.get(spec, "inputSchema"), "json"),
+        }
+    ]
 
 
-def request_attributes(request: Mapping[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    """The span name target (the model id) and the request attributes of a Converse request (or a Nova body)."""
-    model = params.model_name(request.get("modelId"))
-    config = request.get("inferenceConfig")
-    attrs: dict[str, Any] = {semconv.REQUEST_MODEL: model, **params.numbers(config, REQUEST_PARAMS)}
-    stops = params.string_list(m.get(config, "stopSequences"))
-    if stops:
-        attrs[semconv.REQUEST_STOP_SEQUENCES] = stops
-    system = request.get("system")
+_HISTORY: Final = History(input_messages)
+_TOOLS: Final = History(tool_definition, messages=False, limit=1024)
+
+
+def request(body: Mapping[str, Any]) -> Request:
+    """A Converse request (or a Nova body)."""
+    config = body.get("inferenceConfig")
+    req = Request(
+        model=params.model_name(body.get("modelId")),
+        params=params.numbers(config, REQUEST_PARAMS),
+        stop_sequences=params.string_list(m.get(config, "stopSequences")) or None,
+    )
+    system = body.get("system")
     if system:
-        parts = [part for block in m.as_list(system) for part in block_parts(block, rt)]
-        attrs[semconv.SYSTEM_INSTRUCTIONS] = m.dumps(parts)
-    messages = request.get("messages")
+        req.system = [part for block in m.as_list(system) for part in block_parts(block)]
+    messages = body.get("messages")
     if messages is not None:
-        attrs[semconv.INPUT_MESSAGES] = _HISTORY.json_flat_list(m.as_list(messages), rt)
-    tools = m.get(request.get("toolConfig"), "tools")
-    if rt.capture_content and tools:
-        definitions = [d for d in (tool_definition(t) for t in m.as_list(tools)) if d is not None]
-        attrs[semconv.TOOL_DEFINITIONS] = m.dumps(definitions)
-    return model, attrs
+        req.messages = _HISTORY.of(m.as_list(messages))
+    tools = m.get(body.get("toolConfig"), "tools")
+    if tools:
+        req.tools = _TOOLS.of(m.as_list(tools))
+    return req
 
 
 # --- output --------------------------------------------------------------------------------------------
@@ -199,34 +201,36 @@ def _first(usage: Any, keys: tuple[str, ...]) -> Any:
     return next((value for value in (m.get(usage, key) for key in keys) if value is not None), None)
 
 
-def usage_attributes(usage: Any) -> dict[str, Any]:
-    if usage is None:
-        return {}
-    cache_read, cache_write = _first(usage, _CACHE_READ), _first(usage, _CACHE_WRITE)
-    input_tokens = m.get(usage, "inputTokens")
+def usage(value: Any) -> Usage | None:
+    if value is None:
+        return None
+    cache_read, cache_write = _first(value, _CACHE_READ), _first(value, _CACHE_WRITE)
+    input_tokens = m.get(value, "inputTokens")
     if isinstance(input_tokens, int):
         input_tokens += (cache_read or 0) + (cache_write or 0)
-    return {
-        semconv.USAGE_INPUT_TOKENS: input_tokens,
-        semconv.USAGE_OUTPUT_TOKENS: m.get(usage, "outputTokens"),
-        semconv.USAGE_CACHE_READ_INPUT_TOKENS: cache_read or None,
-        semconv.USAGE_CACHE_WRITE_INPUT_TOKENS: cache_write or None,
-    }
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=m.get(value, "outputTokens"),
+        cache_read_input_tokens=cache_read or None,
+        cache_write_input_tokens=cache_write or None,
+    )
 
 
-def result_attributes(content: Any, stop_reason: Any, usage: Any, rt: Runtime, model: Any = None) -> dict[str, Any]:
-    reason = shapes.finish_reason(shapes.BEDROCK_FINISH_REASONS, stop_reason)
-    outputs = content_messages("assistant", content, rt, finish_reason=reason)
-    reasons = [stop_reason] if stop_reason else None
-    return m.result_attributes(None, model, reasons, m.dumps(outputs), usage_attributes(usage))
+def result(content: Any, stop_reason: Any, tokens: Any) -> Response:
+    """The answer of a call: its content blocks, stop reason and usage."""
+    return Response(
+        finish_reasons=[stop_reason] if stop_reason else None,
+        messages=content_messages("assistant", content),
+        usage=usage(tokens),
+    )
 
 
-def response_attributes(response: Any, rt: Runtime) -> dict[str, Any]:
-    """Attributes of a Converse response dict (or a Nova body)."""
-    message = m.get(m.get(response, "output"), "message")
-    attrs = result_attributes(m.get(message, "content"), m.get(response, "stopReason"), m.get(response, "usage"), rt)
-    attrs[semconv.AWS_REQUEST_ID] = m.get(m.get(response, "ResponseMetadata"), "RequestId")
-    return attrs
+def response(answer: Any) -> Response:
+    """A Converse response dict (or a Nova body)."""
+    message = m.get(m.get(answer, "output"), "message")
+    out = result(m.get(message, "content"), m.get(answer, "stopReason"), m.get(answer, "usage"))
+    out.request_id = m.get(m.get(answer, "ResponseMetadata"), "RequestId")
+    return out
 
 
 def _streamed_block(block: Block) -> dict[str, Any]:
@@ -237,8 +241,8 @@ def _streamed_block(block: Block) -> dict[str, Any]:
         use = m.get(block.start, "toolUse")
         return {"toolUse": {"toolUseId": m.get(use, "toolUseId"), "name": m.get(use, "name"), "input": block.text()}}
     if kind == "toolResult":
-        result = m.get(block.start, "toolResult")
-        return {"toolResult": {"toolUseId": m.get(result, "toolUseId"), "content": block.fields.get("items", [])}}
+        started = m.get(block.start, "toolResult")
+        return {"toolResult": {"toolUseId": m.get(started, "toolUseId"), "content": block.fields.get("items", [])}}
     if kind == "image":
         return {"image": {"format": m.get(m.get(block.start, "image"), "format"), "source": block.fields.get("source")}}
     if kind == "reasoningContent":
@@ -258,10 +262,9 @@ class ConverseStreamAccumulator:
     items, an image's source; a citation's metadata is not content: its text comes as text), ``messageStop`` (the
     stop reason), ``metadata`` (usage)."""
 
-    __slots__ = ("blocks", "rt", "stop_reason", "usage")
+    __slots__ = ("blocks", "stop_reason", "usage")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.blocks = IndexedBlocks()
         self.stop_reason: Any = None
         self.usage: Any = None
@@ -298,6 +301,5 @@ class ConverseStreamAccumulator:
         elif "metadata" in event:
             self.usage = event["metadata"].get("usage")
 
-    def attributes(self) -> dict[str, Any]:
-        content = [_streamed_block(block) for block in self.blocks.ordered()]
-        return result_attributes(content, self.stop_reason, self.usage, self.rt)
+    def result(self) -> Response:
+        return result([_streamed_block(block) for block in self.blocks.ordered()], self.stop_reason, self.usage)

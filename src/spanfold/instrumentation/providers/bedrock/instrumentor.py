@@ -31,7 +31,6 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
 from spanfold.instrumentation.providers.bedrock import invoke as bedrock_invoke
 from spanfold.instrumentation.providers.bedrock.body import AsyncBody, SyncBody
-from spanfold.instrumentation.toolkit import legacy
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, Wrapper, async_wrapper, server_of, sync_wrapper
 from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
@@ -67,44 +66,38 @@ def _nested(key: str) -> Callable[[Any], Result]:
 
 def _body_proxy(response: dict[str, Any], state: StreamState, is_async: bool) -> Any:
     """``invoke_model``'s body, proxied so the span sees what the user reads; usage from the headers meanwhile."""
-    accumulator = getattr(state.accumulator, "inner", state.accumulator)
-    if isinstance(accumulator, bedrock_invoke.BodyAccumulator):
-        accumulator.base = bedrock_invoke.header_attributes(response)
+    if isinstance(state.accumulator, bedrock_invoke.BodyAccumulator):
+        state.accumulator.beside = bedrock_invoke.headers(response)
     return (AsyncBody if is_async else SyncBody)(response["body"], state)
 
 
-def _api(kind: str, **shape: Any) -> ModelApi:
-    return legacy.api(
-        kind=f"bedrock.{kind}", provider=semconv.PROVIDER_AWS_BEDROCK, operation=semconv.OP_CHAT, server=server,
-        bind=_params, **shape,
+def _api(kind: str, classify: Callable[[Any], Result], **shape: Any) -> ModelApi:
+    return ModelApi(
+        kind=f"bedrock.{kind}", provider=semconv.PROVIDER_AWS_BEDROCK, operation=semconv.OP_CHAT, classify=classify,
+        server=server, bind=_params, **shape,
     )  # fmt: skip
 
 
-CONVERSE = dict(
-    request=bedrock_converse.request_attributes,
-    response=bedrock_converse.response_attributes,
+CONVERSE: Final = dict(
+    request=bedrock_converse.request,
+    response=bedrock_converse.response,
     accumulator=bedrock_converse.ConverseStreamAccumulator,
 )
-INVOKE = dict(request=bedrock_invoke.request_attributes, response=lambda result, rt: {})
+INVOKE: Final = dict(request=bedrock_invoke.request, response=bedrock_invoke.unread, nested_stream="body")
 
 #: operation name -> how its model call maps onto a span.
 APIS: Final[dict[str, ModelApi]] = {
-    "Converse": _api("converse", classify=lambda result: Result.RESPONSE, **CONVERSE),
-    "ConverseStream": _api("converse_stream", classify=_nested("stream"), nested_stream="stream", **CONVERSE),
+    "Converse": _api("converse", lambda result: Result.RESPONSE, **CONVERSE),
+    "ConverseStream": _api("converse_stream", _nested("stream"), nested_stream="stream", **CONVERSE),
     "InvokeModel": _api(
         "invoke_model",
-        classify=_nested("body"),
-        nested_stream="body",
+        _nested("body"),
         nested_proxy=_body_proxy,
         accumulator=bedrock_invoke.BodyAccumulator,
         **INVOKE,
     ),
     "InvokeModelWithResponseStream": _api(
-        "invoke_model_stream",
-        classify=_nested("body"),
-        nested_stream="body",
-        accumulator=bedrock_invoke.StreamAccumulator,
-        **INVOKE,
+        "invoke_model_stream", _nested("body"), accumulator=bedrock_invoke.StreamAccumulator, **INVOKE
     ),
 }
 
@@ -170,16 +163,9 @@ PATCHES: Final = (
 )
 
 
-class BedrockInstrumentor(TableInstrumentor):
+class BedrockInstrumentor(TableInstrumentor, library="botocore", supported="botocore >= 1.43, < 2", table=PATCHES):
     """``BedrockInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores botocore,
     aiobotocore and the client classes it wrapped."""
-
-    library = "botocore"
-
-    dependencies = ("botocore >= 1.43, < 2",)
-
-    def patches(self, rt: Runtime) -> tuple[Patch, ...]:
-        return PATCHES
 
     def _uninstrument(self, **kwargs: Any) -> None:
         super()._uninstrument(**kwargs)

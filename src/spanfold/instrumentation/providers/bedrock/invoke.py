@@ -1,12 +1,11 @@
-"""Bedrock ``invoke_model`` / ``invoke_model_with_response_stream`` bodies -> GenAI semconv span attributes.
+"""Bedrock ``invoke_model`` / ``invoke_model_with_response_stream`` bodies -> a typed invocation.
 
 The body is the model family's own JSON. Two families are mapped, through the modules that already know their
 shapes: Anthropic Claude (the Messages format: :mod:`spanfold.instrumentation.providers.anthropic.messages`) and
-Amazon Nova
-(the Converse shapes: :mod:`spanfold.instrumentation.providers.bedrock.converse`). Any other body gets a model span
-with what
-every family has: the model id, the usage Bedrock reports beside the body (the ``X-Amzn-Bedrock-*-Token-Count``
-response headers; a stream's ``amazon-bedrock-invocationMetrics``), errors, and no content.
+Amazon Nova (the Converse shapes: :mod:`spanfold.instrumentation.providers.bedrock.converse`). Any other body gets a
+model span with what every family has: the model id, the usage Bedrock reports beside the body (the
+``X-Amzn-Bedrock-*-Token-Count`` response headers; a stream's ``amazon-bedrock-invocationMetrics``), errors, and no
+content (a response with no messages).
 
 The request body is read without consuming it: ``bytes`` / ``str`` as they are, a seekable file read and put back
 where it was (botocore seeks it too); anything else, or a body over :data:`MAX_BODY` bytes, is not read. The response
@@ -19,10 +18,9 @@ import json
 from types import SimpleNamespace
 from typing import Any, Final
 
-from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
+from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 
@@ -63,65 +61,83 @@ def _is_claude(model: str | None, body: dict[str, Any]) -> bool:
     return "anthropic_version" in body or (model is not None and "anthropic." in model)
 
 
-def request_attributes(request: dict[str, Any], rt: Runtime) -> tuple[str | None, dict[str, Any]]:
-    """The model id and, for a Claude or Nova body, its request attributes."""
-    model = params.model_name(request.get("modelId"))
-    body = read_body(request.get("body"))
-    attrs: dict[str, Any] = {}
-    if isinstance(body, dict) and "messages" in body:
-        if _is_claude(model, body):
-            attrs = anthropic_messages.request_attributes(body, rt)[1]
-        else:  # Nova (schemaVersion messages-v1): the Converse shapes
-            attrs = bedrock_converse.request_attributes(body, rt)[1]
-    attrs[semconv.REQUEST_MODEL] = model
-    return model, attrs
+def request(call: dict[str, Any]) -> Request:
+    """The model id and, for a Claude or Nova body, what the body asks."""
+    model = params.model_name(call.get("modelId"))
+    body = read_body(call.get("body"))
+    req = Request()
+    if isinstance(body, dict) and "messages" in body:  # Claude's Messages, else Nova's (messages-v1): Converse shapes
+        req = (anthropic_messages.request if _is_claude(model, body) else bedrock_converse.request)(body)
+    req.model = model
+    return req
 
 
-def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, Any]:
-    def number(value: Any) -> int | None:
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            return None
-
-    return {semconv.USAGE_INPUT_TOKENS: number(input_tokens), semconv.USAGE_OUTPUT_TOKENS: number(output_tokens)}
+def _count(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
-def _merge(base: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by the values ``attrs`` has (a body's own usage wins over the headers')."""
-    base.update((key, value) for key, value in attrs.items() if value is not None)
-    return base
+def _beside(input_tokens: Any, output_tokens: Any, request_id: Any = None) -> Response:
+    """What Bedrock reports beside any family's body: its token counts (text), the request id; no messages."""
+    usage = Usage(input_tokens=_count(input_tokens), output_tokens=_count(output_tokens))
+    return Response(messages=None, usage=usage, request_id=request_id)
 
 
-def header_attributes(response: Any) -> dict[str, Any]:
+def _completed(found: Response | None, beside: Response) -> Response:
+    """The body's response, what it lacks taken from what Bedrock reported beside it (the body's own values win)."""
+    if found is None:
+        return beside
+    usage, known = found.usage, beside.usage
+    if usage is None:
+        found.usage = known
+    elif known is not None:
+        if usage.input_tokens is None:
+            usage.input_tokens = known.input_tokens
+        if usage.output_tokens is None:
+            usage.output_tokens = known.output_tokens
+    if found.request_id is None:
+        found.request_id = beside.request_id
+    return found
+
+
+def headers(answer: Any) -> Response:
     """Usage and the request id from the response headers (every model family)."""
-    headers = m.get(m.get(response, "ResponseMetadata"), "HTTPHeaders") or {}
-    attrs = _usage(headers.get("x-amzn-bedrock-input-token-count"), headers.get("x-amzn-bedrock-output-token-count"))
-    attrs[semconv.AWS_REQUEST_ID] = m.get(m.get(response, "ResponseMetadata"), "RequestId")
-    return attrs
+    metadata = m.get(answer, "ResponseMetadata")
+    values = m.get(metadata, "HTTPHeaders") or {}
+    return _beside(
+        values.get("x-amzn-bedrock-input-token-count"),
+        values.get("x-amzn-bedrock-output-token-count"),
+        m.get(metadata, "RequestId"),
+    )
 
 
-def body_attributes(body: Any, rt: Runtime) -> dict[str, Any]:
-    """A complete response body of a family spanfold reads (Claude ``message``, Nova ``output``), else nothing."""
+def unread(answer: Any) -> Response:
+    """An answer without a body to read (a stubbed one): nothing known."""
+    return Response(messages=None)
+
+
+def body_response(body: Any) -> Response | None:
+    """A complete response body of a family spanfold reads (Claude ``message``, Nova ``output``), else None."""
     if not isinstance(body, dict):
-        return {}
+        return None
     if body.get("type") == "message":
-        return anthropic_messages.response_attributes(body, rt)
+        return anthropic_messages.response(body)
     if isinstance(body.get("output"), dict):
-        return bedrock_converse.response_attributes(body, rt)
-    return {}
+        return bedrock_converse.response(body)
+    return None
 
 
 class BodyAccumulator:
     """The bytes of an ``invoke_model`` body as the user reads them (bounded), parsed once at the end."""
 
-    __slots__ = ("base", "chunks", "rt", "size")
+    __slots__ = ("beside", "chunks", "size")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.size = 0
-        self.base: dict[str, Any] = {}  # from the response headers, set when the body is proxied
+        self.beside = Response(messages=None)  # from the response headers, set when the body is proxied
 
     def add(self, chunk: bytes) -> None:
         self.size += len(chunk)
@@ -130,9 +146,9 @@ class BodyAccumulator:
         else:
             self.chunks.clear()
 
-    def attributes(self) -> dict[str, Any]:
+    def result(self) -> Response:
         body = _loads(b"".join(self.chunks)) if self.chunks and self.size <= MAX_BODY else None
-        return _merge(dict(self.base), body_attributes(body, self.rt))
+        return _completed(body_response(body), self.beside)
 
 
 def _claude_event(data: dict[str, Any]) -> SimpleNamespace:
@@ -149,19 +165,18 @@ class StreamAccumulator:
     (Claude Messages events, Nova Converse events), fed to that family's accumulator; any family's usage from the
     ``amazon-bedrock-invocationMetrics`` of the last chunk."""
 
-    __slots__ = ("inner", "metrics", "rt", "wrap")
+    __slots__ = ("inner", "metrics", "wrap")
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
         self.inner: Any = None
         self.wrap: Any = None
         self.metrics: Any = None
 
     def _start(self, data: dict[str, Any]) -> None:
         if "type" in data:
-            self.inner, self.wrap = anthropic_messages.MessageStreamAccumulator(self.rt), _claude_event
+            self.inner, self.wrap = anthropic_messages.MessageStreamAccumulator(), _claude_event
         elif _CONVERSE_EVENTS.intersection(data):
-            self.inner, self.wrap = bedrock_converse.ConverseStreamAccumulator(self.rt), None
+            self.inner, self.wrap = bedrock_converse.ConverseStreamAccumulator(), None
 
     def add(self, event: Any) -> None:
         chunk = event.get("chunk")
@@ -177,6 +192,6 @@ class StreamAccumulator:
         if self.inner is not None:
             self.inner.add(self.wrap(data) if self.wrap is not None else data)
 
-    def attributes(self) -> dict[str, Any]:
-        attrs = _usage(m.get(self.metrics, "inputTokenCount"), m.get(self.metrics, "outputTokenCount"))
-        return _merge(attrs, self.inner.attributes()) if self.inner is not None else attrs
+    def result(self) -> Response:
+        beside = _beside(m.get(self.metrics, "inputTokenCount"), m.get(self.metrics, "outputTokenCount"))
+        return _completed(self.inner.result() if self.inner is not None else None, beside)
