@@ -358,6 +358,36 @@ def test_invoke_other_family_gets_model_usage_and_no_content(traced: Traced) -> 
     assert "secret" not in json.dumps(attrs)
 
 
+def test_invoke_body_usage_completed_from_the_headers(traced: Traced) -> None:
+    """A body that reports part of its usage (a Nova body with its input tokens only): the headers give the rest and
+    the request id; the body's own count wins."""
+    client = client_for()
+    body = json.dumps({"messages": [{"role": "user", "content": [{"text": "Hi"}]}]}).encode()
+    answer = json.dumps(
+        {
+            "output": {"message": {"role": "assistant", "content": [{"text": "Hello."}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 5},
+        }
+    ).encode()
+    headers = {"x-amzn-bedrock-input-token-count": "6", "x-amzn-bedrock-output-token-count": "4"}
+    with Stubber(client) as stub:
+        stub.add_response(
+            "invoke_model",
+            {
+                "body": StreamingBody(io.BytesIO(answer), len(answer)),
+                "contentType": "application/json",
+                "ResponseMetadata": {"RequestId": "r7", "HTTPStatusCode": 200, "HTTPHeaders": headers},
+            },
+        )
+        client.invoke_model(modelId="amazon.nova-lite-v1:0", body=body)["body"].read()
+    attrs = traced.attrs()
+    assert attrs["gen_ai.output.messages"] == [{"role": "assistant", "parts": [{"type": "text", "content": "Hello."}]}]
+    assert attrs["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (5, 4)
+    assert attrs["aws.request_id"] == "r7"
+
+
 def test_invoke_stream_other_family_usage_from_invocation_metrics(traced: Traced, server: MockLLMServer) -> None:
     server.script(Reply.text("Nova streamed."))
     body = json.dumps({"messages": [{"role": "user", "content": [{"text": "Hi"}]}]})
