@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.instrumentation.toolkit import attributes
 from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
@@ -268,10 +267,9 @@ class MessageStreamAccumulator:
     into the arguments, thinking, a compaction's summary; citation and signature deltas carry no text),
     ``message_start`` (id, model, input usage) and ``message_delta`` (stop reason, output usage)."""
 
-    __slots__ = ("blocks", "id", "model", "rt", "stop_reason", "usage")
+    __slots__ = ("blocks", "id", "model", "stop_reason", "usage")
 
-    def __init__(self, rt: Any = None) -> None:
-        self.rt = rt  # bedrock/invoke.py's, for attributes() (then deleted)
+    def __init__(self) -> None:
         self.id: Any = None
         self.model: Any = None
         self.stop_reason: Any = None
@@ -317,18 +315,3 @@ class MessageStreamAccumulator:
     def result(self) -> Response:
         content = [_streamed_block(block) for block in self.blocks.ordered()]
         return _response(self.id, self.model, content, self.stop_reason, self.usage or None)
-
-    def attributes(self) -> dict[str, Any]:  # bedrock/invoke.py's (then deleted)
-        return attributes.response(self.result(), semconv.PROVIDER_ANTHROPIC, self.rt)
-
-
-# --- the attribute-writing API bedrock/invoke.py reads until it reads the typed invocation (then deleted) --------
-
-
-def request_attributes(kwargs: dict[str, Any], rt: Any) -> tuple[str | None, dict[str, Any]]:
-    req = request(kwargs)
-    return req.model, attributes.request(req, semconv.PROVIDER_ANTHROPIC, rt)
-
-
-def response_attributes(result: Any, rt: Any) -> dict[str, Any]:
-    return attributes.response(response(result), semconv.PROVIDER_ANTHROPIC, rt)
