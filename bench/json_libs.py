@@ -5,7 +5,7 @@ over the in-process mock transport, four ``get_weather`` tool calls); its last m
 with tool calls and tool results.
 
 * calling thread (encode): the 10 history messages one by one (as the history cache converts and encodes each new
-  message: ``jsonio.encode``), and the call's output messages;
+  message: ``jsonio.dumps``), and the call's output messages;
 * folding worker (decode): that call's ``gen_ai.input.messages`` and ``gen_ai.output.messages`` texts, and every JSON
   attribute of the run (tool definitions, tool arguments, histories of every step);
 * writers (encode): a chat span's attribute dict, and the folded trace's three JSONL documents (Invariant events,
@@ -91,8 +91,8 @@ def payloads() -> dict[str, tuple[str, Variants]]:
     def size(items: list[str]) -> str:
         return f"{sum(len(t.encode()) for t in items) / 1e3:,.1f} kB"
 
-    def calling(value: Any) -> str:  # the instrumentation's reading.messages.encode, whose default is for objects
-        return jsonio.encode(value, str)[0]
+    def calling(value: Any) -> str:  # the instrumentation's reading.messages.dumps, whose default is for objects
+        return jsonio.dumps(value, str)
 
     def writer(value: Any) -> str:
         return jsonio.dumps(value, str)

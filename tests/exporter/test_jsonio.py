@@ -17,10 +17,11 @@ from click.testing import CliRunner
 
 from spanfold.cli import main
 from spanfold.codecs import jsonio
+from spanfold.content.runtime import Runtime
 from spanfold.exporter.dialects import dispatch as dialects
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import SpanRecord
-from spanfold.instrumentation.toolkit.reading.history import FragmentCache
+from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.trace import formats
 
 
@@ -104,7 +105,6 @@ EDGE_VALUES: list[Any] = [
 def test_dumps_gives_the_standard_librarys_value_compactly(value: Any) -> None:
     text = jsonio.dumps(value, str)
     assert same_value(text, stdlib(value, str)), (text, stdlib(value, str))
-    assert jsonio.encode(value, str) == (text, jsonio.NOT_PURE)
     assert jsonio.dumps(json.loads(text)) == text  # compact, and the same text for the same value each time
 
 
@@ -273,42 +273,6 @@ def test_demo_traces_and_span_attributes_are_compact_strict_json(
 # --- the structures shared with the worker ----------------------------------------------------------------------
 
 
-def test_a_history_that_extends_the_last_one_gives_the_text_and_structures_of_a_fresh_join() -> None:
-    """The next call of an agent re-sends the history plus new messages: only the new fragments are joined, and the
-    result is what a cache that never saw the shorter list gives. A changed message, a shorter list and a list that
-    begins otherwise are joined whole."""
-
-    def convert(item: Any) -> Any:
-        return {"role": item["role"], "parts": [{"type": "text", "content": item["content"]}]}
-
-    def fresh(items: list[Any]) -> str:
-        return FragmentCache().json_list(items, convert)
-
-    cache = FragmentCache()
-    history = [{"role": "user", "content": "hi"}]
-    first = '[{"role":"user","parts":[{"type":"text","content":"hi"}]}]'
-    assert cache.json_list(history, convert) == fresh(history) == first
-    for turn in range(3):
-        history += [{"role": "assistant", "content": f"answer {turn}"}, {"role": "user", "content": f"more {turn}"}]
-        text = cache.json_list(history, convert)
-        assert text == fresh(history)
-    same = cache.json_list(history, convert)
-    assert same == text
-    history[1]["content"] = "changed"  # a message of the last list changed: joined whole
-    assert cache.json_list(history, convert) == fresh(history)
-    assert cache.json_list(history[:2], convert) == fresh(history[:2])  # shorter
-    other = [{"role": "system", "content": "be brief"}, *history]
-    assert cache.json_list(other, convert) == fresh(other)  # begins otherwise
-
-    class Obj:
-        def __str__(self) -> str:
-            return "obj"
-
-    with_object = [*other, {"role": "user", "content": Obj()}]
-    text = cache.json_list(with_object, lambda item: {"role": item["role"], "content": item["content"]})
-    assert json.loads(text)[-1]["content"] == "obj"
-
-
 def test_a_message_mutated_after_the_call_does_not_reach_the_worker() -> None:
     """The user's own lists and dicts, changed in place after the call, are not what the worker reads (it reads what
     the span's text says)."""
@@ -318,7 +282,7 @@ def test_a_message_mutated_after_the_call_does_not_reach_the_worker() -> None:
     def convert(m: dict[str, Any]) -> dict[str, Any]:
         return {"role": m["role"], "parts": [{"type": "x", "v": m["content"]}]}
 
-    text = FragmentCache().json_list([message], convert)
+    text = History(convert).json([message], Runtime())
     content[0] = "after"
     message["role"] = "system"
     step = dialects.to_step(record(chat_attributes(text, "[]")))

@@ -74,22 +74,6 @@ def dumps(value: Any, default: Default = None, *, indent: bool = False) -> str:
         return _stdlib_dumps(value, default, indent)
 
 
-def encode(value: Any, default: Default = None) -> tuple[str, Any]:
-    """``(dumps(value, default), NOT_PURE)``: the pair the instrumentation's history cache keeps per message. The
-    second item once held a parsed copy of the value; nothing reads it now."""
-    return dumps(value, default), NOT_PURE
-
-
-class _NotPure:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NOT_PURE"
-
-
-NOT_PURE: Final = _NotPure()
-
-
 def _hook(default: Default) -> Callable[[Any], Any]:
     """orjson's ``default``: float and tuple subclasses (``numpy.float64``, named tuples) as the standard library
     writes them (orjson hands them over), anything else to ``default``."""

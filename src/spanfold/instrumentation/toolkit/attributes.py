@@ -67,10 +67,6 @@ def _messages(value: Listed | list[p.Message], rt: Runtime) -> str:
 
 def request(req: Request, provider: str, rt: Runtime) -> dict[str, Any]:
     """The request attributes of a call to ``provider`` (a router's request names its upstream provider)."""
-    rendered = getattr(req, "rendered", None)  # a provider that writes its attributes itself (toolkit/legacy.py)
-    if rendered is not None:
-        out: dict[str, Any] = rendered(rt)
-        return out
     attrs: dict[str, Any] = {semconv.REQUEST_MODEL: req.model}
     for name, value in req.params.items():
         attrs[PARAMS[name]] = value
@@ -110,10 +106,6 @@ def usage(value: Usage) -> dict[str, Any]:
 
 def response(res: Response, provider: str, rt: Runtime) -> dict[str, Any]:
     """The result attributes of a call to ``provider``."""
-    rendered = getattr(res, "rendered", None)  # a provider that writes its attributes itself (toolkit/legacy.py)
-    if rendered is not None:
-        out: dict[str, Any] = rendered(rt)
-        return out
     attrs: dict[str, Any] = {
         semconv.RESPONSE_ID: res.id,
         semconv.RESPONSE_MODEL: res.model,

@@ -45,15 +45,9 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def encode(value: Any) -> tuple[str, Any]:
-    """:func:`dumps` and the value as the text's parse gives it (a private copy), or ``jsonio.NOT_PURE`` for a value
-    holding anything JSON does not round-trip (:func:`spanfold.codecs.jsonio.pure`)."""
-    return jsonio.encode(value, _default)
-
-
 def dumps(value: Any) -> str:
     """Compact JSON for span attributes; objects JSON cannot encode become their ``str``."""
-    return jsonio.encode(value, _default)[0]
+    return jsonio.dumps(value, _default)
 
 
 def result_attributes(
