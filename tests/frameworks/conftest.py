@@ -6,7 +6,11 @@ from __future__ import annotations
 import importlib.util
 
 #: test module -> the framework it needs
-SEPARATE = {"test_crewai.py": "crewai", "test_llama_index.py": "llama_index.llms.openai"}
+SEPARATE = {
+    "test_crewai.py": "crewai",
+    "test_llama_index.py": "llama_index.llms.openai",
+    "test_autogen.py": "autogen_ext.models.openai",
+}
 
 
 def _installed(module: str) -> bool:

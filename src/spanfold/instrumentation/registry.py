@@ -41,6 +41,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
     "crewai": ("crewai", "spanfold.instrumentation.frameworks.crewai:CrewAIInstrumentor"),
     "llama_index": ("llama_index.core", "spanfold.instrumentation.frameworks.llama_index:LlamaIndexInstrumentor"),
+    "autogen": ("autogen_agentchat", "spanfold.instrumentation.frameworks.autogen:AutoGenInstrumentor"),
 }
 
 _lock = threading.Lock()

@@ -1,0 +1,135 @@
+"""AutoGen AgentChat: a team's run is one trace, rooted at ``invoke_agent {team name}``, and every tool run an
+``execute_tool`` span with its result.
+
+Supported: ``autogen-agentchat`` >= 0.7, < 0.8 (tested with 0.7.5 and ``autogen-ext[openai]`` 0.7.5). AutoGen emits
+spans of its own (scope ``autogen-core``, on the global ``TracerProvider``): ``invoke_agent {agent}`` for each agent's
+run (``run`` / ``run_stream``, and each turn of an agent in a team), ``execute_tool {tool}`` with the tool's name,
+description and the model's call id, but no arguments and no result. The model calls are the provider patches'
+(``OpenAIChatCompletionClient`` calls the openai SDK). What AutoGen's spans lack, spanfold adds, patched once on the
+classes:
+
+* ``AssistantAgent._execute_tool_call``, each tool call of the model (a workbench's tool, an MCP tool, a handoff):
+  an ``execute_tool {tool}`` span with the model's call id, the arguments the model gave and the result the agent
+  sends the model, or the error AutoGen records (the tool raised, is unknown, its arguments are not JSON: the span's
+  error, ``error.type`` ``tool_error``, the text the model is sent). AutoGen's own tool span nests under it and folds
+  into it. An agent's default run ends on a tool's result (``reflect_on_tool_use`` off, one tool iteration): no
+  model call is sent that result, so this span is the only place it is recorded.
+* ``BaseGroupChat.run_stream`` (``run`` goes through it; ``RoundRobinGroupChat``, ``SelectorGroupChat``, ``Swarm``,
+  ``MagenticOneGroupChat``): the team's ``invoke_agent`` span, named after the team (``name=``, its class by
+  default), current while each step of the stream runs (the same async generator, proxied; the span ends when it is
+  exhausted, fails, is closed or collected). The team's embedded runtime starts inside it, so every message the
+  runtime delivers, each agent's ``invoke_agent`` turn and its model calls and tool runs are one trace; without it
+  each turn is a trace of its own (AutoGen's runtime links its spans rather than parenting them). A team run inside
+  ``spanfold.agent`` (or another producer's current ``invoke_agent`` span) opens none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.tools import (
+    arun_in_tool_span,
+    end_tool_span,
+    end_tool_span_with_error_result,
+    start_tool_span,
+)
+from spanfold.semconv.parts import parse_json_arguments
+
+SUPPORTED = "autogen-agentchat >= 0.7, < 0.8"
+
+#: The team whose run is current, set in the context its code runs in.
+_RUN_KEY = otel_context.create_key("spanfold.autogen.team")
+
+
+def team_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            current = otel_context.get_value(_RUN_KEY)
+            if current is instance or (in_agent_run() and current is None):
+                return wrapped(*args, **kwargs)  # the user named the run (spanfold.agent), or another producer did
+            name = getattr(instance, "name", None)
+            name = name if isinstance(name, str) and name else type(instance).__name__
+            state, context = open_run(
+                tracer, rt, name, "autogen.run", context=otel_context.set_value(_RUN_KEY, instance)
+            )
+        except Exception as exc:
+            counters.fault("autogen.run_start", exc)
+            return wrapped(*args, **kwargs)
+        return traced_run(wrapped, args, kwargs, state, context)
+
+    return wrapper
+
+
+def _start_tool(tracer: Tracer, rt: Runtime, call: Any) -> Span | None:
+    """The span of a ``FunctionCall``'s run (``id``, ``name``, ``arguments`` as the model gave them: JSON text)."""
+    try:
+        arguments = call.arguments if isinstance(call.arguments, str) else None
+        return start_tool_span(
+            tracer,
+            str(call.name),
+            rt,
+            call_id=call.id or None,
+            arguments=arguments if rt.capture_content else None,
+            argument_values=parse_json_arguments(arguments) if arguments is not None else None,
+        )
+    except Exception as exc:
+        counters.fault("autogen.tool_start", exc)
+        return None
+
+
+def _end_tool(span: Span, outcome: Any, rt: Runtime) -> None:
+    """End the span from ``(FunctionCall, FunctionExecutionResult)``: its ``content`` (the text the model is sent),
+    an error when ``is_error``."""
+    try:
+        result = outcome[1]
+        content, failed = result.content, bool(result.is_error)
+    except Exception as exc:
+        counters.fault("autogen.tool_result", exc)
+        content, failed = None, False
+    if failed:
+        end_tool_span_with_error_result(span, content, rt)
+    else:
+        end_tool_span(span, content, rt)
+
+
+async def _run_tool(tracer: Tracer, rt: Runtime, call: Any, run: Callable[[], Awaitable[Any]]) -> Any:
+    span = _start_tool(tracer, rt, call)  # here, in the task that runs the call (AutoGen gathers them)
+    if span is None:
+        return await run()
+    outcome = await arun_in_tool_span(span, rt, run)
+    _end_tool(span, outcome, rt)
+    return outcome
+
+
+def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = kwargs.get("tool_call", args[0] if args else None)
+        return _run_tool(tracer, rt, call, lambda: wrapped(*args, **kwargs))
+
+    return wrapper
+
+
+PATCHES = (
+    Patch("autogen_agentchat.teams._group_chat._base_group_chat", "BaseGroupChat.run_stream", team_wrapper),
+    Patch("autogen_agentchat.agents._assistant_agent", "AssistantAgent._execute_tool_call", tool_wrapper),
+)
+
+
+class AutoGenInstrumentor(TableInstrumentor):
+    """AutoGen AgentChat teams as ``invoke_agent`` spans, tool runs as ``execute_tool`` spans with their results."""
+
+    library = "autogen_agentchat"
+
+    dependencies = (SUPPORTED,)
+
+    def patches(self, rt: Runtime) -> Sequence[Patch]:
+        return PATCHES
