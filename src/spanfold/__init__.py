@@ -64,8 +64,9 @@ def init(
     * ``capture_content`` (``SPANFOLD_CAPTURE_CONTENT``, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``;
       default on): record prompts, completions and tool arguments and results. Off, a trace still folds: roles, tool
       names, ids, timings and errors.
-    * ``tool_definitions`` (``SPANFOLD_TOOL_DEFINITIONS``, default ``full``): what ``gen_ai.tool.definitions``
-      holds: ``full`` (descriptions and parameter schemas) or ``required`` (each tool's type and name only).
+    * ``tool_definitions`` (``SPANFOLD_TOOL_DEFINITIONS``, default ``required``): what ``gen_ai.tool.definitions``
+      holds: each tool's type and name (the conventions' required fields), or with ``full`` its description and
+      parameter schema too.
     * ``redact`` (``SPANFOLD_REDACT``, default off): ``True`` for the built-in patterns (emails, API keys, tokens,
       card numbers), or a callable (text -> text, run after them), or a ``spanfold.content.redaction.Redaction``.
     * ``stitch`` (``SPANFOLD_STITCH``, default on): give the calls and tool runs of one run that opens no agent span

@@ -180,7 +180,7 @@ class Config:
     tool_definitions: str = _option(
         ("SPANFOLD_TOOL_DEFINITIONS",),
         _definitions,
-        "full",
+        "required",
         "what gen_ai.tool.definitions holds (with content capture on): required (each tool's type and name, as the "
         "conventions advise by default) or full (descriptions and parameter schemas too)",
     )

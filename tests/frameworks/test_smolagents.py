@@ -140,8 +140,9 @@ def test_a_run_is_one_flat_trace_with_its_tool_calls_and_final_answer(traced: Tr
     assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in chats)
     assert {s.attributes["gen_ai.provider.name"] for s in chats} == {"openai"}
     assert [s.attributes["gen_ai.response.id"] for s in chats] == [f"chatcmpl-mock-{n}" for n in (1, 2, 3)]
-    offered = json.loads(str(chats[0].attributes["gen_ai.tool.definitions"]))  # as smolagents declares them
-    assert sorted(d["function"]["name"] for d in offered) == ["convert_temperature", "final_answer", "get_weather"]
+    offered = json.loads(str(chats[0].attributes["gen_ai.tool.definitions"]))  # the required fields, by default
+    assert sorted(d["name"] for d in offered) == ["convert_temperature", "final_answer", "get_weather"]
+    assert all(set(d) == {"type", "name"} for d in offered)
     tools = {s.attributes["gen_ai.tool.call.id"]: s for s in spans if s.name.startswith("execute_tool")}
     assert sorted(tools) == [f"call_mock_{n}" for n in (1, 2, 3, 4)]
     assert tools["call_mock_2"].attributes["gen_ai.tool.call.arguments"] == '{"city":"Tokyo"}'

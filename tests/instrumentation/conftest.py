@@ -115,11 +115,12 @@ def replay_client(load_recording: Callable[[str], list[dict[str, Any]]]) -> Call
 
 @contextmanager
 def spans_of(instrumentor: Any) -> Iterator[Spans]:
-    """``instrumentor`` on a private provider with content capture on, its finished spans in memory; restored after."""
+    """``instrumentor`` on a private provider with content capture on, its finished spans in memory; restored after.
+    Tool definitions are recorded whole: the provider tests pin each provider's mapping of them."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    rt = Runtime(capture_content=True)
+    rt = Runtime(capture_content=True, full_tool_definitions=True)
     instrumentor.instrument(tracer_provider=provider, runtime=rt)
     try:
         yield Spans(exporter, rt, provider, instrumentor)

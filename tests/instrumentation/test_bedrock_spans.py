@@ -56,7 +56,9 @@ def _instrument(capture: bool) -> Iterator[Traced]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = BedrockInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=capture))
+    instrumentor.instrument(
+        tracer_provider=provider, runtime=Runtime(capture_content=capture, full_tool_definitions=True)
+    )
     try:
         yield Traced(exporter, provider)
     finally:
@@ -106,7 +108,9 @@ def test_uninstrument_restores_the_client_classes(traced: Traced) -> None:
     BedrockInstrumentor().uninstrument()
     assert "_make_api_call" not in vars(type(bedrock))
     assert "_make_api_call" not in vars(type(client_for()))
-    BedrockInstrumentor().instrument(tracer_provider=traced.provider, runtime=Runtime(capture_content=True))
+    BedrockInstrumentor().instrument(
+        tracer_provider=traced.provider, runtime=Runtime(capture_content=True, full_tool_definitions=True)
+    )
 
 
 # --- Converse shapes -----------------------------------------------------------------------------------

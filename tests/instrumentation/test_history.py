@@ -81,9 +81,34 @@ def test_merged_histories_join_consecutive_assistant_messages() -> None:
 def test_tool_definitions_keep_the_required_fields_unless_full() -> None:
     tools = History(lambda tool: [tool, {"type": "function", "name": "second"}], messages=False)
     items = [{"type": "function", "name": "get_weather", "description": "d", "parameters": {"type": "object"}}]
-    required = Runtime(full_tool_definitions=False)
-    assert json.loads(tools.json(items, required)) == [
+    assert json.loads(tools.json(items, FULL)) == [  # the default
         {"type": "function", "name": "get_weather"},
         {"type": "function", "name": "second"},
     ]
-    assert json.loads(tools.json(items, FULL))[0]["parameters"] == {"type": "object"}
+    assert json.loads(tools.json(items, Runtime(full_tool_definitions=True)))[0]["parameters"] == {"type": "object"}
+
+
+def test_init_records_the_required_fields_unless_told_full(tmp_path: Any, global_spans: Any) -> None:
+    """``spanfold.init()`` (the default) and ``tool_definitions="full"``, on the real openai SDK over HTTP."""
+    import openai
+
+    import spanfold
+    from spanfold.testing import MockLLMServer
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "d", "parameters": {}}}]
+    recorded = []
+    with MockLLMServer() as server:
+        for option in (None, "full"):
+            global_spans.clear()
+            spanfold.init(output=str(tmp_path / str(option)), tool_definitions=option)
+            try:
+                client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], tools=tools
+                )
+            finally:
+                spanfold.shutdown()
+            (span,) = [s for s in global_spans.get_finished_spans() if s.name.startswith("chat ")]
+            recorded.append(json.loads(str(span.attributes["gen_ai.tool.definitions"])))
+    assert recorded[0] == [{"type": "function", "name": "get_weather"}]
+    assert recorded[1] == [{"type": "function", "name": "get_weather", "description": "d", "parameters": {}}]

@@ -24,7 +24,7 @@ class Runtime:
     capture_content: bool = True
     redaction: Redaction | None = None
     #: Tool definitions with their descriptions and parameter schemas (else each tool's type and name only).
-    full_tool_definitions: bool = True
+    full_tool_definitions: bool = False
 
     def content(self, value: Any) -> Any:
         """``value`` as it may be recorded: redacted when redaction is on (strings inside lists and dicts too)."""

@@ -213,11 +213,22 @@ def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: s
 
 
 def _tool_definitions(tools: Any) -> list[Any] | None:
-    """The tools a call offers, as smolagents declares them to an OpenAI-shaped API."""
+    """The tools a call offers, as smolagents declares them to an OpenAI-shaped API, in the conventions' shape."""
     if not tools:
         return None
     schema = importlib.import_module("smolagents.models").get_tool_json_schema
-    return [schema(tool) for tool in m.as_list(tools)]
+    definitions = []
+    for tool in m.as_list(tools):
+        function = m.get(schema(tool), "function")
+        definitions.append(
+            {
+                "type": "function",
+                "name": m.get(function, "name"),
+                "description": m.get(function, "description"),
+                "parameters": m.get(function, "parameters"),
+            }
+        )
+    return definitions
 
 
 def request(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], observations: Observations | None) -> Request:
