@@ -89,6 +89,38 @@ def test_adk_merged_tools_span_is_not_a_tool_run() -> None:
     assert rewritten is not None and rewritten[0] == dialect_adk.NOT_A_STEP
 
 
+def test_adk_schema2_without_the_capture_variable_carries_no_content() -> None:
+    """ADK 2.13 writes messages on its model spans and arguments and results on its tool spans only in the span
+    capture modes (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`` / ``SPAN_AND_EVENT``): without
+    the variable its own spans name the steps and time them, and hold nothing more to fold."""
+    records = recording("adk_schema2_no_capture.otlp.json")
+    content = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"}
+    content |= {"gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "gcp.vertex.agent.llm_request"}
+    assert not [k for r in records for k in r.attributes if k in content]
+    trace = folded(records)
+    assert [(s.kind, s.name) for s in trace.meta.steps] == [
+        ("model", None),
+        ("tool", "get_weather"),
+        ("tool", "get_weather"),
+        ("model", None),
+        ("tool", "convert_temperature"),
+        ("model", None),
+    ]
+    assert [(e.role, e.content) for e in trace.events] == [("tool", None)] * 3
+    assert trace.meta.name == "weather_bot" and trace.meta.status == "complete"
+
+
+def test_adk_without_the_capture_variable_beside_spanfold_gemini_patch_has_every_output() -> None:
+    """The same run with spanfold's google-genai patch on (``spanfold.init()`` in the ADK process): the patch records
+    each model call with its content, and each tool's output is the function response the next call sends (ADK sends
+    every result back), so the trace is whole without ADK's content."""
+    records = recording("adk_schema2_no_capture_with_spanfold_gemini.otlp.json")
+    assert not [r for r in records if "gen_ai.tool.call.result" in r.attributes]
+    trace = folded(records)
+    assert without_ids(invariant(trace)) == without_ids(adk_expected())
+    assert trace.meta.name == "weather_bot"
+
+
 def test_vercel_ai_generate_text() -> None:
     records = recording("vercel_ai_generate_text.otlp.json")
     assert {r.name for r in records} == {"ai.generateText", "ai.generateText.doGenerate", "ai.toolCall"}

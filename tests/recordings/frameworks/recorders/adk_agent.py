@@ -17,8 +17,8 @@ tp = TracerProvider()
 tp.add_span_processor(SimpleSpanProcessor(exp))
 trace.set_tracer_provider(tp)
 if os.environ.get("SPANFOLD_PATCH"):  # spanfold's google-genai patch beside ADK's own spans (spanfold installed here)
-    from spanfold.instrumentation.gemini import GeminiInstrumentor
-    from spanfold.runtime import Runtime
+    from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+    from spanfold.content.runtime import Runtime
 
     GeminiInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
 from google.adk.agents import LlmAgent
