@@ -141,6 +141,19 @@ def test_run_stream_with_streamed_model_replies_is_one_trace(traced: Traced, glo
     assert_one_agent_trace(traced, global_spans)
 
 
+def test_with_content_capture_off_the_run_keeps_its_roles_tools_and_ids(traced_off: Traced, global_spans: Any) -> None:
+    with MockLLMServer(WEATHER.replies) as server:
+        asyncio.run(weather_agent(server).run(task=WEATHER.question))
+    events = traced_off.one()
+    assert [(e["role"], e.get("tool_call_id"), e.get("content")) for e in events[3:]] == [
+        ("tool", "call_mock_1", None),
+        ("tool", "call_mock_2", None),
+    ]
+    assert [c["function"]["name"] for c in events[2]["tool_calls"]] == ["get_weather", "get_weather"]
+    ours = [s for s in spans_named(global_spans, "execute_tool") if s.instrumentation_scope.name.startswith("spanfold")]
+    assert len(ours) == 2 and not any("gen_ai.tool.call.result" in s.attributes for s in ours)
+
+
 def test_a_failing_tool_is_an_error_output(traced: Traced) -> None:
     with MockLLMServer() as server:
         server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Atlantis"})]))
