@@ -201,8 +201,20 @@ def _applied_part(part: Part, rt: Runtime) -> Part:
     if part.get("type") == "blob":  # base64 data: not text to redact
         return part
     applied: dict[str, Any] = dict(part)
-    applied[key] = rt.content(applied[key])
+    value = applied[key]
+    if _are_parts(value):  # a tool result made of parts (text and images): each part as parts are
+        applied[key] = [_applied_part(inner, rt) for inner in value]
+    else:
+        applied[key] = rt.content(value)
     return applied  # type: ignore[return-value]
+
+
+def _are_parts(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, dict) and item.get("type") in names.PART_TYPES for item in value)
+    )
 
 
 #: The fields every tool definition keeps (the conventions' required ones).
