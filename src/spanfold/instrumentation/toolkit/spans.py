@@ -73,10 +73,11 @@ def set_failure(span: Span, kind: str, message: str | None, rt: Runtime) -> None
     span.set_status(Status(StatusCode.ERROR, description))
 
 
-def end_span(span: Span) -> None:
-    """``span.end()``; another span processor that raises when a span ends never reaches the user's call."""
+def end_span(span: Span, end_time: int | None = None) -> None:
+    """``span.end()`` (at ``end_time``, nanoseconds since the epoch, when given: a step known only after it ended);
+    another span processor that raises when a span ends never reaches the user's call."""
     try:
-        span.end()
+        span.end(end_time=end_time)
     except Exception as exc:
         counters.fault("span.end", exc)
 
@@ -92,7 +93,7 @@ def clean(attributes: Mapping[str, Any]) -> Mapping[str, AttributeValue]:
 class ModelSpan:
     """One started GenAI span and the promise to end it exactly once."""
 
-    __slots__ = ("_lock", "_token", "ended", "full", "rt", "run", "span", "turn")
+    __slots__ = ("_lock", "_token", "end_time", "ended", "full", "rt", "run", "span", "turn")
 
     def __init__(
         self,
@@ -103,6 +104,7 @@ class ModelSpan:
         kind: SpanKind,
         rt: Runtime,
         context: otel_context.Context | None = None,
+        start_time: int | None = None,
     ) -> None:
         self.rt = rt
         #: The run (its root's question and answer) this call belongs to; the call's own input and output shown
@@ -112,8 +114,13 @@ class ModelSpan:
             attributes = dict(attributes)
             root = not otel_trace.get_current_span(context).get_span_context().is_valid
             shown.model_request(attributes, context, root)
-        self.span: Span = tracer.start_span(name, context=context, kind=kind, attributes=clean(attributes))
+        self.span: Span = tracer.start_span(
+            name, context=context, kind=kind, attributes=clean(attributes), start_time=start_time
+        )
         self.ended = False
+        #: When the span ends (nanoseconds since the epoch) if not at its finish: a call a framework reports after the
+        #: fact (the Claude Agent SDK's message stream), with ``start_time``.
+        self.end_time: int | None = None
         self._lock = threading.Lock()
         self._token: object | None = None
         #: A zero-code call's place in its conversation (:mod:`~spanfold.instrumentation.toolkit.conversations`), told
@@ -152,7 +159,7 @@ class ModelSpan:
                     self.span.set_attributes(shown.model_result(attributes, self.run))
         except Exception as exc:
             counters.fault("span.finish", exc)
-        end_span(self.span)
+        end_span(self.span, self.end_time)
         if self.turn is not None:
             self._told(attributes or {})
 
@@ -182,7 +189,7 @@ class ModelSpan:
             set_error(self.span, exc, self.rt)
         except Exception as fault:
             counters.fault("span.fail", fault)
-        end_span(self.span)
+        end_span(self.span, self.end_time)
         if self.turn is not None:
             self._told(None)
 
