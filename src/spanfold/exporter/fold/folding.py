@@ -180,7 +180,9 @@ class _Folder:
         # source, under a remote copy of the run's first call) is another call.
         local = {r.span_id: None if r.parent_is_remote else r.parent_id for r in records}
         drop_nested_calls(self.steps, local)
-        merge_nested_tool_steps(self.steps, local)
+        # A tool run seen twice may cross processes: an MCP server's span under the client's, through the context
+        # the request carried (a remote parent).
+        merge_nested_tool_steps(self.steps, self.parents)
         self.agents = {sid: s for sid, s in self.steps.items() if isinstance(s, AgentSpan)}
         self._agent_of: dict[int, AgentSpan | None] = {}
         self.threads: dict[Hashable, _FoldThread] = {}

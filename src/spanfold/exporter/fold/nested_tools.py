@@ -4,7 +4,8 @@ A tool run can be seen by two producers at once, each span nested in the other's
 (arguments, result) and, below it, the MCP server's own ``tools/call`` span (same process, or received by
 ``spanfold serve`` with the propagated context), which carries the tool's name and nothing else; or a framework's
 tool span (the OpenAI Agents SDK's function span for an MCP tool) above spanfold's MCP span. A tool step whose
-nearest tool-step ancestor has the same name is that ancestor's run: what the outer step lacks (arguments, result,
+nearest tool-step ancestor has the same name is that ancestor's run (Claude Code names an MCP server's tool
+``mcp__<server>__<tool>``, its server's span ``<tool>``: the same tool): what the outer step lacks (arguments, result,
 call id, error) is filled from the inner one, and the inner one is dropped (counted ``fold.nested_tool_steps``).
 Cost: one walk up the parents per tool step, stopped at the first tool step (cycles in bad input end the walk).
 """
@@ -30,6 +31,12 @@ def _enclosing_tool(span_id: int, steps: Mapping[int, Step], parents: Mapping[in
     return None
 
 
+def _same_tool(outer: str | None, inner: str | None) -> bool:
+    if outer == inner:
+        return True
+    return bool(outer and inner and outer.startswith("mcp__") and outer.endswith(f"__{inner}"))
+
+
 def merge_nested_tool_steps(steps: dict[int, Step], parents: Mapping[int, int | None]) -> None:
     """Fold each tool step into an enclosing tool step of the same name (in place)."""
     tools = sorted((s for s in steps.values() if isinstance(s, ToolStep)), key=lambda s: (-s.start_ns, s.span_id))
@@ -40,7 +47,7 @@ def merge_nested_tool_steps(steps: dict[int, Step], parents: Mapping[int, int | 
         if not isinstance(inner, ToolStep):
             continue
         outer = _enclosing_tool(inner.span_id, steps, parents)
-        if outer is None or outer.name != inner.name:
+        if outer is None or not _same_tool(outer.name, inner.name):
             continue
         steps[outer.span_id] = replace(  # a copy: parsed steps may be shared with a later fold of the same spans
             outer,
