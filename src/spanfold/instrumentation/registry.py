@@ -41,6 +41,10 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
     "crewai": ("crewai", "spanfold.instrumentation.frameworks.crewai:CrewAIInstrumentor"),
     "llama_index": ("llama_index.core", "spanfold.instrumentation.frameworks.llama_index:LlamaIndexInstrumentor"),
+    "claude_agent_sdk": (
+        "claude_agent_sdk",
+        "spanfold.instrumentation.frameworks.claude_agent_sdk.instrumentor:ClaudeAgentSDKInstrumentor",
+    ),
     "autogen": ("autogen_agentchat", "spanfold.instrumentation.frameworks.autogen:AutoGenInstrumentor"),
 }
 

@@ -1,0 +1,244 @@
+"""Claude Agent SDK (``claude-agent-sdk``): a ``query()`` or a client's turn is one trace, rooted at ``invoke_agent
+{name}``, with its model steps and tool runs, built from the SDK's message stream.
+
+The agent loop and the model calls run in the bundled Claude Code CLI, a subprocess: no patched SDK sees them, and
+the messages the application receives are all there is (:mod:`~.session` says what each becomes). Supported:
+``claude-agent-sdk`` >= 0.2, < 0.3 (tested with 0.2.189, its bundled CLI 2.1.332). Patched, once on the classes:
+
+* ``InternalClient.process_query``, what ``query()`` iterates: the run, named after the agent (``extra_args={"agent":
+  name}``, the CLI's ``--agent``; else ``claude_agent``), current while the SDK works for each message (so the
+  control tasks it starts, the in-process MCP servers among them, and the CLI's ``TRACEPARENT`` are in the run), ended
+  with the stream: exhausted, failed (the run fails with the exception: ``ResultError`` after an error result),
+  closed or collected;
+* ``ClaudeSDKClient.connect`` / ``query`` (the prompts sent; a turn opens with one), ``receive_messages`` (which
+  ``receive_response`` reads: the messages received; a turn ends with its ``ResultMessage``) and ``disconnect``
+  (a turn still open ends);
+* ``Query._handle_sdk_mcp_request``: an in-process MCP server's ``tools/call`` carries the trace context of its tool
+  use's span, so the server's own span joins the run (it folds into that tool step).
+
+A run inside ``spanfold.agent`` (or another producer's current ``invoke_agent`` span) opens no span of its own: its
+steps go under that run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Any, Final
+from weakref import WeakKeyDictionary
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace import Tracer
+
+from spanfold import counters
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.claude_agent_sdk.session import Session
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.streams import Transparent
+
+SUPPORTED: Final = "claude-agent-sdk >= 0.2, < 0.3"
+
+#: The session whose run the SDK's tasks belong to, in the context they start in.
+_SESSION: Final = otel_context.create_key("spanfold.claude_agent_sdk.session")
+#: Each client's session (its conversation outlives its turns).
+_CLIENTS: WeakKeyDictionary[Any, Session] = WeakKeyDictionary()
+
+
+class Messages(Transparent):
+    """The SDK's message stream: each message handed to the session as the application gets it, ``context`` (a
+    ``query()``'s run) current while the SDK works for it; ``ends``: the stream's end ends the run (``query()``),
+    else only its failure does (a client's stream outlives its turns)."""
+
+    def __init__(self, wrapped: Any, session: Session, context: otel_context.Context | None, ends: bool) -> None:
+        super().__init__(wrapped)
+        self._self_session = session
+        self._self_context = context
+        self._self_ends = ends
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        token = otel_context.attach(self._self_context) if self._self_context is not None else None
+        try:
+            message = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._self_end(None)
+            raise
+        except BaseException as exc:
+            self._self_end(exc)
+            raise
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+        try:
+            self._self_session.message(message)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.message", exc)
+        return message
+
+    async def aclose(self) -> Any:
+        try:
+            return await self.__wrapped__.aclose()
+        finally:
+            self._self_end(None)
+
+    def _self_end(self, error: BaseException | None) -> None:
+        if not self._self_ends and error is None:
+            return
+        try:
+            self._self_session.end_turn(error)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.run_end", exc)
+
+    def __del__(self) -> None:
+        if getattr(self, "_self_ends", False) and self._self_session.open:
+            self._self_end(None)
+
+
+async def _observed(prompts: AsyncIterable[Any], session: Session) -> AsyncIterator[Any]:
+    """An async iterable prompt's messages, each told to the session as the SDK sends it."""
+    async for item in prompts:
+        try:
+            session.prompt(item)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.prompt", exc)
+        yield item
+
+
+def _with_prompt(
+    session: Session, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's arguments, its ``prompt`` (the first) told to the session: a string now, an async iterable's
+    messages as the SDK reads them."""
+    prompt = args[0] if args else kwargs.get("prompt")
+    if isinstance(prompt, str):
+        session.prompt(prompt)
+    elif isinstance(prompt, AsyncIterable):
+        observed = _observed(prompt, session)
+        if args:
+            return (observed, *args[1:]), kwargs
+        return args, {**kwargs, "prompt": observed}
+    return args, kwargs
+
+
+def _client_session(tracer: Tracer, rt: Runtime, client: Any) -> Session:
+    session = _CLIENTS.get(client)
+    if session is None:
+        session = _CLIENTS[client] = Session(tracer, rt, getattr(client, "options", None), turns=True)
+    return session
+
+
+def query_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``InternalClient.process_query(prompt, options, transport)``: one run."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            options = args[1] if len(args) > 1 else kwargs.get("options")
+            session = Session(tracer, rt, options, turns=False)
+            session.open_turn()
+            args, kwargs = _with_prompt(session, args, kwargs)
+            context = otel_context.set_value(_SESSION, session, session.main.context)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.run_start", exc)
+            return wrapped(*args, **kwargs)
+        try:
+            stream = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            session.end_turn(exc)
+            raise
+        return Messages(stream, session, context, ends=True)
+
+    return wrapper
+
+
+def connect_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ClaudeSDKClient.connect(prompt)``: its prompt sent; the tasks it starts know the client's session."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            session = _client_session(tracer, rt, instance)
+            args, kwargs = _with_prompt(session, args, kwargs)
+            token = otel_context.attach(otel_context.set_value(_SESSION, session))
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.connect", exc)
+            return await wrapped(*args, **kwargs)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            otel_context.detach(token)
+
+    return wrapper
+
+
+def prompt_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ClaudeSDKClient.query(prompt)``: a prompt sent (a turn opens with it)."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            args, kwargs = _with_prompt(_client_session(tracer, rt, instance), args, kwargs)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.prompt", exc)
+        return await wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def receive_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ClaudeSDKClient.receive_messages()`` (``receive_response()`` reads it): the messages received."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        stream = wrapped(*args, **kwargs)
+        try:
+            return Messages(stream, _client_session(tracer, rt, instance), None, ends=False)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.receive", exc)
+            return stream
+
+    return wrapper
+
+
+def disconnect_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ClaudeSDKClient.disconnect()``: a turn still open ends (its result never came)."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            session = _CLIENTS.get(instance)
+            if session is not None:
+                session.end_turn()
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.disconnect", exc)
+        return await wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def mcp_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``Query._handle_sdk_mcp_request(server_name, message)``: a ``tools/call`` in its tool use's trace context."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            session = otel_context.get_value(_SESSION)
+            if isinstance(session, Session) and len(args) == 2 and not kwargs:
+                traced = session.mcp_call(args[0], args[1])
+                if traced is not None:
+                    args = (args[0], traced)
+        except Exception as exc:
+            counters.fault("claude_agent_sdk.mcp_call", exc)
+        return await wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+PATCHES: Final = (
+    Patch("claude_agent_sdk._internal.client", "InternalClient.process_query", query_wrapper),
+    Patch("claude_agent_sdk.client", "ClaudeSDKClient.connect", connect_wrapper),
+    Patch("claude_agent_sdk.client", "ClaudeSDKClient.query", prompt_wrapper),
+    Patch("claude_agent_sdk.client", "ClaudeSDKClient.receive_messages", receive_wrapper),
+    Patch("claude_agent_sdk.client", "ClaudeSDKClient.disconnect", disconnect_wrapper),
+    Patch("claude_agent_sdk._internal.query", "Query._handle_sdk_mcp_request", mcp_wrapper),
+)
+
+
+class ClaudeAgentSDKInstrumentor(TableInstrumentor, library="claude_agent_sdk", supported=SUPPORTED, table=PATCHES):
+    """Claude Agent SDK runs (``query()``, a client's turns) with their model steps and tool runs."""
