@@ -45,6 +45,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
         "claude_agent_sdk",
         "spanfold.instrumentation.frameworks.claude_agent_sdk.instrumentor:ClaudeAgentSDKInstrumentor",
     ),
+    "dspy": ("dspy", "spanfold.instrumentation.frameworks.dspy.instrumentor:DSPyInstrumentor"),
     "autogen": ("autogen_agentchat", "spanfold.instrumentation.frameworks.autogen:AutoGenInstrumentor"),
 }
 

@@ -1,0 +1,248 @@
+"""DSPy's ``LM`` calls as model steps, read from DSPy's own objects.
+
+Every call of a DSPy language model (``lm(...)``, ``lm.acall(...)``, ``forward`` / ``aforward``, an adapter's call
+inside a ``Predict``) goes through ``dspy.clients.execution.execute`` / ``aexecute``: the prepared call in (the
+messages and parameters, or an explicit ``lm15.Request``), a ``CallResult`` out (each candidate's output, usage,
+the lm15 ``Response`` or the LiteLLM response, the response model), whichever engine sent it (DSPy's own HTTP client,
+LiteLLM, a custom engine), streamed (``dspy.streamify``: the call reads its stream itself) or answered from DSPy's
+cache. Each is one ``chat {model}`` span, current while the call runs; the client calls inside it are that step
+(:func:`~spanfold.instrumentation.toolkit.calls.claim`: the litellm and openai patches make none).
+
+Inside a ReAct step, the step reads the input and output
+(:mod:`~spanfold.instrumentation.frameworks.dspy.trajectory`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.dspy import messages, trajectory
+from spanfold.instrumentation.toolkit import attributes
+from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
+from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.spans import ModelSpan
+from spanfold.semconv import parts as p
+from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
+
+#: The provider prefix of a DSPy model string (LiteLLM's names) -> ``gen_ai.provider.name``; others kept as they are.
+PROVIDERS: Final = {
+    "openai": semconv.PROVIDER_OPENAI,
+    "azure": "azure.ai.openai",
+    "anthropic": semconv.PROVIDER_ANTHROPIC,
+    "gemini": semconv.PROVIDER_GCP_GEMINI,
+    "vertex_ai": semconv.PROVIDER_GCP_VERTEX_AI,
+    "bedrock": semconv.PROVIDER_AWS_BEDROCK,
+    "groq": semconv.PROVIDER_GROQ,
+    "mistral": semconv.PROVIDER_MISTRAL,
+    "cohere": semconv.PROVIDER_COHERE,
+    "ollama": semconv.PROVIDER_OLLAMA,
+    "ollama_chat": semconv.PROVIDER_OLLAMA,
+    "xai": "x_ai",
+}
+
+#: A call's parameter -> the typed request parameter.
+PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
+    "n": "choice_count",
+}
+
+
+def provider_and_model(model: Any) -> tuple[str, str | None]:
+    """(``gen_ai.provider.name``, the model the provider is asked for) of a DSPy model string
+    (``openai/gpt-4o-mini``; no prefix: OpenAI, as DSPy takes it)."""
+    if not isinstance(model, str):
+        return semconv.PROVIDER_OPENAI, None
+    prefix, _, rest = model.partition("/")
+    if not rest:
+        return semconv.PROVIDER_OPENAI, model
+    return PROVIDERS.get(prefix, prefix), rest
+
+
+def _sent(call: Any) -> list[Any]:
+    """The messages of a prepared call (an explicit ``Request``: DSPy's display snapshot of it)."""
+    explicit = getattr(call, "request", None)
+    if explicit is not None:
+        return list(importlib.import_module("dspy.clients.lm15_boundary").history_messages(explicit))
+    legacy = getattr(call, "legacy", None)
+    return m.as_list(legacy.get("messages")) if isinstance(legacy, Mapping) else []
+
+
+def request(lm: Any, call: Any) -> tuple[Request, str]:
+    """The typed request of ``execute(lm, call)``, and the provider."""
+    provider, model = provider_and_model(getattr(lm, "model", None))
+    legacy = getattr(call, "legacy", None)
+    options: Mapping[str, Any] = legacy if isinstance(legacy, Mapping) else {}
+    params: dict[Param, int | float] = {}
+    for key, param in PARAMS.items():
+        value = options.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            params[param] = value
+    stops = options.get("stop")
+    sent = _sent(call)
+    read = [messages.message(msg) for msg in sent]
+    step = trajectory.current_step()
+    fmt = options.get("response_format")
+    invocation = Request(
+        model=model,
+        params=params,
+        stop_sequences=([stops] if isinstance(stops, str) else list(stops)) if stops else None,
+        output_type="json" if fmt is not None and m.get(fmt, "type") != "text" else None,
+        messages=step.inputs(sent, read) if step is not None else read,
+        tools=m.as_list(options.get("tools")) or None,
+        provider=provider,
+        endpoint=server_of(options.get("api_base") or options.get("base_url")),
+    )
+    return invocation, provider
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usage(usage: Any) -> Usage:
+    """DSPy's usage dict (OpenAI's names, whatever the engine)."""
+    prompt, completion = m.get(usage, "prompt_tokens_details"), m.get(usage, "completion_tokens_details")
+    return Usage(
+        input_tokens=_count(m.get(usage, "prompt_tokens")),
+        output_tokens=_count(m.get(usage, "completion_tokens")),
+        cache_read_input_tokens=_count(m.get(prompt, "cached_tokens")) or None,
+        cache_write_input_tokens=_count(m.get(prompt, "cache_creation_tokens")) or None,
+        reasoning_output_tokens=_count(m.get(completion, "reasoning_tokens")) or None,
+    )
+
+
+def _reason(reason: Any) -> Any:
+    return OPENAI_COMPATIBLE_FINISH_REASONS.get(reason, reason) if isinstance(reason, str) else None
+
+
+def response(result: Any) -> Response:
+    """The typed response of a ``CallResult``: its outputs, and the id and finish reasons of the lm15 responses or
+    the LiteLLM response it holds; no usage or cost for an answer from DSPy's cache (nothing was spent)."""
+    answers = list(getattr(result, "responses", ()) or ())
+    raw = getattr(result, "raw", None)
+    choices = m.as_list(m.get(raw, "choices")) if raw is not None and not answers else []
+    cached = bool(getattr(result, "cache_hit", False))
+    cost = getattr(result, "cost", None)
+    reasons = [_reason(getattr(a, "finish_reason", None)) for a in answers]
+    reasons += [_reason(m.get(choice, "finish_reason")) for choice in choices]
+    return Response(
+        id=getattr(answers[0], "id", None) if answers else m.get(raw, "id") if choices else None,
+        model=getattr(result, "response_model", None),
+        finish_reasons=[r for r in reasons if r is not None] or None,
+        messages=[messages.output_message(output) for output in m.as_list(getattr(result, "outputs", None))],
+        usage=None if cached else _usage(getattr(result, "usage", None)),
+        cost=Cost(float(cost)) if isinstance(cost, (int, float)) and not (cached or isinstance(cost, bool)) else None,
+    )
+
+
+class StepSpan(ModelSpan):
+    """A model step's span; inside a ReAct step it stays open until ReAct has parsed the answer (:meth:`settle`)."""
+
+    __slots__ = ("answer", "provider")
+
+    def __init__(self, *args: Any, provider: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.provider = provider
+        self.answer: Response | None = None
+
+    def settle(self, output: p.Message | None) -> None:
+        answer = self.answer
+        if answer is None:
+            self.finish()
+            return
+        if output is not None:
+            answer.messages = [output]
+        self.finish_with(answer, self.provider)
+
+
+def start(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepSpan | None:
+    """The span of ``execute(lm, call)``; None after a fault (counted)."""
+    try:
+        lm = args[0] if args else kwargs.get("lm")
+        call = args[1] if len(args) > 1 else kwargs.get("call")
+        invocation, provider = request(lm, call)
+        attrs = attributes.request(invocation, provider, rt)
+        attrs[semconv.OPERATION_NAME] = semconv.OP_CHAT
+        name = semconv.span_name(semconv.OP_CHAT, invocation.model)
+        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=provider)
+    except Exception as exc:
+        counters.fault("dspy.model_start", exc)
+        return None
+
+
+def finish(call: StepSpan, result: Any) -> None:
+    """End the step from the call's result; a ReAct step holds it until its answer is parsed."""
+    try:
+        call.answer = response(result)
+    except Exception as exc:
+        counters.fault("dspy.model_result", exc)
+    step = trajectory.current_step()
+    if step is not None:
+        step.hold(call)
+    else:
+        call.settle(None)
+
+
+def _entered(call: StepSpan) -> Callable[[], None]:
+    """Make ``call`` current and claim the client calls inside it; the returned function undoes both."""
+    token = otel_context.attach(otel_trace.set_span_in_context(call.span))
+    claimed = claim(call)
+
+    def leave() -> None:
+        release(claimed)
+        otel_context.detach(token)
+
+    return leave
+
+
+def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = start(tracer, rt, args, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        leave = _entered(call)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        finally:
+            leave()
+        finish(call, result)
+        return result
+
+    return wrapper
+
+
+def aexecute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = start(tracer, rt, args, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        leave = _entered(call)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        finally:
+            leave()
+        finish(call, result)
+        return result
+
+    return wrapper

@@ -1,0 +1,216 @@
+"""ReAct's runs and steps, and every ``dspy.Tool`` run as an ``execute_tool {name}`` span.
+
+* ``ReAct.forward`` / ``aforward``: a :class:`~spanfold.instrumentation.frameworks.dspy.trajectory.ReactRun` current
+  while it runs.
+* ``ReAct._call_with_potential_trajectory_truncation`` (and its async twin), the call of one module with the
+  trajectory so far: for the ``react`` module (a step; not ``extract``, which answers the outputs) a
+  :class:`~spanfold.instrumentation.frameworks.dspy.trajectory.Step` current while it runs, told what ReAct parsed
+  when it returns (or that it parsed nothing, when it raises).
+* ``Tool.__call__`` / ``acall``: the span, with the step's call id inside a ReAct run (ReAct runs the tool its last
+  step named, ``finish`` too), the arguments, the result (text as it is, anything else as JSON), or the exception
+  (recorded and raised unchanged: ReAct shows the model an ``Execution error in ...`` observation and goes on). A
+  ``@spanfold.tool`` function a tool wraps makes no second span.
+* ``ToolCalls.ToolCall.execute`` (native function calling: a tool call the model made, run by your code): the span,
+  with the model's call id; the ``dspy.Tool`` it may run inside makes no second one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace import Span, Tracer
+
+from spanfold import counters, semconv
+from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.dspy import trajectory
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.reading.messages import dumps
+from spanfold.instrumentation.toolkit.tools import (
+    arun_in_tool_span,
+    end_tool_span,
+    framework_tool_run,
+    run_in_tool_span,
+    start_tool_span,
+    tool_span_of,
+)
+
+# --- runs and steps ----------------------------------------------------------------------------------------------
+
+
+def forward_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            token = otel_context.attach(trajectory.start_run())
+        except Exception as exc:
+            counters.fault("dspy.react_run", exc)
+            return wrapped(*args, **kwargs)
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            otel_context.detach(token)
+
+    return wrapper
+
+
+def aforward_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            token = otel_context.attach(trajectory.start_run())
+        except Exception as exc:
+            counters.fault("dspy.react_run", exc)
+            return await wrapped(*args, **kwargs)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            otel_context.detach(token)
+
+    return wrapper
+
+
+def _step(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[trajectory.Step, Any] | None:
+    """The step of ``_call_with_potential_trajectory_truncation(module, trajectory, **inputs)`` and the token of its
+    context; None for the ``extract`` module's call, or after a fault (counted)."""
+    try:
+        module = args[0] if args else kwargs.get("module")
+        if module is None or module is not getattr(instance, "react", None):
+            return None
+        started = trajectory.start_step(args[1] if len(args) > 1 else kwargs.get("trajectory"))
+        if started is None:
+            return None
+        step, context = started
+        return step, otel_context.attach(context)
+    except Exception as exc:
+        counters.fault("dspy.react_step", exc)
+        return None
+
+
+def step_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        started = _step(instance, args, kwargs)
+        if started is None:
+            return wrapped(*args, **kwargs)
+        step, token = started
+        prediction = None
+        try:
+            prediction = wrapped(*args, **kwargs)
+            return prediction
+        finally:
+            otel_context.detach(token)
+            step.parsed(prediction)
+
+    return wrapper
+
+
+def astep_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        started = _step(instance, args, kwargs)
+        if started is None:
+            return await wrapped(*args, **kwargs)
+        step, token = started
+        prediction = None
+        try:
+            prediction = await wrapped(*args, **kwargs)
+            return prediction
+        finally:
+            otel_context.detach(token)
+            step.parsed(prediction)
+
+    return wrapper
+
+
+# --- tool runs ---------------------------------------------------------------------------------------------------
+
+
+def _start_tool(tracer: Tracer, rt: Runtime, tool: Any, kwargs: dict[str, Any]) -> tuple[Span | None, Any]:
+    """The span of ``tool(**kwargs)`` and the token of the ``@spanfold.tool`` function it runs."""
+    try:
+        name = str(getattr(tool, "name", None) or "tool")
+        run = trajectory.current_run()
+        description = getattr(tool, "desc", None)
+        lines = description.strip().splitlines() if isinstance(description, str) else []
+        span = start_tool_span(
+            tracer,
+            name,
+            rt,
+            call_id=run.take(name) if run is not None else None,
+            arguments=dumps(kwargs) if rt.capture_content else None,
+            attributes={semconv.TOOL_DESCRIPTION: lines[0]} if lines else None,
+            argument_values=kwargs,
+        )
+        return span, framework_tool_run(getattr(tool, "func", None))
+    except Exception as exc:
+        counters.fault("dspy.tool_start", exc)
+        return None, None
+
+
+def _inside_call_of(tool: Any) -> bool:
+    """Whether the tool runs inside a span spanfold made for a run of it (a ``ToolCall.execute``)."""
+    try:
+        return tool_span_of(str(getattr(tool, "name", None))) is not None
+    except Exception as exc:
+        counters.fault("dspy.tool_start", exc)
+        return False
+
+
+def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _inside_call_of(instance):
+            return wrapped(*args, **kwargs)
+        span, token = _start_tool(tracer, rt, instance, kwargs)
+        if span is None:
+            return wrapped(*args, **kwargs)
+        result = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
+        end_tool_span(span, result, rt)
+        return result
+
+    return wrapper
+
+
+def atool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _inside_call_of(instance):
+            return await wrapped(*args, **kwargs)
+        span, token = _start_tool(tracer, rt, instance, kwargs)
+        if span is None:
+            return await wrapped(*args, **kwargs)
+        result = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
+        end_tool_span(span, result, rt)
+        return result
+
+    return wrapper
+
+
+def _functions(functions: Any, name: str) -> list[Any]:
+    """The functions ``ToolCall.execute(functions)`` may call for the tool ``name`` (a ``dspy.Tool``'s function)."""
+    if isinstance(functions, dict):
+        found = functions.get(name)
+        return [getattr(found, "func", found)]
+    return [getattr(t, "func", None) for t in functions or () if getattr(t, "name", None) == name]
+
+
+def tool_call_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ToolCall.execute(functions=None)``: the run of a tool call the model made, with its id."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            name = str(getattr(instance, "name", None) or "tool")
+            arguments = getattr(instance, "args", None) or {}
+            span = start_tool_span(
+                tracer,
+                name,
+                rt,
+                call_id=getattr(instance, "id", None),
+                arguments=dumps(arguments) if rt.capture_content else None,
+                argument_values=arguments,
+            )
+            token = framework_tool_run(*_functions(args[0] if args else kwargs.get("functions"), name))
+        except Exception as exc:
+            counters.fault("dspy.tool_start", exc)
+            return wrapped(*args, **kwargs)
+        result = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
+        end_tool_span(span, result, rt)
+        return result
+
+    return wrapper
