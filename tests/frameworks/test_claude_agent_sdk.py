@@ -350,6 +350,7 @@ async def test_a_failed_model_call_fails_the_run(
     assert meta["status"] == "error"
     (root,) = [s for s in global_spans.get_finished_spans() if s.name == "invoke_agent claude_agent"]
     assert not root.status.is_ok
+    assert root.attributes["error.type"] == "claude_agent_sdk.ResultError"
 
 
 async def test_a_run_past_its_turns_is_failed_with_its_steps_kept(
@@ -377,3 +378,43 @@ async def test_a_query_inside_spanfold_agent_opens_no_second_root(
     assert traced.metas()[0]["metadata"]["name"] == "my-run"
     roots = [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent")]
     assert roots == ["invoke_agent my-run"]
+
+
+async def test_with_content_capture_off_a_run_keeps_its_shape_and_ids(
+    traced_off: Traced, global_spans: Any, cli: tuple[MockLLMServer, dict[str, str]]
+) -> None:
+    server, env = cli
+    weather_script(server, env)
+    [m async for m in query(prompt=QUESTION, options=options(env))]
+    events = traced_off.one()
+    assert [(e["role"], [c["id"] for c in e.get("tool_calls") or []], e.get("tool_call_id")) for e in events] == [
+        ("system", [], None),
+        ("user", [], None),
+        ("assistant", ["toolu_mock_1", "toolu_mock_2"], None),
+        ("tool", [], "toolu_mock_1"),
+        ("tool", [], "toolu_mock_2"),
+        ("assistant", ["toolu_mock_3"], None),
+        ("tool", [], "toolu_mock_3"),
+        ("assistant", [], None),
+    ]
+    assert all(e["content"] is None for e in events)
+    assert [e["error"]["type"] for e in events if "error" in e] == ["tool_error", "tool_error"]
+    spans = global_spans.get_finished_spans()
+    assert not any(
+        "gen_ai.tool.call.arguments" in s.attributes or "gen_ai.tool.call.result" in s.attributes for s in spans
+    )
+
+
+async def test_a_client_turn_past_its_turns_fails_with_the_results_subtype(
+    traced: Traced, global_spans: Any, cli: tuple[MockLLMServer, dict[str, str]]
+) -> None:
+    server, env = cli
+    server.script(Reply.tools([ToolCallSpec(TOOL, {"city": "Paris"})]), Reply.text("unused"))
+    async with ClaudeSDKClient(options(env, max_turns=1)) as client:
+        await client.query(QUESTION)
+        received = [m async for m in client.receive_response()]
+    assert result_of(received).subtype == "error_max_turns"
+    assert [e["role"] for e in traced.one()] == ["system", "user", "assistant", "tool"]
+    assert traced.metas()[0]["metadata"]["status"] == "error"
+    (root,) = [s for s in global_spans.get_finished_spans() if s.name == "invoke_agent claude_agent"]
+    assert root.attributes["error.type"] == "error_max_turns"
