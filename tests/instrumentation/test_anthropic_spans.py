@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from spanfold.content.redaction import Redaction
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
@@ -652,6 +653,46 @@ def test_tool_runner_spans(aspans: Spans, server: MockLLMServer) -> None:
         "assistant",
         "tool",
     ]
+
+
+def _run_tool_runner(aspans: Spans, server: MockLLMServer) -> list[dict[str, Any]]:
+    """The weather agent through the beta tool runner; the attributes of its tool spans."""
+    server.respond_with(scenarios.weather_agent)
+
+    @anthropic.beta_tool
+    def get_weather(city: str) -> str:
+        """Get the current weather in a city."""
+        return scenarios.get_weather(city)
+
+    @anthropic.beta_tool
+    def convert_temperature(celsius: float, to: str) -> str:
+        """Convert a temperature in degrees Celsius to another unit."""
+        return scenarios.convert_temperature(celsius, to)
+
+    sdk = client(server, open_telemetry={"tracer_provider": aspans.provider})
+    sdk.beta.messages.tool_runner(
+        model=MODEL,
+        max_tokens=256,
+        max_iterations=6,
+        thread=False,
+        messages=[{"role": "user", "content": "Weather in Paris and Tokyo, in Fahrenheit?"}],
+        tools=[get_weather, convert_temperature],
+    ).until_done()
+    return [dict(s.attributes or {}) for s in aspans.finished() if s.name.startswith("anthropic.custom_tool_use")]
+
+
+def test_tool_runner_tool_spans_follow_content_capture(aspans: Spans, server: MockLLMServer) -> None:
+    """spanfold's arguments and result on the tool runner's spans: none with capture off, redacted with redaction."""
+    aspans.use(Runtime(capture_content=False))
+    tools = _run_tool_runner(aspans, server)
+    assert len(tools) == 3
+    for attrs in tools:
+        assert "gen_ai.tool.call.arguments" not in attrs and "gen_ai.tool.call.result" not in attrs
+    aspans.exporter.clear()
+    aspans.use(Runtime(redaction=Redaction(lambda text: text.replace("Paris", "[city]"), builtin=False)))
+    first = _run_tool_runner(aspans, server)[0]
+    assert first["gen_ai.tool.call.arguments"] == '{"city":"[city]"}'
+    assert first["gen_ai.tool.call.result"] == "[city]: 18°C, sunny"
 
 
 def test_threaded_turns_record_the_previous_message(aspans: Spans, server: MockLLMServer) -> None:

@@ -7,6 +7,7 @@ Provider tests (the real SDKs over real HTTP) show the same guarantees end to en
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import textwrap
@@ -21,10 +22,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from spanfold import counters
+from spanfold.content.redaction import Redaction
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import tools
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, sync_wrapper
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
+from spanfold.semconv import parts as p
 
 
 class Chunks:
@@ -234,3 +238,32 @@ def test_init_imports_no_sdk_and_patches_each_on_import(tmp_path: Any) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def _recorded_tool_call(rt: Runtime, **given: Any) -> dict[str, Any]:
+    """The attributes ``record_tool_call`` leaves on a span another producer started and ends."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    span = provider.get_tracer("other").start_span("execute_tool get_weather")
+    tools.record_tool_call(span, rt, **given)
+    span.end()
+    (finished,) = exporter.get_finished_spans()
+    return dict(finished.attributes or {})
+
+
+def test_a_tool_call_recorded_on_another_producers_span_follows_the_runtime() -> None:
+    secret = Runtime(
+        redaction=Redaction(lambda text: text.replace("secret", "[x]").replace("image", "[x]"), builtin=False)
+    )
+    parts = [p.text("the secret image"), p.blob("c2VjcmV0", "image/png", "image")]
+    attrs = _recorded_tool_call(secret, arguments={"city": "secret"}, result=parts)
+    assert attrs["gen_ai.tool.call.arguments"] == '{"city":"[x]"}'
+    assert json.loads(attrs["gen_ai.tool.call.result"]) == [  # each text redacted once; type, modality, data kept
+        {"type": "text", "content": "the [x] [x]"},
+        {"type": "blob", "mime_type": "image/png", "modality": "image", "content": "c2VjcmV0"},
+    ]
+    assert _recorded_tool_call(secret, result=[{"note": "secret"}])["gen_ai.tool.call.result"] == '[{"note":"[x]"}]'
+    assert _recorded_tool_call(Runtime(), result="plain text") == {"gen_ai.tool.call.result": "plain text"}
+    assert _recorded_tool_call(Runtime(), result=None) == {"gen_ai.tool.call.result": "null"}  # given: recorded
+    assert _recorded_tool_call(Runtime(capture_content=False), arguments={"a": 1}, result="r") == {}

@@ -24,7 +24,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import conversations, shown
 from spanfold.instrumentation.toolkit.reading.messages import dumps, get
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_error
-from spanfold.semconv.parts import parse_json_arguments
+from spanfold.semconv.parts import applied_parts, parse_json_arguments
 from spanfold.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -229,6 +229,38 @@ def start_tool_span(
 def end_tool_span(span: Span | None, result: Any, rt: Runtime | None = None) -> None:
     """Record a tool's result (content capture on: text as it is, anything else as JSON) and end its span."""
     _end_ok(span, result, rt)
+
+
+#: What :func:`record_tool_call` records for an argument not given: nothing.
+_NOT_GIVEN: Any = object()
+
+
+def record_tool_call(span: Span, rt: Runtime, *, arguments: Any = _NOT_GIVEN, result: Any = _NOT_GIVEN) -> None:
+    """A tool call's arguments and result on a span another producer starts and ends (the anthropic tool runner's
+    ``execute_tool`` spans), as :func:`start_tool_span` and :func:`end_tool_span` record them: only with content
+    capture on, text as it is and anything else as JSON, through ``rt``'s redaction; a result made of parts (text and
+    media, :mod:`spanfold.semconv.parts`) as JSON of its parts with ``rt`` applied part by part (text redacted; types,
+    modalities and base64 data as they are). What is not given is not recorded.
+    Never raises (a fault is counted); a span that is not recording is left alone."""
+    try:
+        if not rt.capture_content or not span.is_recording():
+            return
+        if arguments is not _NOT_GIVEN:
+            span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(_result_text(arguments)))
+        if result is not _NOT_GIVEN:
+            text = dumps(applied_parts(result, rt)) if _are_parts(result) else rt.content(_result_text(result))
+            span.set_attribute(semconv.TOOL_CALL_RESULT, text)
+    except Exception as exc:
+        counters.fault("tool.record", exc)
+
+
+def _are_parts(value: Any) -> bool:
+    """Whether ``value`` is a list of parts (each a dict of a part type the conventions name)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, dict) and item.get("type") in semconv.PART_TYPES for item in value)
+    )
 
 
 def fail_tool_span(span: Span | None, exc: BaseException, rt: Runtime | None = None) -> None:

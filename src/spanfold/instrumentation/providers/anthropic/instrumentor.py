@@ -51,6 +51,7 @@ from opentelemetry.trace import Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
+from spanfold.instrumentation.toolkit import tools
 from spanfold.instrumentation.toolkit.calls import (
     ModelApi,
     Result,
@@ -64,7 +65,6 @@ from spanfold.instrumentation.toolkit.calls import (
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, WrapperFactory, model_method, plain
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
-from spanfold.semconv import parts as p
 
 #: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
 SUPPORTED: Final = "anthropic >= 0.40, < 3"
@@ -139,19 +139,17 @@ def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[An
 
 def _tool_span_enricher(rt: Runtime) -> Wrapper:
     """``anthropic.lib._tracing._tools.end_tool_use_span(client, span, input, run)``: the tool runner's tool span gets
-    the standard arguments and result attributes when spanfold captures content."""
+    the standard arguments and result attributes (:func:`~spanfold.instrumentation.toolkit.tools.record_tool_call`)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            if rt.capture_content and len(args) >= 4 and args[1].is_recording():
+            if len(args) >= 4:
                 span, arguments, run = args[1], args[2], args[3]
-                span.set_attribute(semconv.TOOL_CALL_ARGUMENTS, rt.content(m.dumps(arguments)))
-                if run.result is not None:
-                    response = anthropic_messages.tool_result_response(run.content or m.get(run.result, "content"))
-                    if isinstance(response, list):  # parts (the result has media)
-                        response = p.applied_parts(response, rt)
-                    text = response if isinstance(response, str) else m.dumps(response)
-                    span.set_attribute(semconv.TOOL_CALL_RESULT, rt.content(text))
+                if run.result is None:
+                    tools.record_tool_call(span, rt, arguments=arguments)
+                else:
+                    result = anthropic_messages.tool_result_response(run.content or m.get(run.result, "content"))
+                    tools.record_tool_call(span, rt, arguments=arguments, result=result)
         except Exception as exc:
             counters.fault("anthropic.tool_span", exc)
         return wrapped(*args, **kwargs)
