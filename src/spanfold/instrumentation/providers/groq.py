@@ -3,9 +3,9 @@
 
 Supported: ``groq`` >= 1.0, < 2 (tested with 1.7). Wrapped: ``chat.completions.create``, sync and async, streaming or
 not, through ``with_raw_response`` too (``with_streaming_response`` is left alone). Groq's API is OpenAI's Chat
-Completions, so the request, response and chunk shapes are OpenAI's; what differs is the SDK's own types (``classify``),
-the ``reasoning`` field (read by the shared shape map), and streamed usage, which Groq sends in the last chunk's
-``x_groq.usage`` whether or not ``stream_options.include_usage`` was asked for.
+Completions, so the request, response and chunk shapes are OpenAI's; what differs is the SDK's own types (read by
+the toolkit's Stainless classifier), the ``reasoning`` field (read by the shared shape map), and streamed usage, which
+Groq sends in the last chunk's ``x_groq.usage`` whether or not ``stream_options.include_usage`` was asked for.
 """
 
 from __future__ import annotations
@@ -14,17 +14,10 @@ from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server, stainless_result
+from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
 
 _COMPLETIONS = "groq.resources.chat.completions"
-
-
-def classify(result: Any) -> Result:
-    import groq
-    from groq._response import APIResponse, AsyncAPIResponse
-
-    return stainless_result(result, groq.Stream, groq.AsyncStream, APIResponse, AsyncAPIResponse, groq.BaseModel)
 
 
 class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
@@ -46,7 +39,7 @@ CHAT = ModelApi(
     request=openai_chat.request,
     response=openai_chat.response,
     accumulator=GroqStreamAccumulator,
-    classify=classify,
+    classify=stainless_result("groq"),
     server=base_url_server,
 )
 

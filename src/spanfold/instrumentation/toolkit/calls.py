@@ -21,6 +21,8 @@ the span.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -173,12 +175,15 @@ def _endpoint(url: Any) -> Endpoint | None:
     return Endpoint(host, port or DEFAULT_PORTS.get(scheme))
 
 
-def server_of(url: Any) -> Endpoint | None:
+def server_of(url: Any, provider: str | None = None) -> Endpoint | None:
     """Where the URL a client sends to points (an ``httpx.URL`` or a string): its host, and its port, else its
-    scheme's default; None for a missing or empty URL. The one server reader of every provider."""
-    if not (isinstance(url, str) and url) and not hasattr(url, "host"):
-        return None
-    return _endpoint(url)
+    scheme's default; None for a missing or empty URL. With ``provider`` (an SDK that reaches several: google-genai's
+    Gemini Developer API or Vertex AI), the endpoint always names it, with or without a server. The one server reader
+    of every provider."""
+    endpoint = _endpoint(url) if (isinstance(url, str) and url) or hasattr(url, "host") else None
+    if provider is None:
+        return endpoint
+    return Endpoint(provider=provider) if endpoint is None else Endpoint(endpoint.address, endpoint.port, provider)
 
 
 def base_url_server(instance: Any) -> Endpoint | None:
@@ -448,22 +453,47 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-def stainless_result(result: Any, stream: type, async_stream: type, raw: type, async_raw: type, model: type) -> Result:
-    """``classify`` for the Stainless-generated SDKs (anthropic, groq), given that SDK's own types: its streams, its raw
-    responses (``with_raw_response``; ``with_streaming_response`` marks its requests ``X-Stainless-Raw-Response:
-    stream`` and is left to the user), its response models."""
-    if isinstance(result, stream):
-        return Result.STREAM
-    if isinstance(result, async_stream):
-        return Result.ASYNC_STREAM
-    if isinstance(result, (raw, async_raw)):
-        headers = getattr(getattr(result, "_options", None), "headers", None)
-        if isinstance(headers, Mapping) and headers.get("X-Stainless-Raw-Response") == "stream":
-            return Result.OPAQUE
-        return Result.ASYNC_RAW if isinstance(result, async_raw) else Result.RAW
-    if isinstance(result, model):
-        return Result.RESPONSE
-    return Result.OPAQUE
+#: The request header a Stainless SDK's raw-response wrappers send: ``stream`` for ``with_streaming_response``.
+RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
+
+
+def stainless_result(package: str, *, streamed_raw: bool = False) -> Callable[[Any], Result]:
+    """``classify`` for a Stainless-generated SDK (openai, anthropic, groq), from the package's own types (read from
+    the imported SDK, never importing it): its streams; its raw responses, ``with_raw_response``'s (the legacy type
+    where the SDK has one: openai, anthropic 0.x, whose ``parse()`` is sync for the async client too) parsed by
+    spanfold; ``with_streaming_response``'s (marked by the request header ``X-Stainless-Raw-Response: stream``) left
+    to the user, or with ``streamed_raw`` followed without being read (:attr:`Result.STREAMED_RAW`: openai, which the
+    Agents SDK streams through); its response models."""
+    legacy_module, response_module = f"{package}._legacy_response", f"{package}._response"
+
+    def classify(result: Any) -> Result:
+        sdk = sys.modules[package]
+        if isinstance(result, sdk.Stream):
+            return Result.STREAM
+        if isinstance(result, sdk.AsyncStream):
+            return Result.ASYNC_STREAM
+        legacy = sys.modules.get(legacy_module)  # imported by the SDK where it has one
+        if legacy is not None and isinstance(result, legacy.LegacyAPIResponse):
+            return Result.RAW
+        raw = importlib.import_module(response_module)
+        if isinstance(result, (raw.APIResponse, raw.AsyncAPIResponse)):
+            is_async = isinstance(result, raw.AsyncAPIResponse)
+            if _streamed(result):
+                if not streamed_raw:
+                    return Result.OPAQUE
+                return Result.ASYNC_STREAMED_RAW if is_async else Result.STREAMED_RAW
+            return Result.ASYNC_RAW if is_async else Result.RAW
+        if isinstance(result, sdk.BaseModel):
+            return Result.RESPONSE
+        return Result.OPAQUE
+
+    return classify
+
+
+def _streamed(raw: Any) -> bool:
+    """Whether a Stainless raw response is ``with_streaming_response``'s (its request marked so)."""
+    headers = getattr(getattr(raw, "_options", None), "headers", None)
+    return isinstance(headers, Mapping) and headers.get(RAW_RESPONSE_HEADER) == "stream"
 
 
 def iterator_result(result: Any) -> Result:

@@ -41,7 +41,6 @@ native spans (content mode on or off).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -54,7 +53,6 @@ from spanfold.instrumentation.providers.anthropic import messages as anthropic_m
 from spanfold.instrumentation.toolkit import tools
 from spanfold.instrumentation.toolkit.calls import (
     ModelApi,
-    Result,
     Wrapper,
     async_wrapper,
     base_url_server,
@@ -82,18 +80,6 @@ _MODULES = (
 NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
 
 
-def classify(result: Any) -> Result:
-    import anthropic
-    from anthropic._response import APIResponse, AsyncAPIResponse
-
-    legacy = sys.modules.get("anthropic._legacy_response")  # 0.x only; imported by the SDK's resources there
-    if legacy is not None and isinstance(result, legacy.LegacyAPIResponse):  # ``parse()`` is sync, async client too
-        return Result.RAW
-    return stainless_result(
-        result, anthropic.Stream, anthropic.AsyncStream, APIResponse, AsyncAPIResponse, anthropic.BaseModel
-    )
-
-
 MESSAGES = ModelApi(
     kind="anthropic.messages",
     provider=semconv.PROVIDER_ANTHROPIC,
@@ -101,7 +87,7 @@ MESSAGES = ModelApi(
     request=anthropic_messages.request,
     response=anthropic_messages.response,
     accumulator=anthropic_messages.MessageStreamAccumulator,
-    classify=classify,
+    classify=stainless_result("anthropic"),
     server=base_url_server,
 )
 

@@ -20,7 +20,6 @@ What is wrapped, and why there:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -36,18 +35,12 @@ _MODELS = "google.genai.models"
 _FUNCTIONS = "google.genai._extra_utils"
 
 
-@functools.lru_cache(maxsize=64)
-def _endpoint(base_url: str, vertex: bool) -> Endpoint:
-    provider = semconv.PROVIDER_GCP_VERTEX_AI if vertex else semconv.PROVIDER_GCP_GEMINI
-    server = server_of(base_url)
-    return Endpoint(server.address, server.port, provider) if server is not None else Endpoint(provider=provider)
-
-
-def endpoint(instance: Any) -> Endpoint:
+def endpoint(instance: Any) -> Endpoint | None:
     """Where the request goes, and so who serves it: ``server.*`` from the client's base URL, and the provider
     (Vertex AI or the Developer API; it replaces the API's default)."""
     client = instance._api_client
-    return _endpoint(str(client._http_options.base_url or ""), bool(client.vertexai))
+    vertex = semconv.PROVIDER_GCP_VERTEX_AI if client.vertexai else semconv.PROVIDER_GCP_GEMINI
+    return server_of(str(client._http_options.base_url or ""), provider=vertex)
 
 
 GENERATE_CONTENT = ModelApi(

@@ -21,7 +21,7 @@ from typing import Any, Final
 from spanfold import counters, semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.providers.openai import responses as openai_responses
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, base_url_server
+from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -36,24 +36,8 @@ _RESPONSES_MODULE = "openai.resources.responses.responses"
 _RESPONSES_HELPER_MODULE = "openai.lib.streaming.responses._responses"
 
 
-def classify(result: Any) -> Result:
-    import openai
-    from openai._legacy_response import LegacyAPIResponse
-
-    if isinstance(result, openai.Stream):
-        return Result.STREAM
-    if isinstance(result, openai.AsyncStream):
-        return Result.ASYNC_STREAM
-    if isinstance(result, LegacyAPIResponse):
-        return Result.RAW
-    if isinstance(result, openai.AsyncAPIResponse):  # with_streaming_response (the Agents SDK streams through it)
-        return Result.ASYNC_STREAMED_RAW
-    if isinstance(result, openai.APIResponse):
-        return Result.STREAMED_RAW
-    if isinstance(result, openai.BaseModel):
-        return Result.RESPONSE
-    return Result.OPAQUE
-
+#: openai's raw responses: ``with_raw_response``'s parsed, ``with_streaming_response``'s followed unread.
+CLASSIFY: Final = stainless_result("openai", streamed_raw=True)
 
 CHAT = ModelApi(
     kind="openai.chat",
@@ -62,7 +46,7 @@ CHAT = ModelApi(
     request=openai_chat.request,
     response=openai_chat.response,
     accumulator=openai_chat.ChatStreamAccumulator,
-    classify=classify,
+    classify=CLASSIFY,
     server=base_url_server,
 )
 
@@ -73,7 +57,7 @@ RESPONSES = ModelApi(
     request=openai_responses.request,
     response=openai_responses.response,
     accumulator=openai_responses.ResponseStreamAccumulator,
-    classify=classify,
+    classify=CLASSIFY,
     server=base_url_server,
 )
 
