@@ -125,11 +125,8 @@ def calling_thread() -> list[tuple[str, float]]:
 def in_process(calls: int) -> dict[str, float]:
     """The calling thread's pieces timed inside the real process (sync calls of the workload, spanfold set up as
     ``spanfold.init()`` does): CPU µs per call, the timers' own cost taken off. Patches spanfold: run it last."""
-    import dataclasses
-
     from spanfold.instrumentation.providers.openai import instrumentor as sf_openai
     from spanfold.instrumentation.toolkit import conversations
-    from spanfold.instrumentation.toolkit.patching import model_method
     from spanfold.instrumentation.toolkit.spans import ModelSpan
 
     totals: dict[str, int] = {}
@@ -144,20 +141,9 @@ def in_process(calls: int) -> dict[str, float]:
 
         return run
 
-    chat = sf_openai.CHAT
-    sf_openai.CHAT = dataclasses.replace(
-        chat,
-        request=timed("request", chat.request),
-        server=timed("server", chat.server),
-        response=timed("response", chat.response),
-    )
-    sf_openai.PATCHES = (
-        tuple(
-            model_method(module, name, sf_openai.CHAT, is_async) if api is chat else patch
-            for (module, name, api, is_async), patch in zip(sf_openai.METHODS, sf_openai.PATCHES, strict=False)
-        )
-        + sf_openai.PATCHES[len(sf_openai.METHODS) :]
-    )
+    chat = sf_openai.CHAT  # the wrappers read the API's shape functions per call: time them in place
+    for field in ("request", "server", "response"):
+        object.__setattr__(chat, field, timed(field, getattr(chat, field)))
     conversations.Turn.done = timed("stitch: register", conversations.Turn.done)  # type: ignore[method-assign]
     conversations.Conversations.turn = timed("stitch: find", conversations.Conversations.turn)  # type: ignore[method-assign]
     ModelSpan.__init__ = timed("start", ModelSpan.__init__)  # type: ignore[method-assign]

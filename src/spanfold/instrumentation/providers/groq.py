@@ -10,14 +10,12 @@ Groq sends in the last chunk's ``x_groq.usage`` whether or not ``stream_options.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
-
-_COMPLETIONS = "groq.resources.chat.completions"
+from spanfold.instrumentation.toolkit.patching import TableInstrumentor, model_methods
 
 
 class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
@@ -43,9 +41,8 @@ CHAT = ModelApi(
     server=base_url_server,
 )
 
-PATCHES: tuple[Patch, ...] = (
-    model_method(_COMPLETIONS, "Completions.create", CHAT, False),
-    model_method(_COMPLETIONS, "AsyncCompletions.create", CHAT, True),
+PATCHES: Final = model_methods(
+    "groq.resources.chat.completions", ("Completions", "AsyncCompletions"), ("create",), CHAT
 )
 
 

@@ -21,7 +21,7 @@ from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, iterator_result
 from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.history import History
@@ -183,10 +183,9 @@ def _api(method: str, operation: str, request: Any) -> ModelApi:
 CHAT = _api("chat", semconv.OP_CHAT, chat_request)
 GENERATE = _api("generate", semconv.OP_TEXT_COMPLETION, generate_request)
 
-PATCHES: tuple[Patch, ...] = tuple(
-    model_method("ollama._client", f"{cls}.{method}", api, cls == "AsyncClient")
-    for cls in ("Client", "AsyncClient")
-    for method, api in (("chat", CHAT), ("generate", GENERATE))
+PATCHES: tuple[Patch, ...] = (
+    *model_methods("ollama._client", ("Client", "AsyncClient"), ("chat",), CHAT),
+    *model_methods("ollama._client", ("Client", "AsyncClient"), ("generate",), GENERATE),
 )
 
 

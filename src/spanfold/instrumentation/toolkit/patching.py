@@ -54,6 +54,15 @@ def model_method(module: str, name: str, api: ModelApi, is_async: bool) -> Patch
     return Patch(module, name, lambda tracer, rt: make(api, tracer, rt))
 
 
+def model_methods(module: str, classes: Sequence[str], methods: Sequence[str], api: ModelApi) -> tuple[Patch, ...]:
+    """Each of ``methods`` of each of ``module``'s ``classes`` as a model method of ``api``. A class whose name starts
+    with ``Async`` is an SDK's async twin (``AsyncCompletions``, ``AsyncMessages``, ``AsyncModels``): its methods are
+    coroutine functions, given the async wrapper."""
+    return tuple(
+        model_method(module, f"{cls}.{method}", api, cls.startswith("Async")) for cls in classes for method in methods
+    )
+
+
 def plain(module: str, name: str, wrapper: Wrapper) -> Patch:
     """A function wrapped by a fixed wrapper (a hook that needs neither tracer nor runtime)."""
     return Patch(module, name, lambda tracer, rt: wrapper)

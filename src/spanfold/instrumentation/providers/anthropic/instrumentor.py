@@ -60,7 +60,7 @@ from spanfold.instrumentation.toolkit.calls import (
     stainless_result,
     sync_wrapper,
 )
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, WrapperFactory, model_method, plain
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, WrapperFactory, model_methods, plain
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -78,6 +78,8 @@ _MODULES = (
 )
 #: The span name the SDK gives the call span of every Messages create/parse/stream request.
 NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
+#: The resource classes, sync and async.
+_CLASSES = ("Messages", "AsyncMessages")
 
 
 MESSAGES = ModelApi(
@@ -89,14 +91,6 @@ MESSAGES = ModelApi(
     accumulator=anthropic_messages.MessageStreamAccumulator,
     classify=stainless_result("anthropic"),
     server=base_url_server,
-)
-
-#: (module, "Class.method", is_async): methods that make the request themselves.
-METHODS: tuple[tuple[str, str, bool], ...] = tuple(
-    (module, f"{prefix}Messages.{method}", prefix == "Async")
-    for module in _MODULES
-    for prefix in ("", "Async")
-    for method in ("create", "parse")
 )
 
 #: (module, "Class.method", is_async): ``stream()`` helpers. They return a manager holding the request (a callable, or
@@ -244,7 +238,7 @@ def _stream_instancecheck(
 
 
 PATCHES: tuple[Patch, ...] = (
-    *(model_method(module, name, MESSAGES, is_async) for module, name, is_async in METHODS),
+    *(patch for module in _MODULES for patch in model_methods(module, _CLASSES, ("create", "parse"), MESSAGES)),
     *(Patch(module, name, _stream_helper(is_async)) for module, name, is_async in STREAM_HELPERS),
     *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
     plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only

@@ -29,10 +29,12 @@ from spanfold.instrumentation.providers.gemini import stream as gemini_stream
 from spanfold.instrumentation.toolkit import tools
 from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods, plain
 
 _MODELS = "google.genai.models"
 _FUNCTIONS = "google.genai._extra_utils"
+#: The methods that send one request each.
+_SENDERS = ("_generate_content", "_generate_content_stream")
 
 
 def endpoint(instance: Any) -> Endpoint | None:
@@ -54,14 +56,6 @@ GENERATE_CONTENT = ModelApi(
     server=endpoint,
 )
 
-#: (module, "Class.method", is_async): the methods that send one request each.
-METHODS: tuple[tuple[str, str, bool], ...] = (
-    (_MODELS, "Models._generate_content", False),
-    (_MODELS, "Models._generate_content_stream", False),
-    (_MODELS, "AsyncModels._generate_content", True),
-    (_MODELS, "AsyncModels._generate_content_stream", True),
-)
-
 
 def _run_traced(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``invoke_function_from_dict_args(args, function_to_invoke)``: the function runs as a ``@spanfold.tool``."""
@@ -76,7 +70,7 @@ def _run_traced(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...
 
 
 PATCHES: tuple[Patch, ...] = (
-    *(model_method(module, name, GENERATE_CONTENT, is_async) for module, name, is_async in METHODS),
+    *model_methods(_MODELS, ("Models", "AsyncModels"), _SENDERS, GENERATE_CONTENT),
     plain(_FUNCTIONS, "invoke_function_from_dict_args", _run_traced),
     plain(_FUNCTIONS, "invoke_function_from_dict_args_async", _run_traced),
 )

@@ -22,17 +22,13 @@ from spanfold import counters, semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.providers.openai import responses as openai_responses
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method, plain
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods, plain
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
 #: The releases spanfold traces (the ``openai`` extra and ``instruments-any`` in pyproject.toml say the same).
 SUPPORTED: Final = "openai >= 1.40, < 4"
 
-_CHAT_MODULE = "openai.resources.chat.completions.completions"
-_OLD_CHAT_MODULE = "openai.resources.chat.completions"  # a module, not a package, before 1.66
-_BETA_CHAT_MODULE = "openai.resources.beta.chat.completions"  # parse() and stream() before 1.92
 _STREAM_HELPER_MODULE = "openai.lib.streaming.chat._completions"
-_RESPONSES_MODULE = "openai.resources.responses.responses"
 _RESPONSES_HELPER_MODULE = "openai.lib.streaming.responses._responses"
 
 
@@ -61,21 +57,8 @@ RESPONSES = ModelApi(
     server=base_url_server,
 )
 
-#: The model methods: (module, "Class.method", api, is_async).
-METHODS: tuple[tuple[str, str, ModelApi, bool], ...] = (
-    (_CHAT_MODULE, "Completions.create", CHAT, False),
-    (_CHAT_MODULE, "Completions.parse", CHAT, False),
-    (_CHAT_MODULE, "AsyncCompletions.create", CHAT, True),
-    (_CHAT_MODULE, "AsyncCompletions.parse", CHAT, True),
-    (_OLD_CHAT_MODULE, "Completions.create", CHAT, False),
-    (_OLD_CHAT_MODULE, "AsyncCompletions.create", CHAT, True),
-    (_BETA_CHAT_MODULE, "Completions.parse", CHAT, False),
-    (_BETA_CHAT_MODULE, "AsyncCompletions.parse", CHAT, True),
-    (_RESPONSES_MODULE, "Responses.create", RESPONSES, False),
-    (_RESPONSES_MODULE, "Responses.parse", RESPONSES, False),
-    (_RESPONSES_MODULE, "AsyncResponses.create", RESPONSES, True),
-    (_RESPONSES_MODULE, "AsyncResponses.parse", RESPONSES, True),
-)
+#: The sync and async classes of each API.
+_COMPLETIONS, _RESPONSES = ("Completions", "AsyncCompletions"), ("Responses", "AsyncResponses")
 
 #: The ``stream()`` helpers close the HTTP response, not the raw stream: end our span there too.
 HELPER_CLOSES = (
@@ -97,7 +80,10 @@ def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
 
 
 PATCHES: tuple[Patch, ...] = (
-    *(model_method(module, name, api, is_async) for module, name, api, is_async in METHODS),
+    *model_methods("openai.resources.chat.completions.completions", _COMPLETIONS, ("create", "parse"), CHAT),
+    *model_methods("openai.resources.chat.completions", _COMPLETIONS, ("create",), CHAT),  # a module before 1.66
+    *model_methods("openai.resources.beta.chat.completions", _COMPLETIONS, ("parse",), CHAT),  # before 1.92
+    *model_methods("openai.resources.responses.responses", _RESPONSES, ("create", "parse"), RESPONSES),
     *(plain(module, name, _close_helper) for module, name in HELPER_CLOSES),
 )
 
