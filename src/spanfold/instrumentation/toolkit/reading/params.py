@@ -42,9 +42,10 @@ def numbers(source: Any, table: Mapping[str, K]) -> dict[K, int | float]:
     out: dict[K, int | float] = {}
     if source is None:
         return out
+    read = source.get if type(source) is dict else lambda key: get(source, key)  # keyword arguments: a dict
     for key, attr in table.items():
-        value = get(source, key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = read(key)
+        if value is not None and isinstance(value, (int, float)) and value.__class__ is not bool:
             out[attr] = value
     return out
 
