@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
@@ -30,6 +30,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import conversations, versions
 from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.instrumentation.toolkit.hooks import ImportHooks
+from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 from spanfold.version import __version__
 
 #: Held while a table is applied or removed (post-import hooks fire on whichever thread imports the module).
@@ -66,6 +67,28 @@ def model_methods(module: str, classes: Sequence[str], methods: Sequence[str], a
 def plain(module: str, name: str, wrapper: Wrapper) -> Patch:
     """A function wrapped by a fixed wrapper (a hook that needs neither tracer nor runtime)."""
     return Patch(module, name, lambda tracer, rt: wrapper)
+
+
+#: Where a Stainless SDK's stream helper (openai's ``ChatCompletionStream``, anthropic's ``MessageStream``) keeps the
+#: stream it reads: the one a model call returned, our proxy.
+HELPER_STREAM: Final = "_raw_stream"
+
+
+def helper_closes(module: str, classes: Sequence[str]) -> tuple[Patch, ...]:
+    """``close()`` of each of ``module``'s stream helper ``classes`` (openai's ``ChatCompletionStream``, sync and
+    async) ends the span of the stream the helper reads at once: the helper closes the HTTP response, not that
+    stream, whose proxy would otherwise never see the end."""
+    return tuple(plain(module, f"{cls}.close", _close_helper) for cls in classes)
+
+
+def _close_helper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        stream = getattr(instance, HELPER_STREAM, None)
+        if isinstance(stream, (SyncStreamProxy, AsyncStreamProxy)):
+            stream._self_state.finish()
+    except Exception as exc:
+        counters.fault("patch.helper_close", exc)
+    return wrapped(*args, **kwargs)
 
 
 def _owner(patch: Patch) -> tuple[Any, str] | None:

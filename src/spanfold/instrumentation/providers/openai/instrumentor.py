@@ -16,21 +16,16 @@ oldest releases (1.40): only the outermost of nested model calls gets a span (th
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from spanfold import counters, semconv
+from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.providers.openai import responses as openai_responses
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods, plain
-from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
+from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, helper_closes, model_methods
 
 #: The releases spanfold traces (the ``openai`` extra and ``instruments-any`` in pyproject.toml say the same).
 SUPPORTED: Final = "openai >= 1.40, < 4"
-
-_STREAM_HELPER_MODULE = "openai.lib.streaming.chat._completions"
-_RESPONSES_HELPER_MODULE = "openai.lib.streaming.responses._responses"
-
 
 #: openai's raw responses: ``with_raw_response``'s parsed, ``with_streaming_response``'s followed unread.
 CLASSIFY: Final = stainless_result("openai", streamed_raw=True)
@@ -60,31 +55,13 @@ RESPONSES = ModelApi(
 #: The sync and async classes of each API.
 _COMPLETIONS, _RESPONSES = ("Completions", "AsyncCompletions"), ("Responses", "AsyncResponses")
 
-#: The ``stream()`` helpers close the HTTP response, not the raw stream: end our span there too.
-HELPER_CLOSES = (
-    (_STREAM_HELPER_MODULE, "ChatCompletionStream.close"),
-    (_STREAM_HELPER_MODULE, "AsyncChatCompletionStream.close"),
-    (_RESPONSES_HELPER_MODULE, "ResponseStream.close"),
-    (_RESPONSES_HELPER_MODULE, "AsyncResponseStream.close"),
-)
-
-
-def _close_helper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    try:
-        raw = getattr(instance, "_raw_stream", None)
-        if isinstance(raw, (SyncStreamProxy, AsyncStreamProxy)):
-            raw._self_state.finish()
-    except Exception as exc:
-        counters.fault("openai.stream_helper", exc)
-    return wrapped(*args, **kwargs)
-
-
 PATCHES: tuple[Patch, ...] = (
     *model_methods("openai.resources.chat.completions.completions", _COMPLETIONS, ("create", "parse"), CHAT),
     *model_methods("openai.resources.chat.completions", _COMPLETIONS, ("create",), CHAT),  # a module before 1.66
     *model_methods("openai.resources.beta.chat.completions", _COMPLETIONS, ("parse",), CHAT),  # before 1.92
     *model_methods("openai.resources.responses.responses", _RESPONSES, ("create", "parse"), RESPONSES),
-    *(plain(module, name, _close_helper) for module, name in HELPER_CLOSES),
+    *helper_closes("openai.lib.streaming.chat._completions", ("ChatCompletionStream", "AsyncChatCompletionStream")),
+    *helper_closes("openai.lib.streaming.responses._responses", ("ResponseStream", "AsyncResponseStream")),
 )
 
 
