@@ -30,6 +30,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import conversations, versions
 from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.instrumentation.toolkit.hooks import ImportHooks
+from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 from spanfold.version import __version__
 
@@ -89,6 +90,104 @@ def _close_helper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, .
     except Exception as exc:
         counters.fault("patch.helper_close", exc)
     return wrapped(*args, **kwargs)
+
+
+def deferred_requests(
+    module: str, classes: Sequence[str], method: str, api: ModelApi, *, materialize: Sequence[str] = ()
+) -> tuple[Patch, ...]:
+    """``method`` of each of ``module``'s ``classes`` (anthropic's ``Messages.stream``; a class named ``Async...`` is
+    the async twin) is a stream helper: it returns a manager holding the request (a callable, or an un-awaited
+    coroutine for the async class, in its private ``__api_request``) that the manager makes when it is entered. The
+    request is made through ``api``'s model wrapper then, so the span starts there; the stream that gives is kept on
+    the manager for :func:`adopting_managers`. ``materialize``: keyword arguments whose one-shot iterators are made
+    lists first (the manager keeps the very arguments, and reading the request must not consume them)."""
+    return tuple(
+        Patch(
+            module, f"{cls}.{method}", functools.partial(_deferring, api, cls.startswith("Async"), tuple(materialize))
+        )
+        for cls in classes
+    )
+
+
+def adopting_managers(module: str, classes: Sequence[str]) -> tuple[Patch, ...]:
+    """``__enter__`` (``__aenter__`` for a class named ``Async...``) of each of ``module``'s stream manager
+    ``classes``: where an older SDK (anthropic 0.40, the 0.x prompt-caching beta) builds the helper's stream anew over
+    the HTTP response of the stream the deferred request returned, so our proxy would never be read, the helper reads
+    our proxy instead (the same response, not yet read). Newer SDKs hand the helper our proxy itself: nothing to do."""
+    return tuple(
+        plain(module, f"{cls}.__aenter__", _aenter)
+        if cls.startswith("Async")
+        else plain(module, f"{cls}.__enter__", _enter)
+        for cls in classes
+    )
+
+
+#: The attribute of a stream manager that holds the stream our wrapper returned for its deferred request.
+_OUR_STREAM: Final = "_spanfold_stream"
+
+
+def _deferring(api: ModelApi, is_async: bool, materialize: tuple[str, ...], tracer: Tracer, rt: Runtime) -> Wrapper:
+    start = (async_wrapper if is_async else sync_wrapper)(api, tracer, rt)
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            m.materialize(kwargs, *materialize)
+        except Exception as exc:
+            counters.fault(f"{api.kind}.stream_helper", exc)
+        manager = wrapped(*args, **kwargs)
+        try:
+            _defer(manager, start, instance, kwargs, is_async)
+        except Exception as exc:
+            counters.fault(f"{api.kind}.stream_helper", exc)
+        return manager
+
+    return wrapper
+
+
+def _defer(manager: Any, start: Wrapper, instance: Any, kwargs: dict[str, Any], is_async: bool) -> None:
+    """The manager's request made through ``start`` (our span) when the manager is entered; the stream that gives is
+    kept on the manager (:func:`_adopt`)."""
+    name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
+    if name is None:
+        return
+    request, kept = getattr(manager, name), vars(manager)
+    if is_async:
+
+        async def send(**_: Any) -> Any:
+            return await request
+
+        async def started() -> Any:
+            kept[_OUR_STREAM] = stream = await start(send, instance, (), kwargs)
+            return stream
+
+        setattr(manager, name, started())  # a coroutine the manager awaits
+    else:
+
+        def sent() -> Any:
+            kept[_OUR_STREAM] = stream = start(lambda **_: request(), instance, (), kwargs)
+            return stream
+
+        setattr(manager, name, sent)
+
+
+def _adopt(manager: Any, helper_stream: Any) -> Any:
+    """The helper's stream, reading our proxy where the SDK made it a new stream over our stream's response."""
+    try:
+        ours = vars(manager).get(_OUR_STREAM)
+        raw = getattr(helper_stream, HELPER_STREAM, None)
+        if ours is not None and raw is not None and raw is not ours and raw.response is ours.response:
+            setattr(helper_stream, HELPER_STREAM, ours)
+    except Exception as exc:
+        counters.fault("patch.stream_manager", exc)
+    return helper_stream
+
+
+def _enter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return _adopt(instance, wrapped(*args, **kwargs))
+
+
+async def _aenter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return _adopt(instance, await wrapped(*args, **kwargs))
 
 
 def _owner(patch: Patch) -> tuple[Any, str] | None:

@@ -45,7 +45,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
@@ -54,13 +53,18 @@ from spanfold.instrumentation.toolkit import tools
 from spanfold.instrumentation.toolkit.calls import (
     ModelApi,
     Wrapper,
-    async_wrapper,
     base_url_server,
     current_call,
     stainless_result,
-    sync_wrapper,
 )
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, WrapperFactory, model_methods, plain
+from spanfold.instrumentation.toolkit.patching import (
+    Patch,
+    TableInstrumentor,
+    adopting_managers,
+    deferred_requests,
+    model_methods,
+    plain,
+)
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -80,6 +84,8 @@ _MODULES = (
 NATIVE_CALL_SPAN: Final = "anthropic.messages.create"
 #: The resource classes, sync and async.
 _CLASSES = ("Messages", "AsyncMessages")
+#: The arguments a stream manager keeps (one-shot iterators among them are made lists first).
+_KEPT = ("messages", "system", "tools", "stop_sequences")
 
 
 MESSAGES = ModelApi(
@@ -91,13 +97,6 @@ MESSAGES = ModelApi(
     accumulator=anthropic_messages.MessageStreamAccumulator,
     classify=stainless_result("anthropic"),
     server=base_url_server,
-)
-
-#: (module, "Class.method", is_async): ``stream()`` helpers. They return a manager holding the request (a callable, or
-#: an un-awaited coroutine for async) that it makes on ``__enter__``; the span starts there, and the helper's
-#: ``close()`` closes our stream proxy, which ends the span at once.
-STREAM_HELPERS: tuple[tuple[str, str, bool], ...] = tuple(
-    (module, f"{prefix}Messages.stream", prefix == "Async") for module in _MODULES for prefix in ("", "Async")
 )
 
 # --- the SDK's own tracing: one model step per API call ------------------------------------------------
@@ -137,94 +136,6 @@ def _tool_span_enricher(rt: Runtime) -> Wrapper:
     return wrapper
 
 
-# --- stream helpers ------------------------------------------------------------------------------------
-
-#: The attribute of a stream manager that holds the stream our wrapper returned.
-_OUR_STREAM: Final = "_spanfold_stream"
-
-
-def _stream_helper(is_async: bool) -> WrapperFactory:
-    """Wrap ``stream()``: the manager it returns makes its request through our model wrapper (:func:`_defer`)."""
-
-    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-        start = (async_wrapper if is_async else sync_wrapper)(MESSAGES, tracer, rt)
-
-        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            try:
-                m.materialize(kwargs, "messages", "system", "tools", "stop_sequences")  # the SDK keeps what it gets
-            except Exception as exc:
-                counters.fault("anthropic.stream_helper", exc)
-            manager = wrapped(*args, **kwargs)
-            try:
-                _defer(manager, start, instance, kwargs, is_async)
-            except Exception as exc:
-                counters.fault("anthropic.stream_helper", exc)
-            return manager
-
-        return wrapper
-
-    return factory
-
-
-def _defer(manager: Any, start: Wrapper, instance: Any, kwargs: dict[str, Any], is_async: bool) -> None:
-    """The manager's request (its ``__api_request``: a callable, or an un-awaited coroutine for async), made through
-    ``start`` (our span) when the manager is entered; the stream that gives is kept on the manager (:func:`_adopt`)."""
-    name = next((key for key in vars(manager) if key.endswith("__api_request")), None)
-    if name is None:
-        return
-    request, kept = getattr(manager, name), vars(manager)
-    if is_async:
-
-        async def send(**_: Any) -> Any:
-            return await request
-
-        async def started() -> Any:
-            kept[_OUR_STREAM] = stream = await start(send, instance, (), kwargs)
-            return stream
-
-        setattr(manager, name, started())  # a coroutine the manager awaits
-    else:
-
-        def sent() -> Any:
-            kept[_OUR_STREAM] = stream = start(lambda **_: request(), instance, (), kwargs)
-            return stream
-
-        setattr(manager, name, sent)
-
-
-def _adopt(manager: Any, helper_stream: Any) -> Any:
-    """Older SDKs (0.40, the 0.x prompt-caching beta) make the helper's ``MessageStream`` a new ``Stream`` over the
-    HTTP response of the one the request returned, so our proxy would never be read: the helper reads it instead
-    (the same response, not yet read). Newer SDKs hand the helper our proxy itself: nothing to do."""
-    try:
-        ours = vars(manager).get(_OUR_STREAM)
-        raw = getattr(helper_stream, "_raw_stream", None)
-        if ours is not None and raw is not None and raw is not ours and raw.response is ours.response:
-            helper_stream._raw_stream = ours
-    except Exception as exc:
-        counters.fault("anthropic.stream_helper", exc)
-    return helper_stream
-
-
-def _enter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return _adopt(instance, wrapped(*args, **kwargs))
-
-
-async def _aenter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return _adopt(instance, await wrapped(*args, **kwargs))
-
-
-#: The stream managers' ``__enter__`` / ``__aenter__`` (module, "Class.method", wrapper).
-MANAGER_ENTERS: tuple[tuple[str, str, Wrapper], ...] = tuple(
-    (module, f"{prefix}{cls}.{method}", wrapper)
-    for module, cls in (
-        ("anthropic.lib.streaming._messages", "MessageStreamManager"),
-        ("anthropic.lib.streaming._prompt_caching_beta_messages", "PromptCachingBetaMessageStreamManager"),
-    )
-    for prefix, method, wrapper in (("", "__enter__", _enter), ("Async", "__aenter__", _aenter))
-)
-
-
 def _stream_instancecheck(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
@@ -239,8 +150,17 @@ def _stream_instancecheck(
 
 PATCHES: tuple[Patch, ...] = (
     *(patch for module in _MODULES for patch in model_methods(module, _CLASSES, ("create", "parse"), MESSAGES)),
-    *(Patch(module, name, _stream_helper(is_async)) for module, name, is_async in STREAM_HELPERS),
-    *(plain(module, name, wrapper) for module, name, wrapper in MANAGER_ENTERS),
+    # stream(): the request is made when its manager is entered; the helper's close() closes our proxy
+    *(
+        patch
+        for module in _MODULES
+        for patch in deferred_requests(module, _CLASSES, "stream", MESSAGES, materialize=_KEPT)
+    ),
+    *adopting_managers("anthropic.lib.streaming._messages", ("MessageStreamManager", "AsyncMessageStreamManager")),
+    *adopting_managers(
+        "anthropic.lib.streaming._prompt_caching_beta_messages",
+        ("PromptCachingBetaMessageStreamManager", "AsyncPromptCachingBetaMessageStreamManager"),
+    ),
     plain("anthropic._streaming", "_SyncStreamMeta.__instancecheck__", _stream_instancecheck),  # 0.x only
     plain("anthropic._streaming", "_AsyncStreamMeta.__instancecheck__", _stream_instancecheck),
     # hooks into the SDK's own tracing (absent in SDKs without it)
