@@ -25,8 +25,9 @@ from spanfold import counters
 from spanfold.content.redaction import Redaction
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import tools
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, sync_wrapper
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, by_operation, sync_wrapper
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
+from spanfold.instrumentation.toolkit.patching import TableInstrumentor, class_factory
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
 from spanfold.semconv import parts as p
 
@@ -267,3 +268,54 @@ def test_a_tool_call_recorded_on_another_producers_span_follows_the_runtime() ->
     assert _recorded_tool_call(Runtime(), result="plain text") == {"gen_ai.tool.call.result": "plain text"}
     assert _recorded_tool_call(Runtime(), result=None) == {"gen_ai.tool.call.result": "null"}  # given: recorded
     assert _recorded_tool_call(Runtime(capture_content=False), arguments={"a": 1}, result="r") == {}
+
+
+PROBE = textwrap.dedent(
+    """
+    class Client:
+        def call(self, operation, params):
+            return {"id": operation}
+
+    class Creator:
+        def make(self, service):
+            return type(service, (Client,), {})
+    """
+)
+
+
+def test_a_class_factorys_accepted_products_are_wrapped_by_operation_and_restored(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``class_factory`` + ``by_operation`` on a small botocore-like factory: only the accepted classes get the
+    method of their own, only the named operations a span, and ``uninstrument()`` takes every wrapper back."""
+    (tmp_path / "spanfold_factory_probe.py").write_text(PROBE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import spanfold_factory_probe as probe
+
+    def accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        return args[0] == "runtime"
+
+    operations = by_operation({"Converse": API}, lambda args, kwargs: args[0])
+    table = (class_factory("spanfold_factory_probe", "Creator.make", accepts, "call", operations),)
+
+    class ProbeInstrumentor(TableInstrumentor, library="spanfold_factory_probe", table=table):
+        pass
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = ProbeInstrumentor()
+    instrumentor.instrument(tracer_provider=provider, runtime=Runtime())
+    try:
+        runtime_class, other_class = probe.Creator().make("runtime"), probe.Creator().make("s3")
+        assert "call" in vars(runtime_class) and "call" not in vars(other_class)
+        assert other_class().call("Converse", {"modelId": "m1"}) == {"id": "Converse"}
+        assert runtime_class().call("PutObject", {}) == {"id": "PutObject"}
+        assert exporter.get_finished_spans() == ()  # neither a product nor an operation it traces
+        assert runtime_class().call("Converse", {"modelId": "m1"}) == {"id": "Converse"}
+        assert [span.name for span in exporter.get_finished_spans()] == ["chat m1"]
+    finally:
+        instrumentor.uninstrument()
+        sys.modules.pop("spanfold_factory_probe", None)
+    assert "call" not in vars(runtime_class)  # inherited again
+    assert "call" not in vars(probe.Creator().make("runtime"))  # the factory itself restored

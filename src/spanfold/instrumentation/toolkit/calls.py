@@ -453,6 +453,33 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
+def by_operation(
+    apis: Mapping[str, ModelApi], name_of: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+) -> Callable[[Tracer, Runtime, bool], Wrapper]:
+    """The wrapper factory ``(tracer, rt, is_async)`` of one method that makes every operation of a client (botocore's
+    ``_make_api_call(operation_name, api_params)``): a call of an operation ``name_of(args, kwargs)`` names in
+    ``apis`` goes through that API's model wrapper (async ones for a coroutine method); any other runs untouched, with
+    no span and no other work."""
+
+    def factory(tracer: Tracer, rt: Runtime, is_async: bool) -> Wrapper:
+        make = async_wrapper if is_async else sync_wrapper
+        wrappers = {operation: make(api, tracer, rt) for operation, api in apis.items()}
+
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            try:
+                traced = wrappers.get(name_of(args, kwargs))
+            except Exception as exc:
+                counters.fault("calls.operation", exc)
+                traced = None
+            if traced is None:
+                return wrapped(*args, **kwargs)
+            return traced(wrapped, instance, args, kwargs)
+
+        return wrapper
+
+    return factory
+
+
 #: The request header a Stainless SDK's raw-response wrappers send: ``stream`` for ``with_streaming_response``.
 RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
 

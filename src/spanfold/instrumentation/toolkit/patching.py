@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -43,11 +45,13 @@ WrapperFactory = Callable[[Tracer, Runtime], Wrapper]
 
 @dataclass(frozen=True, slots=True)
 class Patch:
-    """``module``'s ``name`` (``"Class.method"`` or a function) wrapped by ``factory(tracer, runtime)``."""
+    """``module``'s ``name`` (``"Class.method"`` or a function) wrapped by ``factory(tracer, runtime)``; ``restore``:
+    what ``uninstrument()`` undoes beyond that wrapper (the methods a class factory's products were given)."""
 
     module: str
     name: str
     factory: WrapperFactory
+    restore: Callable[[], None] | None = None
 
 
 def model_method(module: str, name: str, api: ModelApi, is_async: bool) -> Patch:
@@ -190,6 +194,85 @@ async def _aenter(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, .
     return _adopt(instance, await wrapped(*args, **kwargs))
 
 
+def class_factory(
+    module: str,
+    name: str,
+    accepts: Callable[[tuple[Any, ...], dict[str, Any]], bool],
+    method: str,
+    wrapper: Callable[[Tracer, Runtime, bool], Wrapper],
+    *,
+    is_async: bool = False,
+) -> Patch:
+    """``module``'s class factory ``name`` (botocore's ``ClientCreator._create_client_class``): a class it makes from
+    arguments ``accepts(args, kwargs)`` takes (a Bedrock Runtime client's) gets its inherited ``method`` wrapped, as an
+    attribute of its own, by ``wrapper(tracer, runtime, is_async_method)`` (``is_async_method``: that method is a
+    coroutine function); every other class keeps the method it inherits, so no wrapper runs on its calls.
+    ``uninstrument()`` takes the wrappers back: the classes inherit their method again. ``is_async``: the factory
+    itself is a coroutine function (aiobotocore's). A class made before ``instrument()`` is not wrapped."""
+    products = _Products(method)
+    factory = functools.partial(_class_factory, products, accepts, wrapper, is_async)
+    return Patch(module, name, factory, restore=products.restore)
+
+
+class _Products:
+    """The classes a class factory's patch gave a wrapped ``method`` (weakly held: a class may go)."""
+
+    __slots__ = ("classes", "method")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.classes: weakref.WeakSet[type] = weakref.WeakSet()
+
+    def adopt(self, cls: type, wrapper: Callable[[bool], Wrapper]) -> None:
+        if self.method in vars(cls):  # a method of its own, or wrapped already: left alone
+            return
+        is_async = inspect.iscoroutinefunction(getattr(cls, self.method))
+        with _LOCK:
+            wrapt.wrap_function_wrapper(cls, self.method, wrapper(is_async))
+            self.classes.add(cls)
+
+    def restore(self) -> None:
+        with _LOCK:
+            for cls in list(self.classes):
+                if isinstance(vars(cls).get(self.method), wrapt.FunctionWrapper):
+                    delattr(cls, self.method)
+            self.classes.clear()
+
+
+def _class_factory(
+    products: _Products,
+    accepts: Callable[[tuple[Any, ...], dict[str, Any]], bool],
+    wrapper: Callable[[Tracer, Runtime, bool], Wrapper],
+    is_async: bool,
+    tracer: Tracer,
+    rt: Runtime,
+) -> Wrapper:
+    def adopt(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        try:
+            if isinstance(cls, type) and accepts(args, kwargs):
+                products.adopt(cls, lambda is_async_method: wrapper(tracer, rt, is_async_method))
+        except Exception as exc:
+            counters.fault(f"patch.{products.method}", exc)
+
+    if is_async:
+
+        async def async_factory(
+            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> Any:
+            cls = await wrapped(*args, **kwargs)
+            adopt(cls, args, kwargs)
+            return cls
+
+        return async_factory
+
+    def factory(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        cls = wrapped(*args, **kwargs)
+        adopt(cls, args, kwargs)
+        return cls
+
+    return factory
+
+
 def _owner(patch: Patch) -> tuple[Any, str] | None:
     """(the object holding the attribute, the attribute) when both exist in the installed SDK."""
     try:
@@ -241,6 +324,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     #: The pip requirement(s) the instrumented library must satisfy (``instrumentation_dependencies``).
     dependencies: ClassVar[tuple[str, ...]] = ()
     _applied: ClassVar[list[tuple[Any, str]]]
+    _restores: ClassVar[list[Callable[[], None]]]
     _hooks: ClassVar[ImportHooks]
     _table: ClassVar[tuple[Patch, ...] | None] = None
 
@@ -301,11 +385,13 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         rt: Runtime = kwargs.get("runtime") or runtime.active()
         conversations.ensure()
         cls = type(self)
+        patches = self.patches(rt)
         with _LOCK:
             generation = cls.hooks().renew()
             cls._applied = []
+            cls._restores = [patch.restore for patch in patches if patch.restore is not None]
         by_module: dict[str, list[Patch]] = {}
-        for patch in self.patches(rt):
+        for patch in patches:
             by_module.setdefault(patch.module, []).append(patch)
         for module, patches in by_module.items():
             cls.hooks().register(module, generation, functools.partial(self._apply, generation, tracer, rt, patches))
@@ -341,3 +427,9 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             for owner, attr in getattr(cls, "_applied", []):
                 unwrap(owner, attr)
             cls._applied = []
+            for restore in getattr(cls, "_restores", []):
+                try:
+                    restore()
+                except Exception as exc:
+                    counters.fault(f"unpatch.{cls.library}", exc)
+            cls._restores = []

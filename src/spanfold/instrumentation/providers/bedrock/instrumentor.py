@@ -19,21 +19,16 @@ Bedrock Runtime operations (``ApplyGuardrail``, ``CountTokens``, ...) run untouc
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
-import wrapt
-from opentelemetry.trace import Tracer
-
-from spanfold import counters, semconv
-from spanfold.content.runtime import Runtime
+from spanfold import semconv
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
 from spanfold.instrumentation.providers.bedrock import invoke as bedrock_invoke
 from spanfold.instrumentation.providers.bedrock.body import AsyncBody, SyncBody
-from spanfold.instrumentation.toolkit.calls import ModelApi, Result, Wrapper, async_wrapper, server_of, sync_wrapper
+from spanfold.instrumentation.toolkit.calls import ModelApi, Result, by_operation, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint
-from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
+from spanfold.instrumentation.toolkit.patching import TableInstrumentor, class_factory
 from spanfold.instrumentation.toolkit.streams import StreamState
 
 SERVICE: Final = "bedrock-runtime"
@@ -102,74 +97,34 @@ APIS: Final[dict[str, ModelApi]] = {
 }
 
 
-def operations(tracer: Tracer, rt: Runtime, is_async: bool) -> Wrapper:
-    """The wrapper of a Bedrock Runtime client's ``_make_api_call``: model operations traced, others untouched."""
-    make = async_wrapper if is_async else sync_wrapper
-    wrappers = {operation: make(api, tracer, rt) for operation, api in APIS.items()}
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        traced = wrappers.get(args[0] if args else kwargs.get("operation_name"))  # type: ignore[arg-type]
-        if traced is None:
-            return wrapped(*args, **kwargs)
-        return traced(wrapped, instance, args, kwargs)
-
-    return wrapper
+def _operation(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[0] if args else kwargs.get("operation_name")
 
 
-#: Client classes whose ``_make_api_call`` spanfold wrapped (unwrapped by ``uninstrument()``).
-_WRAPPED: weakref.WeakSet[type] = weakref.WeakSet()
+def _bedrock_runtime(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """``_create_client_class(service_name, service_model)`` makes a Bedrock Runtime client class."""
+    return (args[0] if args else kwargs.get("service_name")) == SERVICE
 
 
-def _patch_class(cls: Any, service_name: Any, tracer: Tracer, rt: Runtime) -> None:
-    try:
-        if service_name == SERVICE and "_make_api_call" not in vars(cls):
-            is_async = inspect.iscoroutinefunction(cls._make_api_call)
-            wrapt.wrap_function_wrapper(cls, "_make_api_call", operations(tracer, rt, is_async))
-            _WRAPPED.add(cls)
-    except Exception as exc:
-        counters.fault("bedrock.patch_client", exc)
-
-
-def _service(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return args[0] if args else kwargs.get("service_name")
-
-
-def _class_factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-    """``ClientCreator._create_client_class``: a Bedrock Runtime client class gets the operations wrapper."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        cls = wrapped(*args, **kwargs)
-        _patch_class(cls, _service(args, kwargs), tracer, rt)
-        return cls
-
-    return wrapper
-
-
-def _async_class_factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-    """aiobotocore's ``AioClientCreator._create_client_class`` (a coroutine)."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        cls = await wrapped(*args, **kwargs)
-        _patch_class(cls, _service(args, kwargs), tracer, rt)
-        return cls
-
-    return wrapper
-
+#: A Bedrock Runtime client's ``_make_api_call``: model operations traced, others untouched.
+OPERATIONS: Final = by_operation(APIS, _operation)
 
 #: botocore's client factory, and aiobotocore's (patched when the application imports it; never imported by spanfold).
 PATCHES: Final = (
-    Patch("botocore.client", "ClientCreator._create_client_class", _class_factory),
-    Patch("aiobotocore.client", "AioClientCreator._create_client_class", _async_class_factory),
+    class_factory(
+        "botocore.client", "ClientCreator._create_client_class", _bedrock_runtime, "_make_api_call", OPERATIONS
+    ),
+    class_factory(
+        "aiobotocore.client",
+        "AioClientCreator._create_client_class",
+        _bedrock_runtime,
+        "_make_api_call",
+        OPERATIONS,
+        is_async=True,
+    ),
 )
 
 
 class BedrockInstrumentor(TableInstrumentor, library="botocore", supported="botocore >= 1.43, < 2", table=PATCHES):
     """``BedrockInstrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores botocore,
     aiobotocore and the client classes it wrapped."""
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        super()._uninstrument(**kwargs)
-        for cls in list(_WRAPPED):  # the wrapper was the class's own attribute: without it, the inherited method
-            if isinstance(vars(cls).get("_make_api_call"), wrapt.FunctionWrapper):
-                delattr(cls, "_make_api_call")
-        _WRAPPED.clear()
