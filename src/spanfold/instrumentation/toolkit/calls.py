@@ -15,7 +15,10 @@ A ``ModelApi`` also describes methods whose shape is not ``method(**request)``:
   the stream proxied in place.
 
 The server address is read in its own fault boundary: a fault there costs the span its ``server.*`` attributes, not
-the span.
+the span. What the providers share beside the wrapper: the server readers (:func:`server_of`, the one reader of a URL;
+:func:`base_url_server`), the result classifiers (:func:`stainless_result` for the Stainless-generated SDKs,
+:func:`iterator_result` for the pydantic ones), and :func:`by_operation`, one method making every operation of a
+client (botocore's).
 """
 
 from __future__ import annotations

@@ -6,6 +6,17 @@ have (``Responses`` in an old openai 1.x, a beta namespace, the SDK's own tracin
 instrumentor wraps what exists. A patch is applied when its module is imported (a post-import hook; at once when it
 already is), so an SDK that loads its resource modules lazily still loads only those the application uses.
 ``uninstrument()`` restores exactly what was wrapped, and hooks that have not fired yet will not patch.
+
+The kinds of entry the providers share are built here, so a provider's table says only what it patches:
+
+* :func:`model_methods` (:func:`model_method`): an SDK's model methods, a span per call, sync and async classes;
+* :func:`plain`: a hook with a fixed wrapper;
+* :func:`helper_closes`: a stream helper's ``close()`` ends the span of the stream it reads (openai's ``stream()``);
+* :func:`deferred_requests` and :func:`adopting_managers`: a stream helper whose manager makes the request when it
+  is entered (anthropic's ``stream()``), and older SDKs' managers handed our proxy;
+* :func:`class_factory`: a class factory whose accepted products get a method of their own, taken back by
+  ``uninstrument()`` (botocore's client classes; :func:`~spanfold.instrumentation.toolkit.calls.by_operation` is
+  the method's wrapper there).
 """
 
 from __future__ import annotations

@@ -50,13 +50,7 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
 from spanfold.instrumentation.toolkit import tools
-from spanfold.instrumentation.toolkit.calls import (
-    ModelApi,
-    Wrapper,
-    base_url_server,
-    current_call,
-    stainless_result,
-)
+from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, base_url_server, current_call, stainless_result
 from spanfold.instrumentation.toolkit.patching import (
     Patch,
     TableInstrumentor,
