@@ -95,6 +95,20 @@ def request(req: Request, provider: str, rt: Runtime) -> dict[str, Any]:
     return attrs
 
 
+def model_call(
+    req: Request, provider: str, operation: str, rt: Runtime, server: Endpoint | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A model call's span name and start attributes: its request's, its operation, its provider (unless the request
+    names an upstream one: a router's) and where it is sent. Every model step is started from these, a provider's
+    (:mod:`~spanfold.instrumentation.toolkit.calls`) or a framework's own."""
+    attrs = request(req, provider, rt)
+    attrs[semconv.OPERATION_NAME] = operation
+    attrs.setdefault(semconv.PROVIDER_NAME, provider)
+    if server is not None:
+        attrs.update(endpoint(server))
+    return semconv.span_name(operation, req.target or req.model), attrs
+
+
 def usage(value: Usage) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, attribute in USAGE:

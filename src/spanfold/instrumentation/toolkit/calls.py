@@ -218,9 +218,7 @@ def _begin(
         if request is None:
             return None
         invocation = api.request(request)
-        attrs = attributes.request(invocation, api.provider, rt)
-        attrs[semconv.OPERATION_NAME] = api.operation
-        attrs.setdefault(semconv.PROVIDER_NAME, api.provider)  # a router's request names the upstream provider
+        name, attrs = attributes.model_call(invocation, api.provider, api.operation, rt)
     except Exception as exc:
         counters.fault(f"{api.kind}.request", exc)
         return None
@@ -228,7 +226,6 @@ def _begin(
     source = conversations.active()
     turn, context = _place(api, source, request, invocation, attrs, rt) if source is not None else (None, None)
     try:
-        name = semconv.span_name(api.operation, invocation.target or invocation.model)
         call = ModelSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, context=context)
     except Exception as exc:
         counters.fault(f"{api.kind}.span", exc)

@@ -90,13 +90,10 @@ class Thread:
         self.close_step(rt, provider)
         answered = message.model if message.model != blocks.SYNTHETIC_MODEL else None
         request = Request(model=model or answered, system=self.system, messages=HISTORY.of(list(self.messages)))
-        attrs = attributes.request(request, provider, rt)
-        attrs[semconv.OPERATION_NAME] = semconv.OP_CHAT
-        attrs[semconv.PROVIDER_NAME] = provider
-        attrs.update(attributes.endpoint(endpoint))
+        name, attrs = attributes.model_call(request, provider, semconv.OP_CHAT, rt, endpoint)
         span = ModelSpan(
             tracer,
-            semconv.span_name(semconv.OP_CHAT, request.model),
+            name,
             attrs,
             kind=SpanKind.CLIENT,
             rt=rt,

@@ -176,9 +176,7 @@ def start(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, 
         lm = args[0] if args else kwargs.get("lm")
         call = args[1] if len(args) > 1 else kwargs.get("call")
         invocation, provider = request(lm, call)
-        attrs = attributes.request(invocation, provider, rt)
-        attrs[semconv.OPERATION_NAME] = semconv.OP_CHAT
-        name = semconv.span_name(semconv.OP_CHAT, invocation.model)
+        name, attrs = attributes.model_call(invocation, provider, semconv.OP_CHAT, rt)
         return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=provider)
     except Exception as exc:
         counters.fault("dspy.model_start", exc)

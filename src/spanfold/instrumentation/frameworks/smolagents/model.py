@@ -257,13 +257,9 @@ def start(
     try:
         provider = PROVIDERS.get(type(model).__name__, "smolagents")
         invocation = request(model, args, kwargs, observations)
-        attrs = attributes.request(invocation, provider, rt)
-        attrs[semconv.OPERATION_NAME] = semconv.OP_CHAT
-        attrs[semconv.PROVIDER_NAME] = provider
         client = getattr(model, "client_kwargs", None)
-        if isinstance(client, Mapping):
-            attrs.update(attributes.endpoint(server_of(client.get("base_url"))))
-        name = semconv.span_name(semconv.OP_CHAT, invocation.model)
+        server = server_of(client.get("base_url")) if isinstance(client, Mapping) else None
+        name, attrs = attributes.model_call(invocation, provider, semconv.OP_CHAT, rt, server)
         return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=provider, holder=holder)
     except Exception as exc:
         counters.fault("smolagents.model_start", exc)
