@@ -226,7 +226,7 @@ def _begin(
     source = conversations.active()
     turn, context = _place(api, source, request, invocation, attrs, rt) if source is not None else (None, None)
     try:
-        call = ModelSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, context=context)
+        call = ModelSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, context=context, provider=api.provider)
     except Exception as exc:
         counters.fault(f"{api.kind}.span", exc)
         return None
@@ -283,7 +283,7 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, classify: _Classifier
     try:
         kind = classify(result)
         if kind is Result.RESPONSE:
-            call.finish_with(api.response(result), api.provider)
+            call.finish_with(api.response(result))
             return result
         if kind is Result.STREAM:
             return SyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, api.provider))

@@ -93,7 +93,7 @@ def clean(attributes: Mapping[str, Any]) -> Mapping[str, AttributeValue]:
 class ModelSpan:
     """One started GenAI span and the promise to end it exactly once."""
 
-    __slots__ = ("_lock", "_token", "end_time", "ended", "full", "rt", "run", "span", "turn")
+    __slots__ = ("_lock", "_token", "end_time", "ended", "full", "provider", "rt", "run", "span", "turn")
 
     def __init__(
         self,
@@ -105,8 +105,11 @@ class ModelSpan:
         rt: Runtime,
         context: otel_context.Context | None = None,
         start_time: int | None = None,
+        provider: str = "",
     ) -> None:
         self.rt = rt
+        #: The API's provider (a model call's: which vendor attributes its typed response writes).
+        self.provider = provider
         #: The run (its root's question and answer) this call belongs to; the call's own input and output shown
         #: (with content capture on: what it records then is structure alone).
         self.run = shown.current_run(context) if rt.capture_content else None
@@ -163,17 +166,18 @@ class ModelSpan:
         if self.turn is not None:
             self._told(attributes or {})
 
-    def result(self, response: Response, provider: str) -> Mapping[str, Any]:
+    def result(self, response: Response) -> Mapping[str, Any]:
         """The attributes of a typed response under this call's Runtime; a zero-code call's conversation is told it
         with capture on and no redaction (:meth:`_told`)."""
+        provider = self.provider
         if self.turn is not None and not records_all(self.rt):
             self.full = lambda: attributes.response(response, provider, FULL)
         return attributes.response(response, provider, self.rt)
 
-    def finish_with(self, response: Response, provider: str) -> None:
+    def finish_with(self, response: Response) -> None:
         """:meth:`finish` from a typed response."""
         try:
-            result = self.result(response, provider)
+            result = self.result(response)
         except Exception as exc:
             counters.fault("span.result", exc)
             result = {}

@@ -95,7 +95,7 @@ class StreamState:
         """A model call's result from its typed response (``provider`` given), another span's from its accumulator."""
         if self.provider is None:
             return cast("SpanAccumulator", self.accumulator).attributes()
-        return self.span.result(cast("Accumulator", self.accumulator).result(), self.provider)
+        return self.span.result(cast("Accumulator", self.accumulator).result())
 
 
 class _IfWrapped:

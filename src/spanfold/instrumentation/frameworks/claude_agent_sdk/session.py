@@ -104,7 +104,7 @@ class Session:
         for thread in self.subagents.values():
             self._end_thread(thread)
         self.subagents.clear()
-        self.main.close_step(self.rt, self.provider)
+        self.main.close_step(self.rt)
         for tool in self.tools.values():
             if tool.span is not None:
                 end_span(tool.span)  # no result came before the run ended
@@ -115,7 +115,7 @@ class Session:
             run.finish(error)
 
     def _end_thread(self, thread: Thread) -> None:
-        thread.close_step(self.rt, self.provider)
+        thread.close_step(self.rt)
         if thread.run is not None:
             thread.run.finish()
             thread.run = None
@@ -188,7 +188,7 @@ class Session:
             cost = total - (self.cost or 0.0)
             self.cost = total
         usage = blocks.usage(message.usage)
-        self.main.close_step(self.rt, self.provider, usage, cost, message.stop_reason)
+        self.main.close_step(self.rt, usage, cost, message.stop_reason)
         if message.is_error and self.main.run is not None:
             errors = message.errors if isinstance(message.errors, list) else []
             text = message.result if isinstance(message.result, str) else "; ".join(map(str, errors)) or None

@@ -87,7 +87,7 @@ class Thread:
         self, tracer: Tracer, rt: Runtime, provider: str, endpoint: Endpoint | None, model: Any, message: Any
     ) -> Step:
         """The model step an assistant message with a new message id begins (the open one closed first)."""
-        self.close_step(rt, provider)
+        self.close_step(rt)
         answered = message.model if message.model != blocks.SYNTHETIC_MODEL else None
         request = Request(model=model or answered, system=self.system, messages=HISTORY.of(list(self.messages)))
         name, attrs = attributes.model_call(request, provider, semconv.OP_CHAT, rt, endpoint)
@@ -99,6 +99,7 @@ class Thread:
             rt=rt,
             context=self.context,
             start_time=self.ready_ns,
+            provider=provider,
         )
         self.messages.append(p.message("assistant", []))  # its place; its answer when the step closes
         self.step = Step(span, message.message_id, answered, len(self.messages) - 1)
@@ -107,7 +108,6 @@ class Thread:
     def close_step(
         self,
         rt: Runtime,
-        provider: str,
         usage: Usage | None = None,
         cost: float | None = None,
         stop_reason: Any = None,
@@ -132,7 +132,7 @@ class Thread:
         )
         step.span.end_time = step.last_ns
         try:
-            attrs = step.span.result(response, provider)
+            attrs = step.span.result(response)
             if step.error is not None:
                 set_failure(step.span.span, step.error[0], step.error[1], rt)
         except Exception as exc:

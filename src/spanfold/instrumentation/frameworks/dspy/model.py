@@ -153,11 +153,10 @@ def response(result: Any) -> Response:
 class StepSpan(ModelSpan):
     """A model step's span; inside a ReAct step it stays open until ReAct has parsed the answer (:meth:`settle`)."""
 
-    __slots__ = ("answer", "provider")
+    __slots__ = ("answer",)
 
-    def __init__(self, *args: Any, provider: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.provider = provider
         self.answer: Response | None = None
 
     def settle(self, output: p.Message | None) -> None:
@@ -167,7 +166,7 @@ class StepSpan(ModelSpan):
             return
         if output is not None:
             answer.messages = [output]
-        self.finish_with(answer, self.provider)
+        self.finish_with(answer)
 
 
 def start(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepSpan | None:

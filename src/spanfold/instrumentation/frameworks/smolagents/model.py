@@ -127,11 +127,10 @@ class Holder(Protocol):
 class StepSpan(ModelSpan):
     """A model step's span; its :class:`Output` is set before it finishes, and a :class:`Holder` may keep it open."""
 
-    __slots__ = ("holder", "output", "provider")
+    __slots__ = ("holder", "output")
 
-    def __init__(self, *args: Any, provider: str, holder: Holder | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, holder: Holder | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.provider = provider
         self.holder = holder
         self.output: Output | None = None
 
@@ -147,7 +146,7 @@ class StepSpan(ModelSpan):
     def release(self) -> None:
         """Finish a held span from its output as it is now."""
         try:
-            attrs = self.result(self.output.response(), self.provider) if self.output is not None else {}
+            attrs = self.result(self.output.response()) if self.output is not None else {}
         except Exception as exc:
             counters.fault("smolagents.model_result", exc)
             attrs = {}
@@ -269,7 +268,7 @@ def start(
 def finish(call: StepSpan, message: Any) -> None:
     try:
         call.output = output_of(message)
-        attrs = call.result(call.output.response(), call.provider)
+        attrs = call.result(call.output.response())
     except Exception as exc:
         counters.fault("smolagents.model_result", exc)
         attrs = {}
