@@ -286,14 +286,14 @@ def _complete(api: ModelApi, call: ModelSpan, result: Any, classify: _Classifier
             call.finish_with(api.response(result))
             return result
         if kind is Result.STREAM:
-            return SyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, api.provider))
+            return SyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind))
         if kind is Result.ASYNC_STREAM:
-            return AsyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, api.provider))
+            return AsyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind))
         if kind is Result.NESTED_STREAM:
-            state = StreamState(call, api.accumulator(), api.kind, api.provider)
+            state = StreamState(call, api.accumulator(), api.kind)
             return _nested(api, result, SyncStreamProxy, state)
         if kind is Result.NESTED_ASYNC_STREAM:
-            state = StreamState(call, api.accumulator(), api.kind, api.provider)
+            state = StreamState(call, api.accumulator(), api.kind)
             return _nested(api, result, AsyncStreamProxy, state)
         if kind is Result.RAW:
             return RawResponseProxy(result, api, call, classify)

@@ -44,24 +44,20 @@ class SpanAccumulator(Protocol):
 
 
 class StreamState:
-    """The span of one stream, its accumulator, and the exactly-once finish (``provider``: the API's, for a model
-    call's stream; None for another span's).
+    """The span of one stream, its accumulator, and the exactly-once finish.
 
     Each chunk is fed to the accumulator as it is handed to the user, before the user's code runs: an accumulator
     takes what the span needs (references to the chunk's strings and numbers, never the chunk to read later), so an
     application that changes a chunk in place afterwards (LlamaIndex appends to the first tool-call delta) does not
     change the span."""
 
-    __slots__ = ("accumulator", "add", "failed", "kind", "provider", "span")
+    __slots__ = ("accumulator", "add", "failed", "kind", "span")
 
-    def __init__(
-        self, span: ModelSpan, accumulator: Accumulator | SpanAccumulator, kind: str, provider: str | None = None
-    ) -> None:
+    def __init__(self, span: ModelSpan, accumulator: Accumulator | SpanAccumulator, kind: str) -> None:
         self.span = span
         self.accumulator = accumulator
         self.add = accumulator.add
         self.kind = kind
-        self.provider = provider
         self.failed = False  # the accumulator raised on a chunk: it is fed nothing more
 
     def push(self, chunk: Any) -> None:
@@ -92,10 +88,12 @@ class StreamState:
             self.span.finish(attrs)
 
     def _attributes(self) -> Mapping[str, Any]:
-        """A model call's result from its typed response (``provider`` given), another span's from its accumulator."""
-        if self.provider is None:
-            return cast("SpanAccumulator", self.accumulator).attributes()
-        return self.span.result(cast("Accumulator", self.accumulator).result())
+        """A model call's result from its accumulator's typed response, another span's from its accumulator's
+        attributes."""
+        accumulator = self.accumulator
+        if hasattr(accumulator, "result"):
+            return self.span.result(cast("Accumulator", accumulator).result())
+        return accumulator.attributes()
 
 
 class _IfWrapped:

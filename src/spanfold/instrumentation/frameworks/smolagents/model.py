@@ -342,7 +342,7 @@ def wrappers(
             finally:
                 release(claimed)
                 otel_context.detach(token)
-            state = StreamState(call, DeltaAccumulator(call), "smolagents.stream", call.provider)
+            state = StreamState(call, DeltaAccumulator(call), "smolagents.stream")
             return DeltaStream(stream, state, context)
 
         return wrapper
