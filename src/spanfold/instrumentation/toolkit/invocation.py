@@ -46,6 +46,19 @@ class Usage:
     audio_output_tokens: Any = None
 
 
+def usage_with_cache(input_tokens: Any, output_tokens: Any, cache_read: Any, cache_write: Any) -> Usage:
+    """The usage of an API whose input count leaves the cache reads and writes out (Anthropic, Bedrock Converse):
+    ``input_tokens`` counts them, as the conventions say; each cache count only when non-zero."""
+    if isinstance(input_tokens, int):
+        input_tokens += (cache_read or 0) + (cache_write or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_input_tokens=cache_read or None,
+        cache_write_input_tokens=cache_write or None,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Cost:
     """What a call cost, as the library that made it computed it (LiteLLM's ``response_cost``)."""

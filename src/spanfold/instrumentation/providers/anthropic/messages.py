@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage, usage_with_cache
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
@@ -202,16 +202,11 @@ def usage(value: Any) -> Usage | None:
     """Usage per the Anthropic refinement: input tokens include the cache reads and writes."""
     if value is None:
         return None
-    cache_read = m.get(value, "cache_read_input_tokens")
-    cache_creation = m.get(value, "cache_creation_input_tokens")
-    input_tokens = m.get(value, "input_tokens")
-    if isinstance(input_tokens, int):
-        input_tokens += (cache_read or 0) + (cache_creation or 0)
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=m.get(value, "output_tokens"),
-        cache_read_input_tokens=cache_read or None,
-        cache_write_input_tokens=cache_creation or None,
+    return usage_with_cache(
+        m.get(value, "input_tokens"),
+        m.get(value, "output_tokens"),
+        m.get(value, "cache_read_input_tokens"),
+        m.get(value, "cache_creation_input_tokens"),
     )
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage, usage_with_cache
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
@@ -205,15 +205,7 @@ def usage(value: Any) -> Usage | None:
     if value is None:
         return None
     cache_read, cache_write = _first(value, _CACHE_READ), _first(value, _CACHE_WRITE)
-    input_tokens = m.get(value, "inputTokens")
-    if isinstance(input_tokens, int):
-        input_tokens += (cache_read or 0) + (cache_write or 0)
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=m.get(value, "outputTokens"),
-        cache_read_input_tokens=cache_read or None,
-        cache_write_input_tokens=cache_write or None,
-    )
+    return usage_with_cache(m.get(value, "inputTokens"), m.get(value, "outputTokens"), cache_read, cache_write)
 
 
 def result(content: Any, stop_reason: Any, tokens: Any) -> Response:
