@@ -135,3 +135,31 @@ def test_a_failed_run_shows_its_question(traced: Any, global_spans: Any) -> None
     traced.one()
     (root,) = [s for s in global_spans.get_finished_spans() if s.name == "invoke_agent broken"]
     assert shown(root) == {"input.value": "hi", "input.mime_type": "text/plain"}
+
+
+def test_first_calls_with_a_shared_opening_show_their_own_questions(traced: Any, global_spans: Any) -> None:
+    """Un-stitched first calls whose histories begin alike (a server's users; a history that extends another's text
+    but not its run) each show their own last user message, however the requests' texts are parsed."""
+    opening = {"role": "user", "content": "Hello, I would like some help planning a trip to Lisbon next spring."}
+    requests = [
+        [opening],
+        [opening, {"role": "assistant", "content": "Something else entirely."}, {"role": "user", "content": "Budget?"}],
+        [opening],
+        [opening, {"role": "assistant", "content": "Another reply."}, {"role": "user", "content": "And hotels?"}],
+    ]
+    with MockLLMServer() as server:
+        client = openai.OpenAI(api_key="k", base_url=server.base_url, max_retries=0)
+        for messages in requests:
+            server.script(Reply.text("Sure."))
+            client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    spanfold.flush()
+    calls = sorted(
+        (s for s in global_spans.get_finished_spans() if s.name.startswith("chat ")), key=lambda s: s.start_time or 0
+    )
+    assert [c.parent for c in calls] == [None] * 4
+    assert [shown(c)["input.value"] for c in calls] == [
+        opening["content"],
+        "Budget?",
+        opening["content"],
+        "And hotels?",
+    ]

@@ -157,9 +157,10 @@ class ModelSpan:
             return
         try:
             if attributes:
-                self.span.set_attributes(clean(attributes))
+                values = clean(attributes)
                 if self.rt.capture_content:
-                    self.span.set_attributes(shown.model_result(attributes, self.run))
+                    values = {**values, **shown.model_result(attributes, self.run)}
+                self.span.set_attributes(values)
         except Exception as exc:
             counters.fault("span.finish", exc)
         end_span(self.span, self.end_time)
