@@ -9,7 +9,7 @@
 * roles the flat formats do not know are written as the one they stand for (:data:`ROLES`: OpenAI's ``developer``
   is ``system``), the producer's own in ``metadata["original_role"]``.
 
-:data:`INPUTS` fingerprints each parsed input message once for the stitcher, however many calls re-send it.
+:data:`INPUTS` keeps the events of input messages that the calls of several traces send (:class:`EventCache`).
 """
 
 from __future__ import annotations
@@ -262,43 +262,87 @@ def fingerprint(msg: Message) -> Fingerprint:
 
 _NO_NAMES: Mapping[str, str] = {}
 
+#: What :class:`EventCache` keeps of a converted input message: the message (an entry holds it, so its id is never
+#: reused while cached), its events as prototypes (converted without tool names: :func:`fresh_event` names them),
+#: their fingerprints, and the (id, name) of the tool calls they make.
+Converted: TypeAlias = tuple[
+    Mapping[str, Any], tuple[Message, ...], tuple[Fingerprint, ...], tuple[tuple[str, str], ...]
+]
 
-class FingerprintCache:
-    """The fingerprints of input messages, computed once per message object.
 
-    An agent re-sends its history on every call and the parse shares those messages by identity
-    (:mod:`spanfold.codecs.json_prefix`), so the stitcher finds a message's fingerprints here on each later call
-    instead of converting it again. An entry holds its message (an id is never reused while
-    cached); bounded by entries and by content characters, emptied when full. Thread-safe without a lock: entries
-    are immutable tuples.
+class EventCache:
+    """The events of input messages sent again by the calls of later traces, converted once per message object.
+
+    A parsed history shares its message objects between the calls that re-send it
+    (:mod:`spanfold.codecs.json_prefix`); calls that are runs of their own (a fold each: every call of the same
+    system prompt and examples, un-stitched calls) would convert them again in each fold. A message is kept the
+    second time a fold converts it: the first sight only notes its id, so traces that send nothing twice (most
+    agent runs: a fold converts each message once however often its calls re-send it) pay a set insert, not a copy.
+    Bounded by entries and by content characters, emptied when full. Thread-safe without a lock: entries are
+    immutable tuples, their events never handed out (:func:`fresh_event` copies them).
     """
 
-    __slots__ = ("_chars", "_entries", "max_chars", "max_entries")
+    __slots__ = ("_chars", "_entries", "_once", "max_chars", "max_entries")
 
     def __init__(self, max_entries: int = 4096, max_chars: int = 2_000_000) -> None:
-        self._entries: dict[int, tuple[Mapping[str, Any], tuple[Fingerprint, ...]]] = {}
+        self._entries: dict[int, Converted] = {}
+        #: The ids of messages converted once (not held: a reused id only makes an entry sooner).
+        self._once: set[int] = set()
         self._chars = 0
         self.max_entries = max_entries
         self.max_chars = max_chars
 
-    def get(self, raw: Mapping[str, Any]) -> tuple[Fingerprint, ...] | None:
+    def __contains__(self, raw: Mapping[str, Any]) -> bool:
+        """Whether ``raw`` is kept."""
         entry = self._entries.get(id(raw))
-        return entry[1] if entry is not None and entry[0] is raw else None
+        return entry is not None and entry[0] is raw
 
-    def prints(self, raw: Mapping[str, Any]) -> tuple[Fingerprint, ...]:
-        """The fingerprints of ``raw``'s events (computed and remembered on the first call)."""
-        found = self.get(raw)
-        if found is not None:
-            return found
-        events = message_events(raw, _NO_NAMES)
+    def get(self, raw: Mapping[str, Any]) -> Converted | None:
+        """``raw``'s entry, made now when this is its second conversion; None on its first."""
+        key = id(raw)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is raw:
+            return entry
+        once = self._once
+        if key not in once:
+            if len(once) >= self.max_entries:
+                once.clear()
+            once.add(key)
+            return None
+        once.discard(key)
+        return self.put(raw)
+
+    def put(self, raw: Mapping[str, Any]) -> Converted:
+        """Convert ``raw`` and keep it."""
+        events = tuple(message_events(raw, _NO_NAMES))
         prints = tuple([fingerprint(e) for e in events])
+        calls = tuple([(tc.id, tc.name) for e in events for tc in e.tool_calls if tc.id is not None])
         chars = sum(len(e.content) for e in events if isinstance(e.content, str))
         if len(self._entries) >= self.max_entries or self._chars + chars > self.max_chars:
             self._entries, self._chars = {}, 0
-        self._entries[id(raw)] = (raw, prints)
+        entry = self._entries[id(raw)] = (raw, events, prints, calls)
         self._chars += chars
-        return prints
+        return entry
+
+    def clear(self) -> None:
+        self._entries, self._once, self._chars = {}, set(), 0
 
 
-#: Input messages of model steps (shared by every stitcher of the process).
-INPUTS = FingerprintCache()
+def fresh_event(proto: Message, call_names: Mapping[str, str]) -> Message:
+    """A new event from a cached prototype: what :func:`message_events` makes with ``call_names`` (only a tool output
+    has a call id, and it is named after the call it answers, else the tool its message names)."""
+    cid = proto.tool_call_id
+    return Message(
+        proto.role,
+        proto.content,
+        [ToolCall(tc.id, tc.name, tc.arguments, tc.type) for tc in proto.tool_calls] if proto.tool_calls else [],
+        cid,
+        call_names.get(cid, proto.name) if cid is not None else proto.name,
+        proto.error,
+        proto.timestamp,
+        dict(proto.metadata) if proto.metadata else {},
+    )
+
+
+#: Input messages of model steps, shared by every fold of the process.
+INPUTS = EventCache()

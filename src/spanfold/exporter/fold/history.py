@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from spanfold.exporter.fold.events import Fingerprint, fingerprint, message_events, note_calls
+from spanfold.exporter.fold.events import INPUTS, Fingerprint, fingerprint, fresh_event, message_events, note_calls
 from spanfold.exporter.steps import SemconvMessage
 from spanfold.trace.model import Message
 
@@ -46,10 +46,25 @@ class InputEvents:
 
     def convert(self, raw: SemconvMessage) -> tuple[list[Message], tuple[Fingerprint, ...]]:
         """The message's events (fresh objects) and their fingerprints; remembered."""
-        events = message_events(raw, self._call_names)
+        names = self._call_names
+        events = message_events(raw, names)
         prints = tuple([fingerprint(msg) for msg in events])
         for msg in events:
-            note_calls(self._call_names, msg)
+            note_calls(names, msg)
+        self.seen[id(raw)] = (raw, prints)
+        return events, prints
+
+    def convert_first(self, raw: SemconvMessage) -> tuple[list[Message], tuple[Fingerprint, ...]]:
+        """:meth:`convert` of a message a thread's first step sends: what the first calls of other traces may send
+        too (a run of its own per call: un-stitched calls, one system prompt and its examples), converted once for
+        all of them (:data:`~.events.INPUTS`). A later step's new messages are its run's own: not looked up there."""
+        cached = INPUTS.get(raw)
+        if cached is None:
+            return self.convert(raw)
+        _, protos, prints, calls = cached
+        names = self._call_names
+        events = [fresh_event(proto, names) for proto in protos]
+        names.update(calls)
         self.seen[id(raw)] = (raw, prints)
         return events, prints
 
@@ -118,6 +133,19 @@ class Thread:
         cursor, shown = (cursors[-1] if skip else 0), self.length
         prefix = True  # every input so far was shown already
         new: list[tuple[Message, Fingerprint]] = []
+        if not shown and not skip:  # nothing shown yet (a thread's first step): every event is new
+            for raw in inputs:
+                converted, prints = events.convert_first(raw)
+                if len(converted) == 1:  # most messages (zip's strict check costs more than the append)
+                    prefix = False
+                    new.append((converted[0], prints[0]))
+                elif converted:
+                    prefix = False
+                    new.extend(zip(converted, prints, strict=True))
+                elif prefix:
+                    cursors.append(cursor)
+            self.last_inputs, self.cursors = inputs, cursors
+            return new
         seen = events.seen
         for i in range(skip, len(inputs)):
             raw = inputs[i]
