@@ -30,6 +30,7 @@ from spanfold.trace.model import COST_KINDS, RunCost, StepCost, StepTime
 
 #: Who priced a step (:attr:`StepCost.priced_by`).
 BY_TABLE, BY_OVERRIDE = "genai-prices", "override"
+_ZERO = Decimal(0)
 
 
 class Costs:
@@ -48,7 +49,7 @@ class Costs:
 
     def price(self, step: ModelStep) -> StepCost | None:
         """The step's cost (None: it has none), added to the run's."""
-        cost, parts = self._cost(step)
+        cost, parts, amount = self._cost(step)
         if cost is None:
             return None
         if self.currency is None:
@@ -56,43 +57,58 @@ class Costs:
         if cost.currency != self.currency:  # not added up with the others: the run's total leaves it out
             self.unpriced += 1
             return cost
-        amount = sum(parts.values(), Decimal(0)) if parts else Decimal(repr(cost.amount))
+        if amount is None:
+            amount = Decimal(repr(cost.amount))
         self.total += amount
         self.priced += 1
+        by_kind = self.by_kind
         for kind, part in parts.items():
-            self.by_kind[kind] = self.by_kind.get(kind, Decimal(0)) + part
+            by_kind[kind] = by_kind.get(kind, _ZERO) + part
         name = step.model or "unknown"
-        self.by_model[name] = self.by_model.get(name, Decimal(0)) + amount
+        self.by_model[name] = self.by_model.get(name, _ZERO) + amount
         return cost
 
-    def _cost(self, step: ModelStep) -> tuple[StepCost | None, dict[str, Decimal]]:
+    def _cost(self, step: ModelStep) -> tuple[StepCost | None, dict[str, Decimal], Decimal | None]:
+        """The step's cost, its amount by kind of token and in all (None: stated by its span, not split)."""
         if step.cost is not None:
-            return step.cost, {}
+            return step.cost, {}, None
         usage = step.usage
         if usage is None:
-            return None, {}
+            return None, {}, None
         names = [n for n in (step.response_model, step.request_model) if n]
-        entry = next((e for n in names if self.prices and (e := self.prices.find(n, step.provider))), None)
+        entry = None
+        if self.prices:
+            for n in names:
+                entry = self.prices.find(n, step.provider)
+                if entry:
+                    break
+            else:
+                entry = None
         if not table.available():
             counters.incr("cost.no_table")
             self.unpriced += 1
-            return None, {}
+            return None, {}, None
         price = table.override_price(entry) if entry is not None else None
         if price is None:
-            price = next((p for n in names if (p := table.table_price(n, step.provider, step.start_ns))), None)
+            for n in names:
+                price = table.table_price(n, step.provider, step.start_ns)
+                if price:
+                    break
+            else:
+                price = None
         if price is None:
             counters.incr("cost.unknown_model")
             self.unpriced += 1
-            return None, {}
+            return None, {}, None
         parts = table.split(price, usage)
         if parts is None:
             counters.incr("cost.bad_usage")
             self.unpriced += 1
-            return None, {}
-        amount = sum(parts.values(), Decimal(0))
+            return None, {}, None
+        amount = sum(parts.values(), _ZERO)
         by_kind = {kind: float(parts[kind]) for kind in COST_KINDS if kind in parts}
         priced_by = BY_OVERRIDE if entry is not None else BY_TABLE
-        return StepCost(float(amount), "USD", semconv.COST_SOURCE_LOCAL, priced_by, by_kind), parts
+        return StepCost(float(amount), "USD", semconv.COST_SOURCE_LOCAL, priced_by, by_kind), parts, amount
 
     def run(self) -> RunCost | None:
         """The run's cost, when a step was priced."""

@@ -34,11 +34,17 @@ from spanfold.pricing.overrides import PriceOverrides
 from spanfold.trace.model import StepTime, TraceMeta, Usage
 
 
+@lru_cache(maxsize=256)  # the steps of a run, and runs close in time, share their second
+def _second(sec: int) -> str:
+    """``2025-01-31T12:00:00``: a second since the epoch, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+
+
 @lru_cache(maxsize=4096)  # the events of one step share its timestamp
 def iso(ns: int) -> str:
     """ISO 8601 UTC with milliseconds: ``2025-01-31T12:00:00.123Z``."""
     sec, rem = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{rem // 1_000_000:03d}Z"
+    return f"{_second(sec)}.{rem // 1_000_000:03d}Z"
 
 
 @lru_cache(maxsize=4096)  # every event of a step names its span
@@ -102,7 +108,7 @@ def iso_micro(ns: int) -> str:
     """ISO 8601 UTC with microseconds: ``2025-01-31T12:00:00.123456Z`` (a step's start: steps a few microseconds
     apart stay in order)."""
     sec, rem = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{rem // 1_000:06d}Z"
+    return f"{_second(sec)}.{rem // 1_000:06d}Z"
 
 
 def step_time(step: ModelStep | ToolStep, costs: Costs | None = None) -> StepTime:
@@ -145,8 +151,8 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     :func:`spanfold.trace.formats.meta_dict`), and what it cost."""
     meta = TraceMeta(trace_id=trace_id, span_count=len(records))
     if records:
-        start = min(r.start_ns for r in records)
-        end = max(r.end_ns for r in records)
+        start = min([r.start_ns for r in records])
+        end = max([r.end_ns for r in records])
         meta.start, meta.end, meta.duration_ms = iso(start), iso(end), (end - start) / 1e6
         service = records[0].resource.get(semconv.SERVICE_NAME)
         meta.service = str(service) if service is not None else None
