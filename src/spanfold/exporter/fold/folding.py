@@ -175,14 +175,15 @@ class _Folder:
             step = steps.get(r.span_id)
             if step is not None:
                 self.steps[r.span_id] = step
-        drop_duplicate_calls(self.steps)
-        # One call seen twice is one process's nesting: a remote parent (a later call of a run stitched at the
-        # source, under a remote copy of the run's first call) is another call.
-        local = {r.span_id: None if r.parent_is_remote else r.parent_id for r in records}
-        drop_nested_calls(self.steps, local)
-        # A tool run seen twice may cross processes: an MCP server's span under the client's, through the context
-        # the request carried (a remote parent).
-        merge_nested_tool_steps(self.steps, self.parents)
+        if len(self.steps) > 1:  # a step seen twice takes two
+            drop_duplicate_calls(self.steps)
+            # One call seen twice is one process's nesting: a remote parent (a later call of a run stitched at the
+            # source, under a remote copy of the run's first call) is another call.
+            local = {r.span_id: None if r.parent_is_remote else r.parent_id for r in records}
+            drop_nested_calls(self.steps, local)
+            # A tool run seen twice may cross processes: an MCP server's span under the client's, through the
+            # context the request carried (a remote parent).
+            merge_nested_tool_steps(self.steps, self.parents)
         self.agents = {sid: s for sid, s in self.steps.items() if isinstance(s, AgentSpan)}
         self._agent_of: dict[int, AgentSpan | None] = {}
         self.threads: dict[Hashable, _FoldThread] = {}
@@ -250,19 +251,36 @@ class _Folder:
         fp: Fingerprint | None = None,
     ) -> None:
         """Append an event (``ts``/``span_id`` None: already set on it; ``fp``: its fingerprint, when known)."""
-        if ts is not None:
-            msg.timestamp = iso(ts)
-        if span_id is not None:
-            msg.metadata.setdefault("span_id", span_hex(span_id))
-        if thread.agent is not None:
-            msg.metadata.setdefault("agent", thread.agent)
-        self.events.append(msg)
-        if history:
-            thread.add(fp if fp is not None else fingerprint(msg), msg)
-        if msg.role == "tool" and msg.tool_call_id is not None:
-            self.shown_tool_ids.add(msg.tool_call_id)
-            self.outputs_by_id.setdefault(msg.tool_call_id, msg)
-            self.calls.answer(msg.tool_call_id)
+        self.emit_all(thread, ((msg, fp),), ts, span_id, history=history)
+
+    def emit_all(
+        self,
+        thread: _FoldThread,
+        shown: Iterable[tuple[Message, Fingerprint | None]],
+        ts: int | None,
+        span_id: int | None,
+        *,
+        history: bool = True,
+    ) -> None:
+        """:meth:`emit` each of ``shown`` in turn, at one time and span (a step's new input events)."""
+        stamp = iso(ts) if ts is not None else None
+        span = span_hex(span_id) if span_id is not None else None
+        agent = thread.agent
+        events = self.events
+        for msg, fp in shown:
+            if stamp is not None:
+                msg.timestamp = stamp
+            if span is not None:
+                msg.metadata.setdefault("span_id", span)
+            if agent is not None:
+                msg.metadata.setdefault("agent", agent)
+            events.append(msg)
+            if history:
+                thread.add(fp if fp is not None else fingerprint(msg), msg)
+            if msg.role == "tool" and msg.tool_call_id is not None:
+                self.shown_tool_ids.add(msg.tool_call_id)
+                self.outputs_by_id.setdefault(msg.tool_call_id, msg)
+                self.calls.answer(msg.tool_call_id)
 
     def expect(self, thread: _FoldThread, msg: Message) -> None:
         """The tool calls of an output message now wait for results (in the model's order)."""
@@ -306,13 +324,14 @@ class _Folder:
         by_id = {call.id: call for call in batch}
         earlier: deque[Call[_FoldThread]] = deque()  # the calls of new input messages, each waiting for its output
         made = 0
-        for msg, fp in new:
+        for item in new:
+            msg, fp = item
             if msg.role != "tool":
                 if msg.tool_calls:
                     made = name_calls(msg, step.span_id, "in", made)
                     note_calls(self.call_names, msg)
-                    earlier.extend(Call(thread, tc.id, tc.name, tc.arguments) for tc in msg.tool_calls)
-                rest.append((msg, fp))
+                    earlier.extend([Call(thread, tc.id, tc.name, tc.arguments) for tc in msg.tool_calls])
+                rest.append(item)
                 continue
             call = self.waiting_call(msg, by_id, batch, held, earlier)
             if call is not None and call in held:
@@ -381,8 +400,7 @@ class _Folder:
             if fp != thread.system:
                 thread.system = fp
                 self.emit(thread, system, step.start_ns, step.span_id, history=False)
-        for msg, fp in new:
-            self.emit(thread, msg, step.start_ns, step.span_id, fp=fp)
+        self.emit_all(thread, new, step.start_ns, step.span_id)
         self.outputs(thread, step)
         if step.error is not None:
             err = step.error

@@ -63,8 +63,12 @@ class InputEvents:
             return self.convert(raw)
         _, protos, prints, calls = cached
         names = self._call_names
-        events = [fresh_event(proto, names) for proto in protos]
-        names.update(calls)
+        if len(protos) == 1:
+            events = [fresh_event(protos[0], names)]
+        else:
+            events = [fresh_event(proto, names) for proto in protos]
+        if calls:
+            names.update(calls)
         self.seen[id(raw)] = (raw, prints)
         return events, prints
 
