@@ -99,14 +99,29 @@ class SenderResource(dict[str, Any]):
 def process_key(resource: Mapping[str, Any]) -> Hashable:
     """Which process a span came from, as far as its resource tells (one SDK: one resource), and for a
     :class:`SenderResource` the connection too: stitching never joins the calls of two processes (a receiver hears
-    many)."""
+    many). Remembered per resource object (an SDK's spans share theirs: each of its spans is keyed twice, by the
+    assembler and by the runs stage)."""
+    entry = _KEYS.get(id(resource))
+    if entry is not None and entry[0] is resource:
+        return entry[1]
     try:
         key: Hashable = frozenset(resource.items())
     except TypeError:  # an unhashable value (a key-value list)
         key = repr(sorted(resource.items(), key=lambda kv: kv[0]))
-    return (key, resource.sender) if isinstance(resource, SenderResource) else key
+    if isinstance(resource, SenderResource):
+        key = (key, resource.sender)
+    if type(resource) is not dict:  # a plain dict may change: keyed again each time
+        if len(_KEYS) >= _MAX_KEYS:
+            _KEYS.clear()
+        _KEYS[id(resource)] = (resource, key)  # the entry holds its resource: an id is never reused while kept
+    return key
+
+
+#: Process keys by resource object (resources are few and live as long as their SDK).
+_KEYS: dict[int, tuple[Mapping[str, Any], Hashable]] = {}
+_MAX_KEYS = 256
 
 
 def attribute_bytes(record: SpanRecord) -> int:
     """The characters of a span's text attributes (message histories dominate a trace's memory)."""
-    return sum(len(value) for value in record.attributes.values() if isinstance(value, str))
+    return sum([len(value) for value in record.attributes.values() if isinstance(value, str)])

@@ -26,12 +26,18 @@ def steps_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict
     by_span: dict[tuple[str, str], int] = {}  # (kind, span id) -> event
     by_call: dict[str, int] = {}
     for n, event in enumerate(events):
-        kind = "tool" if event.role == "tool" else "model" if event.role in ("assistant", "error") else None
+        role = event.role
+        if role == "tool":
+            kind = "tool"
+            if event.tool_call_id is not None:
+                by_call.setdefault(event.tool_call_id, n)
+        elif role == "assistant" or role == "error":
+            kind = "model"
+        else:  # no step's event
+            continue
         span = event.metadata.get("span_id")
-        if kind is not None and isinstance(span, str):
+        if isinstance(span, str):
             by_span.setdefault((kind, span), n)
-        if kind == "tool" and event.tool_call_id is not None:
-            by_call.setdefault(event.tool_call_id, n)
     for step in unlinked:
         found = by_span.get((step.kind, step.span_id or ""))
         if found is None and step.kind == "tool" and step.call_id is not None:
