@@ -60,7 +60,8 @@ class ArrayPrefixCache:
             end = len(body)
             if end == len(text) - 1:  # the same text
                 self.hits += 1
-                self._keep(key, entries, i, (body, elements))
+                if i:  # first under its key from now on
+                    self._keep(key, entries, i, (body, elements))
                 return list(elements)
             if text[end] != ",":
                 continue

@@ -120,10 +120,19 @@ def _message(msg: Any, key: str) -> SemconvMessage | None:
     parts = msg.get("parts")
     if parts is None:
         return {**msg, "parts": []}
-    if not (isinstance(parts, list) and all(isinstance(p, dict) for p in parts)):
+    whole, generic = isinstance(parts, list), False
+    if whole:
+        for p in parts:  # one pass, no generators: every part of every message read goes through here
+            if not isinstance(p, dict):
+                whole = False
+                break
+            if p.get("type") == semconv.PART_GENERIC:
+                generic = True
+    if not whole:
         parts = _parts(parts, key)
         msg = {**msg, "parts": parts}
-    if any(p.get("type") == semconv.PART_GENERIC for p in parts):
+        generic = any(p.get("type") == semconv.PART_GENERIC for p in parts)
+    if generic:
         msg = {**msg, "parts": [_generic(p) if p.get("type") == semconv.PART_GENERIC else p for p in parts]}
     message: SemconvMessage = msg
     return message
@@ -216,7 +225,10 @@ def cost_of(attrs: Mapping[str, Any]) -> StepCost | None:
 def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> ModelStep:
     reasons = attrs.get(semconv.RESPONSE_FINISH_REASONS)
     system = parse_json(attrs, semconv.SYSTEM_INSTRUCTIONS, list)
-    previous = next((v for k in PREVIOUS_RESPONSE_ATTRIBUTES if (v := _str(attrs, k)) is not None), None)
+    previous = None
+    for k in PREVIOUS_RESPONSE_ATTRIBUTES:
+        if k in attrs and (previous := _str(attrs, k)) is not None:
+            break
     return ModelStep(
         span_id=record.span_id,
         parent_id=record.parent_id,

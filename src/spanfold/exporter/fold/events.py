@@ -186,7 +186,10 @@ def _events(role: str, msg: Mapping[str, Any], call_names: Mapping[str, str]) ->
             text = part.get("content")
             if text is None or isinstance(text, str):
                 return [Message(role=role, content=text or None)]
-    if not any(part.get("type") == semconv.PART_TOOL_CALL_RESPONSE for part in parts):  # one event, as below
+    for part in parts:  # (a loop, not any(): no generator for the usual message without one)
+        if part.get("type") == semconv.PART_TOOL_CALL_RESPONSE:
+            break
+    else:  # no tool-call response: one event, as below
         return [_own(role, msg, _body(parts), call_names)]
     pieces = shapes.split_tool_responses(role, parts, _piece)
     out: list[Message] = []
