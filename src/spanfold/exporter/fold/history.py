@@ -54,23 +54,34 @@ class InputEvents:
         self.seen[id(raw)] = (raw, prints)
         return events, prints
 
-    def convert_first(self, raw: SemconvMessage) -> tuple[list[Message], tuple[Fingerprint, ...]]:
-        """:meth:`convert` of a message a thread's first step sends: what the first calls of other traces may send
-        too (a run of its own per call: un-stitched calls, one system prompt and its examples), converted once for
-        all of them (:data:`~.events.INPUTS`). A later step's new messages are its run's own: not looked up there."""
-        cached = INPUTS.get(raw)
-        if cached is None:
-            return self.convert(raw)
-        _, protos, prints, calls = cached
-        names = self._call_names
-        if len(protos) == 1:
-            events = [fresh_event(protos[0], names)]
-        else:
-            events = [fresh_event(proto, names) for proto in protos]
-        if calls:
-            names.update(calls)
-        self.seen[id(raw)] = (raw, prints)
-        return events, prints
+    def first_step(self, inputs: list[SemconvMessage]) -> tuple[list[tuple[Message, Fingerprint]], int]:
+        """:meth:`convert` of every input of a thread's first step (nothing shown yet: every event is new), and how
+        many leading inputs made no event. What the first calls of other traces may send too (a run of its own per
+        call: un-stitched calls, one system prompt and its examples) is converted once for all of them
+        (:data:`~.events.INPUTS`); a later step's new messages are its run's own: not looked up there."""
+        new: list[tuple[Message, Fingerprint]] = []
+        names, seen, lookup = self._call_names, self.seen, INPUTS.get
+        empty = 0
+        for raw in inputs:
+            cached = lookup(raw)
+            if cached is None:
+                events, prints = self.convert(raw)
+                if len(events) == 1:  # most messages (zip's strict check costs more than the append)
+                    new.append((events[0], prints[0]))
+                else:
+                    new.extend(zip(events, prints, strict=True))
+            else:
+                _, protos, prints, calls = cached
+                if len(protos) == 1:
+                    new.append((fresh_event(protos[0], names), prints[0]))
+                else:
+                    new.extend(zip([fresh_event(proto, names) for proto in protos], prints, strict=True))
+                if calls:
+                    names.update(calls)
+                seen[id(raw)] = (raw, prints)
+            if not new:
+                empty += 1
+        return new, empty
 
 
 @dataclass(slots=True, eq=False)
@@ -138,17 +149,8 @@ class Thread:
         prefix = True  # every input so far was shown already
         new: list[tuple[Message, Fingerprint]] = []
         if not shown and not skip:  # nothing shown yet (a thread's first step): every event is new
-            for raw in inputs:
-                converted, prints = events.convert_first(raw)
-                if len(converted) == 1:  # most messages (zip's strict check costs more than the append)
-                    prefix = False
-                    new.append((converted[0], prints[0]))
-                elif converted:
-                    prefix = False
-                    new.extend(zip(converted, prints, strict=True))
-                elif prefix:
-                    cursors.append(cursor)
-            self.last_inputs, self.cursors = inputs, cursors
+            new, empty = events.first_step(inputs)
+            self.last_inputs, self.cursors = inputs, [cursor] * empty
             return new
         seen = events.seen
         for i in range(skip, len(inputs)):
