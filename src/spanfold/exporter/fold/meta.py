@@ -160,7 +160,8 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
         meta.name = min(roots, key=lambda a: (a.start_ns, a.span_id)).name
     meta.models = sorted(tally.models)
     meta.usage = tally.usage
-    ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    steps = tally.steps
+    ordered = sorted(steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id)) if len(steps) > 1 else list(steps)
     costs = Costs(tally.prices)
     meta.steps = [step_time(step, costs) for step in ordered]
     cost = costs.run()
@@ -190,7 +191,7 @@ def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str,
     named = [a for a in roots if a.conversation_id]
     if named:
         out["conversation_id"] = min(named, key=lambda a: (a.start_ns, a.span_id)).conversation_id or ""
-    for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)):
+    for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)) if len(records) > 1 else records:
         attrs = record.attributes
         if "conversation_id" not in out and isinstance(attrs.get(semconv.CONVERSATION_ID), str):
             out["conversation_id"] = attrs[semconv.CONVERSATION_ID]
