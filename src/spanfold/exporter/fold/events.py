@@ -92,11 +92,12 @@ def _reasoning(body: _Body, part: Part) -> None:
 def _tool_call(body: _Body, part: Part) -> None:
     call_id = part.get("id")
     name = part.get("name")
+    raw = part.get("arguments")
     body.tool_calls.append(
         ToolCall(
-            id=str(call_id) if call_id is not None else None,
-            name=str(name) if name is not None else "",
-            arguments=_arguments(part.get("arguments")),
+            str(call_id) if call_id is not None else None,
+            str(name) if name is not None else "",
+            raw if raw is None or type(raw) is dict else _arguments(raw),  # a dict as it is (parse_arguments)
         )
     )
 
