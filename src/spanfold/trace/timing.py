@@ -15,7 +15,7 @@ from spanfold.trace.model import Message, StepTime
 
 
 def steps_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict[int, StepTime]:
-    """Event position -> the step whose first event it is (one pass over the events)."""
+    """Event position -> the step whose first event it is (one pass over the events, to the last one needed)."""
     out: dict[int, StepTime] = {}
     unlinked = [s for s in steps if s.event is None or not 0 <= s.event < len(events)]
     for step in steps:
@@ -25,6 +25,7 @@ def steps_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict
         return out
     by_span: dict[tuple[str, str], int] = {}  # (kind, span id) -> event
     by_call: dict[str, int] = {}
+    wanted = {(s.kind, s.span_id or "") for s in unlinked}  # once each is found, the call ids are not needed
     for n, event in enumerate(events):
         role = event.role
         if role == "tool":
@@ -36,8 +37,11 @@ def steps_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict
         else:  # no step's event
             continue
         span = event.metadata.get("span_id")
-        if isinstance(span, str):
-            by_span.setdefault((kind, span), n)
+        if isinstance(span, str) and (kind, span) not in by_span:
+            by_span[kind, span] = n
+            wanted.discard((kind, span))
+            if not wanted:
+                break
     for step in unlinked:
         found = by_span.get((step.kind, step.span_id or ""))
         if found is None and step.kind == "tool" and step.call_id is not None:
