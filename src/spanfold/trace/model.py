@@ -109,10 +109,12 @@ class Usage:
     def to_dict(self) -> dict[str, int]:
         """``input_tokens`` and ``output_tokens``, and each of the others that is not 0."""
         out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
-        for key in _USAGE_DETAILS:
-            value: int = getattr(self, key)
-            if value:
-                out[key] = value
+        if self.cache_read_tokens:  # (in the order of _USAGE_DETAILS)
+            out["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
         return out
 
     @classmethod
@@ -411,10 +413,14 @@ class TraceSummary:
         counts: dict[str, int] = {}
         n_events = errors = 0
         for e in events:
-            for tc in e.tool_calls:
-                counts[tc.name] = counts.get(tc.name, 0) + 1
-            n_events += len(e.tool_calls)
-            if e.role in ("tool", "error") or e.content or not e.tool_calls:
+            calls = e.tool_calls
+            if calls:
+                for tc in calls:
+                    counts[tc.name] = counts.get(tc.name, 0) + 1
+                n_events += len(calls)
+                if e.role in ("tool", "error") or e.content:
+                    n_events += 1
+            else:
                 n_events += 1
             if e.error is not None or e.role == "error":
                 errors += 1
