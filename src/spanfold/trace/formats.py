@@ -65,9 +65,11 @@ def meta_dict(trace: Trace) -> dict[str, Any]:
     if not trace.meta.steps:
         return meta
     linked = {id(step): n for n, step in steps_by_event(trace.meta.steps, trace.events).items()}
-    for step, raw in zip(trace.meta.steps, meta["steps"], strict=True):
-        if id(step) in linked:
-            raw["event"] = linked[id(step)]
+    raws = meta["steps"]  # to_dict's, one per step in order
+    for i, step in enumerate(trace.meta.steps):
+        n = linked.get(id(step))
+        if n is not None:
+            raws[i]["event"] = n
     return meta
 
 
