@@ -75,13 +75,24 @@ def from_readable(span: ReadableSpan) -> SpanRecord:
         kind=span.kind.name,
         start_ns=start,
         end_ns=span.end_time or start,
-        attributes=dict(span.attributes) if span.attributes else _EMPTY,
+        attributes=_plain(span.attributes) if span.attributes else _EMPTY,
         status_code=_STATUS.get(status.status_code, "UNSET"),
         status_description=status.description,
         events=tuple(SpanEvent(e.name, e.timestamp, e.attributes or _EMPTY) for e in events) if events else (),
         scope_name=scope.name if scope is not None else None,
         resource=resource.attributes if resource is not None else _EMPTY,
     )
+
+
+def _plain(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """The span's attributes as a plain dict: the SDK's ``BoundedAttributes`` copies its own dict (``copy()``, through
+    the read-only proxy the span hands out: 0.14 against 2.65 µs for 20 attributes read one by one through its
+    ``__getitem__``); any other mapping is read key by key."""
+    try:
+        copied = attributes.copy()  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        copied = None
+    return copied if type(copied) is dict else dict(attributes)
 
 
 class SenderResource(dict[str, Any]):
