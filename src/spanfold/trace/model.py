@@ -109,12 +109,10 @@ class Usage:
     def to_dict(self) -> dict[str, int]:
         """``input_tokens`` and ``output_tokens``, and each of the others that is not 0."""
         out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
-        if self.cache_read_tokens:  # (in the order of _USAGE_DETAILS)
-            out["cache_read_tokens"] = self.cache_read_tokens
-        if self.cache_write_tokens:
-            out["cache_write_tokens"] = self.cache_write_tokens
-        if self.reasoning_tokens:
-            out["reasoning_tokens"] = self.reasoning_tokens
+        for key in _USAGE_DETAILS:
+            value: int = getattr(self, key)
+            if value:
+                out[key] = value
         return out
 
     @classmethod

@@ -18,8 +18,9 @@ span (:func:`annotate`), as the GenAI conventions propose to name it (:mod:`span
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
+from typing import TypeVar
 
 from spanfold import counters, semconv
 from spanfold.exporter.records import SpanRecord
@@ -30,7 +31,17 @@ from spanfold.trace.model import COST_KINDS, RunCost, StepCost, StepTime
 
 #: Who priced a step (:attr:`StepCost.priced_by`).
 BY_TABLE, BY_OVERRIDE = "genai-prices", "override"
+T = TypeVar("T")
 _ZERO = Decimal(0)
+
+
+def _first(names: list[str], find: Callable[[str], T | None]) -> T | None:
+    """The first truthy ``find(name)`` of ``names``, in order (None: none)."""
+    for name in names:
+        found = find(name)
+        if found:
+            return found
+    return None
 
 
 class Costs:
@@ -76,26 +87,15 @@ class Costs:
         if usage is None:
             return None, {}, None
         names = [n for n in (step.response_model, step.request_model) if n]
-        entry = None
-        if self.prices:
-            for n in names:
-                entry = self.prices.find(n, step.provider)
-                if entry:
-                    break
-            else:
-                entry = None
+        prices = self.prices
+        entry = _first(names, lambda n: prices.find(n, step.provider)) if prices else None
         if not table.available():
             counters.incr("cost.no_table")
             self.unpriced += 1
             return None, {}, None
         price = table.override_price(entry) if entry is not None else None
         if price is None:
-            for n in names:
-                price = table.table_price(n, step.provider, step.start_ns)
-                if price:
-                    break
-            else:
-                price = None
+            price = _first(names, lambda n: table.table_price(n, step.provider, step.start_ns))
         if price is None:
             counters.incr("cost.unknown_model")
             self.unpriced += 1

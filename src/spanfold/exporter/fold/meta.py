@@ -160,8 +160,7 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
         meta.name = min(roots, key=lambda a: (a.start_ns, a.span_id)).name
     meta.models = sorted(tally.models)
     meta.usage = tally.usage
-    steps = tally.steps
-    ordered = sorted(steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id)) if len(steps) > 1 else list(steps)
+    ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     costs = Costs(tally.prices)
     meta.steps = [step_time(step, costs) for step in ordered]
     cost = costs.run()
@@ -191,7 +190,7 @@ def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str,
     named = [a for a in roots if a.conversation_id]
     if named:
         out["conversation_id"] = min(named, key=lambda a: (a.start_ns, a.span_id)).conversation_id or ""
-    for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)) if len(records) > 1 else records:
+    for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)):
         attrs = record.attributes
         if "conversation_id" not in out and isinstance(attrs.get(semconv.CONVERSATION_ID), str):
             out["conversation_id"] = attrs[semconv.CONVERSATION_ID]

@@ -77,10 +77,7 @@ class Runs:
         """A trace the assembler is done with (``status``: as complete as it was buffered; ``touched``: when its last
         span came; ``attribute_bytes``: of its spans): a run of its own, or a member of a conversation."""
         steps = steps_of(records)
-        for step in steps.values():  # (a loop, not any(): no generator per trace)
-            if step is not None:
-                break
-        else:
+        if not any(s is not None for s in steps.values()):
             counters.incr("traces_skipped")  # no GenAI span: nothing to write
             return []
         if incomplete:

@@ -93,11 +93,8 @@ def stitch_root(
     for r in records:
         if r.is_local_root and (root is None or (r.start_ns, r.span_id) < (root.start_ns, root.span_id)):
             root = r
-    if root is None:
+    if root is None or any(isinstance(s, AgentSpan) for s in steps.values()):
         return None
-    for s in steps.values():  # (a loop, not any(): no generator per trace)
-        if isinstance(s, AgentSpan):
-            return None
     step = steps.get(root.span_id)
     return (root, step) if isinstance(step, (ModelStep, ToolStep)) else None
 
