@@ -6,7 +6,8 @@ the same driver (``peerbench/bench.py``: the openai SDK over a mock transport, 1
 content on) in fresh interleaved processes pinned to one CPU, and reads each thread's CPU from ``/proc`` when the
 process exits. The background threads' figure needs no baseline, so it is steady where the whole-process
 difference (two runs of a ~2.5 ms call) is noisy; the calling thread's share is the rest. Medians over rounds, µs
-per call (the warm-up calls included in the thread figures, the set-up not).
+per call; the thread figures cover the driver's own timed window (its final flush included, the warm-up calls and the
+one-time imports of the first fold not).
 
     python bench/thread_cpu.py [--rounds 5] [--calls 1500] [--workload nonstream|stream|async]
         [--python /tmp/peerbench-venvs/v2/bin/python] [--peerbench ../shared/peerbench]
@@ -33,7 +34,7 @@ CONFIGS = ("baseline", "spanfold", "otel_v2_otlp")
 
 #: Setups that wrap peerbench's and print, at exit, the CPU seconds of each thread by its Python name.
 SETUPS = r"""
-import atexit, json, os, sys, threading
+import atexit, json, os, sys, threading, time
 import setups
 
 def _threads():
@@ -47,12 +48,23 @@ def _threads():
         out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
 
+# Each thread's CPU over the driver's timed window: the driver reads time.process_time_ns exactly when its window
+# opens (after the warm-up calls and their flush: one-time imports are not the calls' work) and when it closes (after
+# the final flush).
 def _measured(setup):
     def run(tp):
         setup(tp)
-        start = _threads()  # after the set-up: its imports are not the calls' work
+        marks = []
+        clock = time.process_time_ns
+
+        def marked():
+            marks.append(_threads())
+            return clock()
+
+        time.process_time_ns = marked
+
         def report():
-            end = _threads()
+            start, end = marks[0], marks[1]
             print("THREADS " + json.dumps({k: v - start.get(k, 0.0) for k, v in end.items()}), file=sys.stderr)
         atexit.register(report)
     return run
@@ -70,12 +82,11 @@ def run(python: str, peerbench: Path, helpers: Path, config: str, workload: str,
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
     result = json.loads(out.stdout.strip().splitlines()[-1])
     threads = next(json.loads(line[8:]) for line in out.stderr.splitlines() if line.startswith("THREADS "))
-    total = calls + 100
     threads.pop("MainThread", None)
     return {
         "cpu": result["cpu_per_call_us"],
         "p50": result["p50_us"],
-        "background": sum(threads.values()) / total * 1e6,
+        "background": sum(threads.values()) / calls * 1e6,
     }
 
 
