@@ -24,21 +24,16 @@ ratio of the peer's.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import random
 import statistics
-import subprocess
 import sys
-import tempfile
-from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peerdriver
+
 CONFIGS = ("baseline", "wrapper", "span", "spanfold_unstitched", "spanfold", "otel_v2_otlp")
 
-#: The set-ups, as a module the driver imports (``--setup floor_setups:NAME``).
+#: The set-ups, as a module the driver imports (``--setup peer_setups:NAME``).
 SETUPS = r'''
 import os
 import wrapt
@@ -154,41 +149,17 @@ otel_v2_otlp = setups.setup_otel_v2_otlp
 '''
 
 
-def run(python: str, peerbench: Path, helpers: Path, config: str, workload: str, calls: int) -> dict[str, float]:
-    path = os.pathsep.join([str(ROOT / "src"), str(helpers), str(peerbench)])
-    env = {**os.environ, "PYTHONPATH": path, "FLOOR_WORKLOAD": workload}
-    command = ["taskset", "-c", "1", python, str(peerbench / "bench.py"), "--setup", f"floor_setups:{config}"]
-    command += ["--workload", workload, "--calls", str(calls)]
-    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    if result.get("problems"):
-        raise SystemExit(f"{config}: the calls did not return what they should: {result['problems']}")
-    return {"cpu": result["cpu_per_call_us"], "p50": result["p50_us"]}
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--calls", type=int, default=1500)
-    ap.add_argument("--workload", default="nonstream", choices=["nonstream", "stream", "async"])
-    ap.add_argument("--python", default="/tmp/peerbench-venvs/v2/bin/python")
-    ap.add_argument("--peerbench", type=Path, default=ROOT.parent / "shared" / "peerbench")
-    args = ap.parse_args()
-    calls = args.calls if args.workload != "stream" else max(100, args.calls // 4)
-    rows: dict[str, list[dict[str, float]]] = defaultdict(list)
-    with tempfile.TemporaryDirectory() as helpers:
-        (Path(helpers) / "floor_setups.py").write_text(SETUPS)
-        for _ in range(args.rounds):
-            order = list(CONFIGS)
-            random.shuffle(order)
-            for config in order:
-                rows[config].append(run(args.python, args.peerbench, Path(helpers), config, args.workload, calls))
+    args = peerdriver.parser(__doc__).parse_args()
+    runs = peerdriver.interleaved(args, CONFIGS, SETUPS, {"FLOOR_WORKLOAD": args.workload})
+    rows = {c: [{"cpu": r["cpu_per_call_us"], "p50": r["p50_us"]} for r, _ in done] for c, done in runs.items()}
     base = rows["baseline"]
 
     def added(config: str, key: str) -> float:
         return statistics.median(o[key] - b[key] for o, b in zip(rows[config], base, strict=True))
 
     peer_p50, peer_cpu = added("otel_v2_otlp", "p50"), added("otel_v2_otlp", "cpu")
+    calls = peerdriver.calls_of(args)
     print(f"{args.workload}, {calls} calls, {args.rounds} rounds, pinned to one CPU; medians, µs per call\n")
     print("| configuration | added p50 | of the peer's | added process CPU | of the peer's |")
     print("|---|---|---|---|---|")
