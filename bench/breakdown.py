@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
+from spans import recorded
 
 #: Rows of the pieces timed alone that the in-process table compares with.
 REQUEST_ROW = "request attributes (10 messages, 2 tools; history cached)"
@@ -45,22 +46,8 @@ def best_us(fn: Callable[[], Any], number: int, repeat: int = 7) -> float:
 
 def record_calls(kind: str, calls: int) -> list[Any]:
     """ReadableSpans of ``calls`` calls of the workload, recorded by spanfold's instrumentation."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
-
-    provider = TracerProvider()
-    memory = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
-    try:
+    with recorded() as memory:
         workload.run(kind, 10, calls, calls)
-    finally:
-        instrumentor.uninstrument()
     return list(memory.get_finished_spans())
 
 

@@ -47,25 +47,15 @@ RESULT_PREFIXES = ("gen_ai.response.", "gen_ai.output.", "gen_ai.usage.", "outpu
 def _recorded(stream):
     """The attributes spanfold's span gets for the workload's request, split into start and end."""
     import mockapi
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    import spans
 
-    provider, memory = TracerProvider(), InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
-    try:
+    with spans.recorded() as memory:
         client = mockapi.make_sync_client()
         if stream:
             for _ in client.chat.completions.create(**mockapi.STREAM_KWARGS):
                 pass
         else:
             client.chat.completions.create(**mockapi.CREATE_KWARGS)
-    finally:
-        instrumentor.uninstrument()
     (span,) = memory.get_finished_spans()
     attrs = dict(span.attributes)
     end = {k: v for k, v in attrs.items() if k.startswith(RESULT_PREFIXES)}

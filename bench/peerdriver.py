@@ -1,5 +1,6 @@
 """The outside view's driver (``../shared/peerbench/bench.py``) run by a bench script with set-ups of its own: fresh
-processes pinned to one CPU, the configurations in a shuffled order each round, spanfold from this checkout's ``src``.
+processes pinned to one CPU, the configurations in a shuffled order each round, spanfold from this checkout's ``src``
+(and ``bench/`` importable: the set-ups may record with :func:`spans.recorded`).
 
 The interpreter must have openai, the OTel SDK, the openai-v2 instrumentation and the OTLP exporter (the venv
 ``peerbench/compare.sh`` builds)."""
@@ -44,7 +45,7 @@ def interleaved(
     rows: dict[str, list[tuple[dict[str, Any], str]]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as helpers:
         (Path(helpers) / "peer_setups.py").write_text(setups)
-        path = os.pathsep.join([str(ROOT / "src"), helpers, str(args.peerbench)])
+        path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "bench"), helpers, str(args.peerbench)])
         environ = {**os.environ, **(env or {}), "PYTHONPATH": path}
         for _ in range(args.rounds):
             order = list(configs)

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,27 +49,41 @@ def _reply(step: int, final: bool) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def recorded(provider: Any = None) -> Iterator[Any]:
+    """spanfold's openai instrumentation (content on) on ``provider`` (a fresh ``TracerProvider`` when None) while the
+    block runs; yields the in-memory exporter that catches the spans it records."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+
+    provider = provider if provider is not None else TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
+    try:
+        yield memory
+    finally:
+        instrumentor.uninstrument()
+
+
 def record_agent_run(steps: int) -> list[Any]:
     """The spans (SpanRecords, in end order) of one agent run of ``steps`` model calls and ``steps - 1`` tool runs."""
     import openai
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     import spanfold
-    from spanfold.content.runtime import Runtime
     from spanfold.exporter.records import from_readable
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
 
-    memory = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
+    provider = trace.get_tracer_provider()  # spanfold.agent and spanfold.tool make their spans on the global one
     if not isinstance(provider, TracerProvider):
         provider = TracerProvider()
         trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))
 
     calls = 0
 
@@ -91,20 +106,17 @@ def record_agent_run(steps: int) -> list[Any]:
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"{MARKER}: what is the weather in each city on my list, one by one?"},
     ]
-    try:
-        with spanfold.agent("weather-agent"):
-            for _ in range(steps):
-                reply = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)  # type: ignore[arg-type]
-                msg = reply.choices[0].message
-                if not msg.tool_calls:
-                    break
-                messages.append(msg.model_dump(exclude_none=True))
-                for call in msg.tool_calls:
-                    city = json.loads(call.function.arguments)["city"]
-                    result = get_weather(city, tool_call_id=call.id)  # type: ignore[call-arg]
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    finally:
-        instrumentor.uninstrument()
+    with recorded(provider) as memory, spanfold.agent("weather-agent"):
+        for _ in range(steps):
+            reply = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+            msg = reply.choices[0].message
+            if not msg.tool_calls:
+                break
+            messages.append(msg.model_dump(exclude_none=True))
+            for call in msg.tool_calls:
+                city = json.loads(call.function.arguments)["city"]
+                result = get_weather(city, tool_call_id=call.id)  # type: ignore[call-arg]
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return [plain(from_readable(s)) for s in memory.get_finished_spans()]
 
 

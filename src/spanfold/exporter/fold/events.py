@@ -286,8 +286,8 @@ class EventCache:
     hands out (its prefix cache was emptied, its run ended) is dead weight until then, so the bounds are the few
     messages many first calls share (a process's system prompts and examples), not a history (1,024 entries and
     500k characters: a few MB at most; ``bench/memory.py`` reads +1.3 % from 100k to 1M spans, +5.7 % with 4,096 and
-    2M). Thread-safe without a lock: entries are
-    immutable tuples, their events never handed out (:func:`fresh_event` copies them).
+    2M). Thread-safe without a lock: entries are immutable tuples, their events never handed out (:func:`fresh_event`
+    copies them).
     """
 
     __slots__ = ("_chars", "_entries", "_once", "max_chars", "max_entries")
