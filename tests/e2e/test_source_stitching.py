@@ -149,7 +149,8 @@ def test_traceparent_environment_parents_the_run(
     tmp_path: Any, _global_provider: Any, global_spans: Any, server: MockLLMServer, monkeypatch: Any
 ) -> None:
     """``TRACEPARENT`` (W3C trace context) in the environment: the run is a child of the caller's span, in its
-    trace; the trace file carries that trace id."""
+    trace; the trace file names the run in that trace (``<trace id>-<run id>``: every run of the process shares the
+    caller's trace id) and lists the trace id it is in."""
     monkeypatch.setenv("TRACEPARENT", TRACEPARENT)
     directory = tmp_path / "traces"
     spanfold.init(output=str(directory))
@@ -165,7 +166,9 @@ def test_traceparent_environment_parents_the_run(
     import json
 
     metas = [json.loads(line) for line in (directory / "traces.meta.jsonl").read_text().splitlines()]
-    assert [m["metadata"]["trace_id"] for m in metas] == [f"{EXTERNAL_TRACE:032x}"]
+    run_id = f"{models[0].context.span_id:016x}"  # the run's first span names it
+    assert [m["metadata"]["trace_id"] for m in metas] == [f"{EXTERNAL_TRACE:032x}-{run_id}"]
+    assert [m["metadata"]["otel_trace_ids"] for m in metas] == [[f"{EXTERNAL_TRACE:032x}"]]
     events = json.loads((directory / "traces.jsonl").read_text().splitlines()[0])
     assert shape(events) == WEATHER_SHAPE
 

@@ -49,11 +49,11 @@ def _call(source: Conversations, attrs: dict[str, Any]) -> Any:
 def test_a_tool_run_without_a_call_id_joins_the_conversation_its_id_names() -> None:
     source = Conversations()
     first, conv = _call(source, {semconv.CONVERSATION_ID: "conv-7"})
-    context, joined, answered = source.tool_context(None, "search", None, "conv-7")  # no call waits for "search"
+    context, joined, answered, _ = source.tool_context(None, "search", None, "conv-7")  # no call waits for "search"
     assert joined is conv and _trace_of(context) == first.get_span_context().trace_id
     assert answered is None  # no call was matched
-    assert source.tool_context(None, "search", None, "conv-8") == (None, None, None)
-    assert source.tool_context(None, "search", None) == (None, None, None)
+    assert source.tool_context(None, "search", None, "conv-8") == (None, None, None, None)
+    assert source.tool_context(None, "search", None) == (None, None, None, None)
 
 
 def test_start_tool_span_passes_the_producers_conversation_id() -> None:
@@ -72,12 +72,12 @@ def test_a_running_tool_keeps_its_conversation_open_past_the_idle_window() -> No
     clock = Clock()
     source = Conversations(idle=30.0, clock=clock)
     _, conv = _call(source, {})
-    context, joined, _ = source.tool_context("call_1", "book", {"n": 2})
+    context, joined, _, _ = source.tool_context("call_1", "book", {"n": 2})
     assert joined is conv
     span = TRACER.start_span("execute_tool book", context)
     source.running(conv, span)
     clock.now += 600  # a ten-minute tool run: past even the window of a run waiting on its tools
-    assert source.tool_context(None, "other", None) == (None, None, None)  # looks the index over: conv stays
+    assert source.tool_context(None, "other", None) == (None, None, None, None)  # looks the index over: conv stays
     assert len(source) == 1
     clock.now += 300  # the tool ends, 295 s ago by its own clock (the SDK's end time)
     span.end(end_time=time.time_ns() - 295_000_000_000)

@@ -10,6 +10,7 @@ import pytest
 from spanfold import counters
 from spanfold.stitching import evidence
 from spanfold.stitching.evidence import Index
+from spanfold.stitching.pairing import Call
 
 
 class Conv:
@@ -124,3 +125,85 @@ def test_a_failed_calls_text_is_no_evidence() -> None:
 def test_the_seed_is_the_system_instructions() -> None:
     assert evidence.seed(None) == evidence.seed([]) == 0
     assert evidence.seed(SYSTEM) != evidence.seed([{"type": "text", "content": "Be long."}])
+
+
+def test_a_response_continued_twice_is_a_fork() -> None:
+    """The first continuation of a response joins its holder; a second one while the first stands is a fork (a trace
+    of its own, counted); a failed continuation gives its claim back to its retry."""
+    index: Index[Conv] = Index()
+    primer = Conv("primer")
+    index.hold(primer, ("response", "resp_1"))
+    first = index.find([("response", "resp_1")], [])
+    assert first.conversation is primer and first.claimed == ("response", "resp_1")
+    second = index.find([("response", "resp_1")], [])
+    assert second.conversation is None and second.split == evidence.FORK
+    assert counters.snapshot()["stitch_splits.fork"] == 1
+    index.unclaim(first.claimed)  # the first continuation failed: its retry continues the response
+    assert index.find([("response", "resp_1")], []).conversation is primer
+    assert index.find([("response", "resp_1")], [], claim=False).split == evidence.FORK
+
+
+def test_a_name_two_conversations_hold_is_a_conflict() -> None:
+    """A later holder never takes a name over: an id two live conversations hold names neither."""
+    index: Index[Conv] = Index()
+    a, b = Conv("a"), Conv("b")
+    index.hold(a, ("conversation", "c-1"))
+    index.hold(b, ("conversation", "c-1"))
+    assert index.find([("conversation", "c-1")], []).split == evidence.CONFLICT
+    index.release(a, ("conversation", "c-1"))
+    assert index.find([("conversation", "c-1")], []).conversation is b
+
+
+def test_tool_call_ids_made_twice_make_no_history_distinctive() -> None:
+    index: Index[Conv] = Index()
+    a, b = Conv("a"), Conv("b")
+    made = evidence.made_keys([("c", "call_1", "get_my_balance")])
+    assert made == [("made", "call_1")]
+    index.hold(a, made[0])
+    assert index.distinctive(made)
+    index.hold(b, made[0])  # a server that numbers calls per response
+    assert not index.distinctive(made) and index.ids_reused
+    index.release(b, made[0])
+    assert not index.distinctive(made)  # once seen, ids are never taken as unique again here
+    assert counters.snapshot()["stitch_ids_reused"] == 1
+
+
+def test_a_history_anyone_could_give_joins_only_from_its_own_context() -> None:
+    """At the source, which knows where a call is made: a history past a plain greeting joins its holder only when the
+    call comes from the holder's execution context; elsewhere it is a counted split."""
+    index: Index[Conv] = Index()
+    a = Conv("a")
+    answered(index, a, HI, HELLO)
+    later = history(*HI, *HELLO, text("user", "private"))
+    assert index.find([], later, here=[a]).conversation is a
+    assert index.find([], later, here=[]).split == evidence.NO_CONTEXT
+    assert index.find([], later).conversation is a  # the fold, which cannot know: the round-2 rule
+
+
+def test_a_runs_own_list_from_its_own_context_joins_it_when_nothing_else_does() -> None:
+    index: Index[Conv] = Index()
+    a = Conv("a")
+    assert index.find([], history(text("user", "trimmed")), owner=a).conversation is a
+    assert index.find([], history(text("user", "trimmed"))).conversation is None
+
+
+def _calls(*owners_and_ids: tuple[Conv, str | None]) -> list[Call[Conv]]:
+    return [Call(owner, call_id, "get_my_balance", {}) for owner, call_id in owners_and_ids]
+
+
+def test_a_tool_run_joins_by_an_id_one_conversation_holds_else_by_its_context() -> None:
+    a, b = Conv("a"), Conv("b")
+    one = _calls((a, "call_1"))
+    assert evidence.tool_call(one, by_id=True, here=None) is one[0]
+    two = _calls((a, "call_1"), (b, "call_1"))  # numbered ids: B's call_1 does not take A's over
+    assert evidence.tool_call(two, by_id=True, here=None) is None
+    assert counters.snapshot()["stitch_splits.conflict"] == 1
+    assert evidence.tool_call(two, by_id=True, here=[b]) is two[1]
+    no_ids = _calls((b, None), (a, None))  # no id: never "the oldest waiting call"
+    assert evidence.tool_call(no_ids, by_id=False, here=None) is None
+    assert counters.snapshot()["stitch_splits.no_context"] == 1
+    assert evidence.tool_call(no_ids, by_id=False, here=[a]) is no_ids[1]
+    assert evidence.tool_call(no_ids, by_id=False, here=[a, b]) is None  # two runs wait here: ambiguous
+    assert counters.snapshot()["stitch_splits.ambiguous"] == 1
+    assert evidence.tool_call([], by_id=False, here=[a]) is None  # nothing waits: no split
+    assert counters.snapshot()["stitch_splits"] == 3

@@ -143,6 +143,9 @@ PREVIOUS_RESPONSE_ATTRIBUTES: Final = (
 #: True on an un-parented model call or tool run whose zero-code run the source decided (stitching on): its trace id
 #: says which run it belongs to, and the fold decides nothing more for it (:mod:`spanfold.stitching`).
 SPANFOLD_STITCHED: Final = "spanfold.stitched"
+#: On the spans of a run under an external parent (a caller's ``TRACEPARENT``, whose trace id every run of the
+#: process shares): the run's id, the hex span id of its first span. The fold keys flat traces by it.
+SPANFOLD_RUN_ID: Final = "spanfold.run.id"
 
 # --- Google Gemini (google-genai): provider names and usage ----------------------------------------------
 #: gen_ai.provider.name of the Gemini Developer API (AI Studio keys) and of Vertex AI, as the conventions name them.

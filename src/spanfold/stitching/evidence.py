@@ -1,26 +1,36 @@
-"""The stitching rule: which live conversation, if any, an un-parented model call continues. One rule for the source
-(:mod:`spanfold.instrumentation.toolkit.conversations`) and the fold (:mod:`spanfold.exporter.runs.stitch`).
+"""The stitching rule: which live conversation, if any, an un-parented model call or tool run continues. One rule for
+the source (:mod:`spanfold.instrumentation.toolkit.conversations`) and the fold (:mod:`spanfold.exporter.runs.stitch`).
 
 A conversation *holds* keys, each the evidence a later call of the same run brings:
 
-* **names** (hashable tuples, each held by one conversation: the one that produced or sent it last):
-  ``("response", id)`` for a response it produced (a later ``previous_response_id``),
-  ``("conversation", id)`` for the ``gen_ai.conversation.id`` its calls carry, and at the source
-  ``("retry", ...)``: the very request list of a call of its that failed, re-sent from the same thread or asyncio task
-  with the same history (a retry);
+* **names** (hashable tuples): ``("response", ..., id)`` for a response it produced (a later
+  ``previous_response_id``; the source names the endpoint too: ids are one server's, and test doubles and local
+  servers number theirs from 1),
+  ``("conversation", id)`` for the ``gen_ai.conversation.id`` its calls carry, ``("made", id)`` for a tool-call id
+  its model made, and at the source ``("retry", ...)``: the very request list of a call of its that failed, re-sent
+  from the same thread or asyncio task with the same history (a retry);
 * **histories** (ints): the chained hash (:func:`chain`) of a call's inputs followed by the first choice of its
   outputs. A later call whose input history starts with that is past the conversation's own model output. An output
-  that holds a tool-call id the provider made is :func:`distinctive`: no other call can come to hold that history.
+  whose tool-call ids no other live conversation's model made (and this process never saw made twice) is
+  *distinctive*: no other call can come to hold that history.
 
-:meth:`Index.find` joins a call to a conversation only when the evidence names exactly one:
+Evidence is unique by construction: a key is evidence only while exactly one live conversation holds it, and
+ambiguity is computed over every holder, never settled by age. :meth:`Index.find` joins a model call to a
+conversation only when the evidence names exactly one:
 
-1. a name exactly one live conversation holds;
+1. a name exactly one live conversation holds (two holders: a conflict). A response is continued once: a second
+   continuation of it while the first stands is a fork, a trace of its own (``fork``);
 2. else the longest history the call's inputs extend, when exactly one live conversation holds it, no call still in
    flight could give another conversation that same history (:meth:`Index.begin`: a twin whose answer has not been
-   read yet, e.g. an identical greeting to another user; never for a :func:`distinctive` history), and the
-   request's own list (``owner``, the conversation that last sent this very list object: the source knows it, the
-   fold does not) names no other conversation;
-3. among several holders of that history, the one ``owner`` names (the same list object re-sent: one run's loop).
+   read yet, e.g. an identical greeting to another user; never for a distinctive history), and the request's own
+   list (``owner``, the conversation that last sent this very list object from this execution context: the source
+   knows it, the fold does not) names no other conversation;
+3. among several holders of that history, the one ``owner`` names (the same list object re-sent: one run's loop);
+4. no history at all: ``owner`` (the run trimmed or summarised its own list: what it sends starts anew).
+
+:func:`tool_call` is the rule for a tool run: the waiting call with its id when exactly one conversation waits on
+that id, else the one call the execution context that asked for it waits on; name and arguments alone are never
+evidence.
 
 Anything else starts a new conversation, and when evidence pointed at more than one the split is counted
 (``stitch_splits`` in :func:`spanfold.stats`, by reason): two users merged is a privacy breach, one run split in two
@@ -38,13 +48,16 @@ from typing import Any, Generic, TypeVar
 
 from spanfold import counters
 from spanfold.stitching.fingerprints import Fingerprint, message_prints
+from spanfold.stitching.pairing import Call, args_key
 
 C = TypeVar("C")
 
 #: Why a call that pointed at live conversations started its own (the ``stitch_splits.<reason>`` counters).
 AMBIGUOUS = "ambiguous"  # several live conversations hold the history it extends
 IN_FLIGHT = "in_flight"  # a call with the same history as the holder's is still in flight elsewhere
-CONFLICT = "conflict"  # its request list belongs to another conversation than the history names
+CONFLICT = "conflict"  # its evidence (a name, a tool-call id, its request list) is held by another conversation too
+FORK = "fork"  # it continues a response another call already continued
+NO_CONTEXT = "no_context"  # a tool run without an id, not run where the call that asked for it was made
 
 
 def seed(system_parts: Any) -> int:
@@ -69,10 +82,9 @@ def history_prints(messages: Iterable[Any]) -> list[Fingerprint]:
     return [fp for message in messages for fp in message_prints(message)]
 
 
-def distinctive(outputs: Iterable[Fingerprint]) -> bool:
-    """Whether a call's output fingerprints hold an id the provider made for it (a tool call's id): no other call
-    gives the same output, so a twin call in flight cannot come to hold the same history."""
-    return any(fp[0] == "c" and fp[1] for fp in outputs if isinstance(fp, tuple) and len(fp) > 1)
+def made_keys(outputs: Iterable[Fingerprint]) -> list[Hashable]:
+    """The ``("made", id)`` names of the tool-call ids in a call's output fingerprints (a provider made them for it)."""
+    return [("made", fp[1]) for fp in outputs if isinstance(fp, tuple) and len(fp) > 1 and fp[0] == "c" and fp[1]]
 
 
 @dataclass(slots=True)
@@ -81,13 +93,15 @@ class Decision(Generic[C]):
 
     conversation: C | None = None
     split: str | None = None
+    #: The response it continues (:meth:`Index.unclaim` when the call failed: its retry may continue it again).
+    claimed: Hashable | None = None
 
 
 class Index(Generic[C]):
     """The keys live conversations hold, and the calls in flight by the history they were sent. Every operation is a
     few hash lookups, however many conversations hold one key (a server's users who all opened alike)."""
 
-    __slots__ = ("_holders", "_origins", "_pending", "pending_limit")
+    __slots__ = ("_continued", "_holders", "_origins", "_pending", "ids_reused", "pending_limit")
 
     def __init__(self, pending_limit: int = 65536) -> None:
         #: Key -> its holders by identity (insertion-ordered).
@@ -99,13 +113,19 @@ class Index(Generic[C]):
         self._pending: dict[int, dict[int, int]] = {}
         #: Histories in flight past which the record is dropped (calls whose span never ended), counted.
         self.pending_limit = pending_limit
+        #: Responses a call continues (a second continuation is a fork), while their holder lives.
+        self._continued: set[Hashable] = set()
+        #: Two live conversations' models made one tool-call id (a server that numbers calls per response): from then
+        #: on no output is distinctive.
+        self.ids_reused = False
 
     def __len__(self) -> int:
         return len(self._holders)
 
     def hold(self, conversation: C, key: Hashable, origin: int | None = None) -> bool:
         """``conversation`` holds ``key`` (``origin``: for a history another call could come to hold too, the hash
-        of the inputs it extends; None for a :func:`distinctive` one). False when it already did."""
+        of the inputs it extends; None for a distinctive one). False when it already did. A key held by two is
+        evidence for neither (:meth:`find` splits on it)."""
         holders = self._holders.get(key)
         if holders is None:
             self._holders[key] = {id(conversation): conversation}
@@ -114,10 +134,20 @@ class Index(Generic[C]):
             return True
         if id(conversation) in holders:
             return False
-        if isinstance(key, tuple):  # a name is an id: it names the conversation that produced it last
-            holders.clear()
         holders[id(conversation)] = conversation
+        if origin is not None:
+            self._origins[key] = origin
+        if isinstance(key, tuple) and key[0] == "made" and not self.ids_reused:
+            self.ids_reused = True
+            counters.incr("stitch_ids_reused")
         return True
+
+    def distinctive(self, made: Sequence[Hashable]) -> bool:
+        """Whether an output whose tool-call ids are ``made`` (:func:`made_keys`, held already) is one no other call
+        can give: it has ids, each held by one conversation, and no id was ever made twice here."""
+        if not made or self.ids_reused:
+            return False
+        return all(len(self._holders.get(key, ())) == 1 for key in made)
 
     def release(self, conversation: C, key: Hashable) -> None:
         holders = self._holders.get(key)
@@ -126,6 +156,7 @@ class Index(Generic[C]):
         if not holders:
             del self._holders[key]
             self._origins.pop(key, None)
+            self._continued.discard(key)
 
     def holders(self, key: Hashable) -> list[C]:
         return list(self._holders.get(key, {}).values())
@@ -151,13 +182,32 @@ class Index(Generic[C]):
             if not counts:
                 del self._pending[origin]
 
-    def find(self, names: Sequence[Hashable], history: Sequence[int], owner: C | None = None) -> Decision[C]:
+    def find(
+        self,
+        names: Sequence[Hashable],
+        history: Sequence[int],
+        owner: C | None = None,
+        *,
+        claim: bool = True,
+        here: Sequence[C] | None = None,
+    ) -> Decision[C]:
         """Where a call with these ``names`` and input ``history`` (:func:`chain`) goes; ``owner``: the live
-        conversation that last sent the very request list this call sends (None: unknown)."""
+        conversation that last sent the very request list this call sends, from the same execution context (None:
+        unknown); ``claim``: a continued response is claimed (False for a call known to have failed); ``here``: the
+        live conversations whose calls were made in this execution context (a history another call could give too
+        joins only one of them); None where that is not known (the fold: other producers' spans do not say)."""
         for key in names:
             holders = self._holders.get(key)
             if holders:
-                return self._one(holders, owner, AMBIGUOUS)
+                if isinstance(key, tuple) and key[0] == "response":
+                    if key in self._continued:
+                        return self._split(FORK)
+                    decision = self._one(holders, owner, CONFLICT)
+                    if decision.conversation is not None and claim:
+                        self._continued.add(key)
+                        decision.claimed = key
+                    return decision
+                return self._one(holders, owner, CONFLICT)
         for h in reversed(history):  # the longest history it extends
             holders = self._holders.get(h)
             if not holders:
@@ -165,12 +215,23 @@ class Index(Generic[C]):
             if owner is not None:  # the same list re-sent: a run's own loop, whoever else has that history
                 return Decision(owner) if id(owner) in holders else self._split(CONFLICT)
             decision = self._one(holders, None, AMBIGUOUS)
+            conv = decision.conversation
+            if conv is None:
+                return decision
             origin = self._origins.get(h)
-            pending = self._pending.get(origin) if origin is not None else None
-            if decision.conversation is not None and pending and any(w != id(decision.conversation) for w in pending):
+            if origin is None:  # a distinctive history: only its holder's model could have made it
+                return decision
+            if here is not None and not any(c is conv for c in here):  # text another call could give, sent elsewhere
+                return self._split(NO_CONTEXT)
+            pending = self._pending.get(origin)
+            if pending and any(w != id(conv) for w in pending):
                 return self._split(IN_FLIGHT)
             return decision
-        return Decision()
+        return Decision(owner)  # no history it extends: its own list, trimmed or summarised (or nothing)
+
+    def unclaim(self, key: Hashable) -> None:
+        """The call that continued the response ``key`` failed: a retry may continue it."""
+        self._continued.discard(key)
 
     def _one(self, holders: dict[int, C], owner: C | None, reason: str) -> Decision[C]:
         if len(holders) == 1:
@@ -184,3 +245,36 @@ class Index(Generic[C]):
         counters.incr("stitch_splits")
         counters.incr(f"stitch_splits.{reason}")
         return Decision(None, reason)
+
+
+def tool_call(
+    calls: Sequence[Call[C]], *, by_id: bool, here: Sequence[C] | None, arguments: Any = None
+) -> Call[C] | None:
+    """The waiting call a tool run answers, among ``calls`` (those with its id when ``by_id``, else those with its
+    name: :meth:`~spanfold.stitching.pairing.Pairing.waiting`), or None. ``here``: the live conversations waiting on
+    tools in the execution context the run is in (the thread or task whose model call asked; None: unknown, as in
+    the fold).
+
+    * an id only one conversation waits on names it;
+    * else the one conversation waiting here among the candidates names it (its call with the run's arguments, else
+      its oldest);
+    * else none: several waiting here (``ambiguous``), an id two conversations hold and the context does not tell
+      (``conflict``), or no id and no context (``no_context``), counted when some call could have been it.
+    """
+    if not calls:
+        return None
+    owners = {id(call.owner) for call in calls}
+    if by_id and len(owners) == 1:
+        return calls[0]
+    if here:
+        waiting_here = {id(conv) for conv in here}
+        mine = [call for call in calls if id(call.owner) in waiting_here]
+        if len({id(call.owner) for call in mine}) == 1:
+            wanted = args_key(arguments) if arguments is not None else None
+            same = [call for call in mine if wanted is not None and args_key(call.arguments) == wanted]
+            return (same or mine)[0]
+        if mine:
+            Index._split(AMBIGUOUS)
+            return None
+    Index._split(CONFLICT if by_id else NO_CONTEXT)
+    return None

@@ -2,12 +2,17 @@
 fold (a trace's calls, :mod:`~spanfold.exporter.fold.folding`) and the stitcher (the calls of open conversations,
 :mod:`~spanfold.exporter.runs.stitch`).
 
-A result answers the call with its tool-call id; a result without an id (OpenLLMetry's and OpenInference's tool
+Within one trace (the fold), a result answers the call with its tool-call id (the latest one waiting with that id:
+servers that number calls per response reuse ids); a result without an id (OpenLLMetry's and OpenInference's tool
 spans, and hand-made ones, carry none) answers the oldest waiting call with its name and arguments, else with its
-name. Each call is answered once. Lookups are hashes, never a scan: the (name, arguments) index of a name is built
-the first time a result without an id asks for that name (each waiting call's arguments encoded once, then every
-later call's as it comes), so results that carry ids never pay for encoding arguments. An answered call leaves the
-queues as soon as it reaches their head, so memory follows the calls still waiting.
+name. Each call is answered once. Across open conversations (the stitcher) that order is no evidence: there the
+calls a result *could* answer (:meth:`Pairing.waiting`) go to the rule of :mod:`spanfold.stitching.evidence`, which
+settles one (:meth:`Pairing.settle`) or none.
+
+Lookups are hashes, never a scan: the (name, arguments) index of a name is built the first time a result without an
+id asks for that name (each waiting call's arguments encoded once, then every later call's as it comes), so results
+that carry ids never pay for encoding arguments. An answered call leaves the queues as soon as it reaches their head,
+so memory follows the calls still waiting.
 """
 
 from __future__ import annotations
@@ -50,16 +55,21 @@ class Pairing(Generic[Owner]):
     __slots__ = ("_by_id", "_by_name", "_by_signature")
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Call[Owner]] = {}
+        #: id -> the calls waiting with it, in arrival order (more than one: ids a server numbers per response).
+        self._by_id: dict[str, list[Call[Owner]]] = {}
         self._by_name: dict[str, deque[Call[Owner]]] = {}
         #: name -> (name, canonical arguments) -> waiting calls; a name is here once a result without id asked for it.
         self._by_signature: dict[str, dict[Hashable, deque[Call[Owner]]]] = {}
 
     def expect(self, owner: Owner, call_id: str | None, name: str | None, arguments: Any) -> Call[Owner]:
-        """A call now waits for its result (a later call with the same id takes the id over)."""
+        """A call now waits for its result (for :meth:`answer`, a later call with the same id takes the id over)."""
         call = Call(owner, call_id, name or "", arguments)
         if call_id is not None:
-            self._by_id[call_id] = call
+            same = self._by_id.get(call_id)
+            if same is None:
+                self._by_id[call_id] = [call]
+            else:
+                same.append(call)
         queue = self._by_name.get(call.name)
         if queue is None:
             queue = self._by_name[call.name] = deque()
@@ -73,7 +83,8 @@ class Pairing(Generic[Owner]):
         """The waiting call a result answers, now answered: by ``call_id`` when the result has one (only by it),
         else the oldest with ``name`` and ``arguments``, else the oldest with ``name``. None: no call waits for it."""
         if call_id is not None:
-            return self._settle(self._by_id.get(call_id))
+            same = self._by_id.get(call_id)
+            return self._settle(same[-1]) if same else None
         name = name or ""
         signed = self._by_signature.get(name)
         if signed is None:  # first asked by signature: index the calls of that name still waiting, in order
@@ -86,6 +97,17 @@ class Pairing(Generic[Owner]):
             return self._settle(queue[0])
         queue = _trimmed(self._by_name, name)
         return self._settle(queue[0]) if queue else None
+
+    def waiting(self, call_id: str | None, name: str | None) -> list[Call[Owner]]:
+        """The calls a result could answer, oldest first: those waiting with ``call_id`` when it has one, else those
+        waiting with ``name``."""
+        if call_id is not None:
+            return list(self._by_id.get(call_id, ()))
+        return [call for call in self._by_name.get(name or "", ()) if not call.answered]
+
+    def settle(self, call: Call[Owner]) -> None:
+        """``call`` is answered (a rule outside chose it among :meth:`waiting`)."""
+        self._settle(call)
 
     def drop(self, call: Call[Owner]) -> None:
         """Forget a call that will never be answered (its conversation closed)."""
@@ -103,8 +125,11 @@ class Pairing(Generic[Owner]):
         if call is None or call.answered:
             return None
         call.answered = True
-        if call.id is not None and self._by_id.get(call.id) is call:
-            del self._by_id[call.id]
+        same = self._by_id.get(call.id) if call.id is not None else None
+        if same is not None:
+            same.remove(call)
+            if not same:
+                del self._by_id[call.id]  # type: ignore[arg-type]
         _trimmed(self._by_name, call.name)
         if call.signature is not None:
             signed = self._by_signature.get(call.name)

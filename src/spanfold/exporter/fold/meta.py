@@ -204,12 +204,14 @@ def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str,
 
 
 def run_meta(run: Run, roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
-    """A run's metadata (:func:`trace_meta`, named after its first trace): its status the less complete of the run's
-    and the one the fold found (an error is kept); a stitched run's lists its OTel trace ids (``otel_trace_ids``).
+    """A run's metadata (:func:`trace_meta`, named after its first trace, and its run's id when that trace holds
+    other runs too: ``<trace id>-<run id>``): its status the less complete of the run's and the one the fold found
+    (an error is kept); a stitched run's, or one sharing its trace, lists its OTel trace ids (``otel_trace_ids``).
     Each model step priced here gets its cost on its span too (:func:`~.cost.annotate`), for a writer of spans."""
-    meta = trace_meta(trace_hex(run.trace_ids[0]), run.records, roots, tally)
+    first = trace_hex(run.trace_ids[0])
+    meta = trace_meta(first if run.run_id is None else f"{first}-{run.run_id}", run.records, roots, tally)
     annotate(run.records, meta.steps)
     meta.status = worst(meta.status, run.status)
-    if run.stitched:
+    if run.stitched or run.run_id is not None:
         meta.extra["otel_trace_ids"] = [trace_hex(t) for t in run.trace_ids]
     return meta

@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable, Mapping, Reversible
 from typing import Any, Protocol
 
-from spanfold import counters
+from spanfold import counters, semconv
 from spanfold.config import ASKING_IDLE_FACTOR, Config
 from spanfold.exporter.dialects.dispatch import safe_step, steps_of
 from spanfold.exporter.records import SpanRecord, attribute_bytes, process_key
-from spanfold.exporter.runs.run import Run
+from spanfold.exporter.records import attribute_bytes as attribute_bytes_of
+from spanfold.exporter.runs.run import Run, part_key, run_parts
 from spanfold.exporter.runs.stitch import Conversation, Stitcher, placed_at_source, stitch_root
 from spanfold.trace.model import TraceStatus
 
@@ -76,15 +77,34 @@ class Runs:
     ) -> list[Run]:
         """A trace the assembler is done with (``status``: as complete as it was buffered; ``touched``: when its last
         span came; ``attribute_bytes``: of its spans): a run of its own, or a member of a conversation."""
+        if incomplete:
+            counters.incr("traces_incomplete")
+        parts = run_parts(trace_id, records)
+        if len(parts) == 1:
+            return self._part(trace_id, parts[0][0], records, status, touched, attribute_bytes)
+        finished: list[Run] = []
+        for run_id, part in sorted(parts, key=lambda p: min((r.start_ns, r.span_id) for r in p[1])):
+            size = sum(attribute_bytes_of(r) for r in part)
+            finished += self._part(trace_id, run_id, part, status, touched, size)
+        return finished
+
+    def _part(
+        self,
+        trace_id: int,
+        run_id: str | None,
+        records: list[SpanRecord],
+        status: TraceStatus,
+        touched: float,
+        attribute_bytes: int,
+    ) -> list[Run]:
+        """One run's part of a trace (``run_id``: the run's id when the trace holds several, ``spanfold.run.id``)."""
         steps = steps_of(records)
         if not any(s is not None for s in steps.values()):
             counters.incr("traces_skipped")  # no GenAI span: nothing to write
             return []
-        if incomplete:
-            counters.incr("traces_incomplete")
         root = stitch_root(records, steps) if self.stitch else None
         if root is None:
-            return [Run([trace_id], records, steps, status)]
+            return [Run([trace_id], records, steps, status, run_id=run_id)]
         key = process_key(records[0].resource)
         stitcher = self._stitchers.get(key)
         if stitcher is None:
@@ -98,6 +118,7 @@ class Runs:
             touched,
             attribute_bytes=attribute_bytes,
             placed=placed_at_source(root[0]),
+            run_id=run_id,
         )
         self.attribute_bytes += attribute_bytes  # now the conversation's
         finished = self._bound(stitcher, conv)
@@ -116,7 +137,9 @@ class Runs:
         if not self._stitchers:
             return None
         stitcher = self._stitchers.get(process_key(record.resource))
-        conv = stitcher.member(record.trace_id) if stitcher is not None else None
+        run_id = record.attributes.get(semconv.SPANFOLD_RUN_ID)
+        part = part_key(record.trace_id, run_id if isinstance(run_id, str) and run_id else None)
+        conv = stitcher.member(part) if stitcher is not None else None
         if stitcher is None or conv is None:
             return None
         size = attribute_bytes(record)
@@ -218,7 +241,7 @@ class Runs:
     def _closed(self, conv: Conversation) -> Run:
         """A closed conversation as the run the fold folds; its bytes are no longer held here."""
         self.attribute_bytes -= conv.attribute_bytes
-        return Run(conv.trace_ids, conv.records, conv.steps, conv.status, stitched=True)
+        return Run(conv.trace_ids, conv.records, conv.steps, conv.status, stitched=True, run_id=conv.run_id)
 
 
 def _running(conv: Conversation, waiting: Mapping[int, Waiting]) -> bool:

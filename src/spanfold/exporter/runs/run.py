@@ -9,9 +9,11 @@ its least complete member).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Final
 
+from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import Steps
 from spanfold.trace.model import TraceStatus
@@ -41,3 +43,44 @@ class Run:
     steps: Steps
     status: TraceStatus = "complete"
     stitched: bool = False
+    #: The run's own id within a trace other runs share (``spanfold.run.id``: runs under a caller's TRACEPARENT);
+    #: None: the trace is the run's.
+    run_id: str | None = None
+
+
+def part_key(trace_id: int, run_id: str | None) -> Hashable:
+    """What names a run's part of a trace: its trace id, with its run's id when the trace holds several runs."""
+    return trace_id if run_id is None else (trace_id, run_id)
+
+
+def run_parts(trace_id: int, records: list[SpanRecord]) -> list[tuple[str | None, list[SpanRecord]]]:
+    """The runs one trace's spans belong to, by ``spanfold.run.id``: a span names its run, else its nearest ancestor
+    here that names one does; the spans no run names are one part (``None``). A trace whose spans name no run is one
+    part: the common case costs one lookup per span."""
+    for record in records:
+        if semconv.SPANFOLD_RUN_ID in record.attributes:
+            break
+    else:
+        return [(None, records)]
+    by_span = {r.span_id: r for r in records}
+    known: dict[int, str | None] = {}
+    parts: dict[str | None, list[SpanRecord]] = {}
+    for record in records:
+        path: list[int] = []
+        current: SpanRecord | None = record
+        found: str | None = None
+        while current is not None and len(path) <= len(records):  # a parent loop in foreign data ends here
+            if current.span_id in known:
+                found = known[current.span_id]
+                break
+            path.append(current.span_id)
+            value = current.attributes.get(semconv.SPANFOLD_RUN_ID)
+            if isinstance(value, str) and value:
+                found = value
+                break
+            parent = current.parent_id
+            current = by_span.get(parent) if parent is not None and not current.parent_is_remote else None
+        for span_id in path:
+            known[span_id] = found
+        parts.setdefault(found, []).append(record)
+    return list(parts.items())

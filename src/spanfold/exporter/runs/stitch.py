@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.runs.run import worst
+from spanfold.exporter.runs.run import part_key, worst
 from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.semconv.shapes import first_choice
 from spanfold.stitching import evidence
@@ -45,6 +45,8 @@ class Conversation:
     (:mod:`.grouping` bounds them)."""
 
     serial: int
+    #: Its run's id within traces other runs share (``spanfold.run.id``); None: its traces are its own.
+    run_id: str | None = None
     trace_ids: list[int] = field(default_factory=list)
     records: list[SpanRecord] = field(default_factory=list)
     steps: dict[int, Step | None] = field(default_factory=dict)
@@ -105,7 +107,8 @@ class Stitcher:
     def __init__(self) -> None:
         self._windows: IdleWindows[Conversation] = IdleWindows()
         self._index: evidence.Index[Conversation] = evidence.Index()
-        self._members: dict[int, Conversation] = {}  # trace id -> the open conversation holding part of it
+        #: Part key (:func:`~.run.part_key`: a trace id, with a run id) -> the open conversation holding that part.
+        self._members: dict[Hashable, Conversation] = {}
         self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
         self.answered: OrderedDict[int, Conversation] = OrderedDict()  # final answer given; least recently seen first
@@ -128,9 +131,9 @@ class Stitcher:
     def __len__(self) -> int:
         return len(self._windows)
 
-    def _new(self) -> Conversation:
+    def _new(self, run_id: str | None = None) -> Conversation:
         self._serial += 1
-        conv = Conversation(self._serial)
+        conv = Conversation(self._serial, run_id)
         self._windows.add(conv)
         return conv
 
@@ -157,7 +160,7 @@ class Stitcher:
         return names
 
     def _find_model(self, step: ModelStep, history: list[int]) -> Conversation | None:
-        return self._index.find(self._names(step), history).conversation
+        return self._index.find(self._names(step), history, claim=step.error is None).conversation
 
     def _register_model(self, conv: Conversation, step: ModelStep, history: list[int] | None) -> bool:
         """What the call shows of its run: True for a final answer. ``history``: its input history, when the call is
@@ -169,7 +172,11 @@ class Stitcher:
             origin = history[-1] if history else evidence.seed(step.system_instructions)
             prints = evidence.history_prints(outs)
             if prints and step.error is None:  # a failed call adds no history: equal text is no retry
-                self._hold(conv, evidence.chain(origin, prints)[-1], None if evidence.distinctive(prints) else origin)
+                made = evidence.made_keys(prints)
+                for key in made:
+                    self._hold(conv, key)
+                distinctive = self._index.distinctive(made)
+                self._hold(conv, evidence.chain(origin, prints)[-1], None if distinctive else origin)
             if step.response_id is not None:
                 self._hold(conv, ("response", step.response_id))
             if step.conversation_id is not None:
@@ -183,8 +190,14 @@ class Stitcher:
     # --- tool runs ---------------------------------------------------------------------------------------
 
     def _find_tool(self, step: ToolStep) -> Conversation | None:
-        call = self._calls.answer(step.call_id, step.name, step.arguments)
-        return call.owner if call is not None else None
+        """The conversation waiting on the run's call id, when exactly one does (the fold does not see where a run
+        ran: a run without an id is a run of its own, :func:`~spanfold.stitching.evidence.tool_call`)."""
+        by_id = step.call_id is not None
+        call = evidence.tool_call(self._calls.waiting(step.call_id, step.name), by_id=by_id, here=None)
+        if call is None:
+            return None
+        self._calls.settle(call)
+        return call.owner
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -199,21 +212,24 @@ class Stitcher:
         *,
         attribute_bytes: int = 0,
         placed: bool = False,
+        run_id: str | None = None,
     ) -> Conversation:
         """Join the trace to the conversation it continues, or open a new one; returns it. ``attribute_bytes``: of the
         trace's spans (the conversation counts them); ``placed``: spanfold's own root, whose conversation the source
-        decided (only its trace id joins it)."""
-        member = self.member(trace_id)  # the parts of one trace (a run stitched at the source) go together
+        decided (only its trace id, with its ``run_id`` when it names one, joins it)."""
+        part = part_key(trace_id, run_id)
+        member = self.member(part)  # the parts of one run's trace (a run stitched at the source) go together
         final = False
         if isinstance(root, ModelStep):
             history = None if placed else self._history(root)
-            conv = member or (self._find_model(root, history) if history is not None else None) or self._new()
+            found = self._find_model(root, history) if member is None and history is not None else None
+            conv = member or found or self._new(run_id)
             final = self._register_model(conv, root, history)
         else:
-            conv = member or (None if placed else self._find_tool(root)) or self._new()
+            conv = member or (None if placed else self._find_tool(root)) or self._new(run_id)
         if member is None:
-            self._members[trace_id] = conv
-            conv.keys.append(("trace", trace_id))
+            self._members[part] = conv
+            conv.keys.append(("trace", part))
         conv.add(trace_id, records, steps, status, attribute_bytes)
         self._touch(conv, now)
         self.answered.pop(conv.serial, None)
@@ -222,9 +238,9 @@ class Stitcher:
             self.answered[conv.serial] = conv
         return conv
 
-    def member(self, trace_id: int) -> Conversation | None:
-        """The open conversation holding part of the trace ``trace_id``."""
-        conv = self._members.get(trace_id)
+    def member(self, part: Hashable) -> Conversation | None:
+        """The open conversation holding a part of a trace (:func:`~.run.part_key`)."""
+        conv = self._members.get(part)
         return conv if conv is not None and conv in self._windows else None
 
     def join(self, conv: Conversation, record: SpanRecord, step: Step | None, size: int, now: float) -> None:

@@ -262,6 +262,8 @@ def _place(
         counters.fault(f"{api.kind}.stitch", exc)
         return None, source.parent
     attrs[semconv.SPANFOLD_STITCHED] = True
+    if source.parent is not None and turn.conversation is not None:  # runs share the caller's trace id: name the run
+        attrs[semconv.SPANFOLD_RUN_ID] = turn.conversation.run_id
     return turn, turn.context
 
 

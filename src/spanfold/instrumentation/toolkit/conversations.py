@@ -5,10 +5,18 @@ Langfuse or MLflow. Here, on the calling thread, an un-parented call that contin
 of :mod:`spanfold.stitching.evidence` (one of its responses continued, its ``gen_ai.conversation.id``, its failed
 call's very request list re-sent by the same thread or task, or a history past one of its model outputs that names
 no other live conversation) starts its span as a child of the conversation's first span; an un-parented tool run
-joins the conversation whose model asked for it (by tool-call id, else by name and arguments, else by name:
-:mod:`spanfold.stitching.pairing`). Any other call starts a conversation of its own, under the run's external parent
-when
-there is one (a W3C ``TRACEPARENT``); when the evidence pointed at more than one conversation the split is counted.
+joins the conversation whose model asked for it: the one waiting on its tool-call id, or the one waiting in the
+execution context the run is in (:func:`spanfold.stitching.evidence.tool_call`). Any other call starts a conversation
+of its own, under the run's external parent when there is one (a W3C ``TRACEPARENT``); when the evidence pointed at
+more than one conversation the split is counted.
+
+The execution context is a context variable: each un-parented model call records its turn in the context it was made
+in (the thread, or the asyncio task and the tasks it starts, which copy it), with the few turns made there before
+whose conversations still wait on tools. A tool run looks there for the conversations waiting in its context; a
+request list re-sent from there names its conversation (:meth:`Conversations.turn`).
+
+Under an external parent every run shares the caller's trace id, so each span placed here also carries its run's id
+(``spanfold.run.id``: the hex span id of the run's first span); the fold keys flat traces by it.
 
 The fingerprints (:mod:`spanfold.stitching.fingerprints`) are computed from the messages as recorded with capture on
 and no redaction, whatever the user's settings: with capture off they are computed all the same (hashes kept in
@@ -30,6 +38,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
@@ -97,10 +106,12 @@ class Conversation:
     """One stitched run: the context its later calls start in, its keys, the tool calls it waits on, and the request
     list its latest call sent."""
 
-    __slots__ = ("_context", "_first", "asking", "keys", "retry", "running", "sent", "touched", "waiting")
+    __slots__ = ("_context", "_first", "asking", "keys", "retry", "run_id", "running", "sent", "touched", "waiting")
 
     def __init__(self, first: SpanContext, now: float) -> None:
         self._first = first  # the context, not the span: an ended span still holds its attributes
+        #: The run's id under an external parent (``spanfold.run.id``): its first span's id.
+        self.run_id = format(first.span_id, "016x")
         self._context: otel_context.Context | None = None
         self.keys: list[Hashable] = []
         self.waiting: list[Call[Conversation]] = []
@@ -114,6 +125,10 @@ class Conversation:
         #: latest call when that failed.
         self.sent: list[Any] | None = None
         self.retry: Hashable | None = None
+
+    def waits(self) -> bool:
+        """Whether a tool call of its model is still unanswered."""
+        return any(not call.answered for call in self.waiting)
 
     def busy(self, now: float) -> bool:
         """Whether one of its tool runs is still running; one that ended since the last look counts as activity
@@ -148,7 +163,7 @@ def _retry_key(sent: list[Any], caller: Hashable, origin: int) -> Hashable:
 class Turn:
     """One un-parented model call: the context its span starts in, and what it adds to its conversation when done."""
 
-    __slots__ = ("_first", "_owner", "context", "conversation", "names", "origin", "sent")
+    __slots__ = ("_first", "_owner", "claimed", "context", "conversation", "names", "origin", "sent", "server")
 
     def __init__(
         self,
@@ -164,19 +179,24 @@ class Turn:
         self.origin = origin  # the chained hash of its inputs: what its outputs extend
         self.names = names  # the conversation id of the request
         self.sent = sent
+        self.claimed: Hashable | None = None  # the response it continues
+        self.server: Hashable = None  # the endpoint it was sent to: a response id names a response there
         self._first: SpanContext | None = None
 
     def started(self, span: Span) -> None:
         """The call's span started: a call that extends nothing opens a conversation under it when it ends (with what
-        it adds, under one lock: until then no later call or tool run could find it)."""
+        it adds, under one lock: until then no later call or tool run could find it). Under an external parent the
+        span names its run (``spanfold.run.id``)."""
         if self.conversation is None:
             self._first = span.get_span_context()
+            if self._owner.parent is not None:
+                name_run(span)
 
     def done(self, outputs: Mapping[str, Any] | None) -> None:
         """The call ended with ``outputs`` (its result attributes with capture on), or failed (None)."""
         names = list(self.names)
         history: int | None = None
-        distinctive = False
+        made: list[Hashable] = []
         calls: list[tuple[Any, Any, Any]] = []
         if outputs is None:
             if self.sent is not None:
@@ -186,14 +206,13 @@ class Turn:
             prints = [fp for msg in messages for fp in message_prints(msg)]
             if prints:
                 history = evidence.chain(self.origin, prints)[-1]
-                distinctive = evidence.distinctive(prints)
+                made = evidence.made_keys(prints)
             response_id = outputs.get(semconv.RESPONSE_ID)
             if response_id:
-                names.append(("response", response_id))
+                names.append(("response", self.server, response_id))
             calls = tool_calls(messages)
-        self.conversation = self._owner.register(
-            self, names, history, calls, answered=outputs is not None, distinctive=distinctive
-        )
+        self.conversation = self._owner.register(self, names, history, calls, answered=outputs is not None, made=made)
+        self.sent = None  # its conversation keeps the list while it is the latest sent; this turn need not
 
 
 def _parsed(value: Any) -> list[Any]:
@@ -215,12 +234,30 @@ def request_list(request: Mapping[str, Any]) -> list[Any] | None:
     return None
 
 
+def name_run(span: Span) -> None:
+    """A span that starts a run of its own under an external parent (an agent run, a tool run no conversation asked
+    for) names the run by its own id (``spanfold.run.id``)."""
+    span.set_attribute(semconv.SPANFOLD_RUN_ID, format(span.get_span_context().span_id, "016x"))
+
+
 class ToolPlace(NamedTuple):
     """Where an un-parented tool run goes: :meth:`Conversations.tool_context`."""
 
     context: otel_context.Context | None
     conversation: Conversation | None
     call_id: str | None
+    #: Its run's id to put on its span (``spanfold.run.id``), under an external parent.
+    run_id: str | None = None
+
+
+#: ``ToolPlace.run_id`` of a tool run that is a run of its own under an external parent: its span's id names it.
+OWN_RUN = ""
+
+#: The un-parented model calls made in this execution context, latest last: their turns (a turn's conversation is
+#: known once it answered). A thread keeps its own; an asyncio task starts with a copy of its creator's.
+_HERE: ContextVar[tuple[Turn, ...]] = ContextVar("spanfold_turns_here", default=())
+#: The turns a context remembers: its latest ones (a request list re-sent names its run only from where it was sent).
+_HERE_LIMIT = 8
 
 
 class Conversations:
@@ -259,49 +296,80 @@ class Conversations:
         inputs = attrs.get(semconv.INPUT_MESSAGES)
         history = _input_chain(seed, inputs) if isinstance(inputs, str) else []
         origin = history[-1] if history else seed
-        names: list[Hashable] = [("response", attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)]
+        server = (attrs.get(semconv.SERVER_ADDRESS), attrs.get(semconv.SERVER_PORT))
+        names: list[Hashable] = [
+            ("response", server, attrs[k]) for k in semconv.PREVIOUS_RESPONSE_ATTRIBUTES if attrs.get(k)
+        ]
         conversation_id = attrs.get(semconv.CONVERSATION_ID)
         own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
+        here = _HERE.get()
         with self._lock:
             self._expire()
-            owner = self._owner_of(sent)
+            owner = self._owner_of(sent, here)
             if owner is not None and owner.retry is not None:
                 names.append(_retry_key(sent, _caller(), origin))  # type: ignore[arg-type]
-            conv = self._index.find([*names, *own], history, owner).conversation
+            decision = self._index.find([*names, *own], history, owner, here=self._here(here))
+            conv = decision.conversation
             if conv is not None:
                 self._touch(conv)
             self._index.begin(origin, conv)
-        return Turn(self, conv, origin, own, sent)
+        turn = Turn(self, conv, origin, own, sent)
+        turn.claimed = decision.claimed
+        turn.server = server
+        _HERE.set((*here[1 - _HERE_LIMIT :], turn) if len(here) >= _HERE_LIMIT else (*here, turn))
+        return turn
 
-    def _owner_of(self, sent: list[Any] | None) -> Conversation | None:
+    def _owner_of(self, sent: list[Any] | None, here: tuple[Turn, ...]) -> Conversation | None:
+        """The open conversation whose latest call sent the very list ``sent``, when that call was made in this
+        execution context (a list object two users' code shares, a constant, names no one)."""
         if sent is None:
             return None
         conv = self._sent.get(id(sent))
-        return conv if conv is not None and conv.sent is sent else None
+        if conv is None or conv.sent is not sent:
+            return None
+        return conv if any(turn.conversation is conv for turn in here) else None
+
+    def _here(self, turns: tuple[Turn, ...]) -> list[Conversation]:
+        """The open conversations of ``turns`` (this execution context's)."""
+        out: list[Conversation] = []
+        for turn in turns:
+            conv = turn.conversation
+            if conv is not None and conv not in out and conv in self._windows:
+                out.append(conv)
+        return out
+
+    def _waiting_here(self) -> list[Conversation]:
+        """The open conversations waiting on tools whose calls were made in this execution context."""
+        out: list[Conversation] = []
+        for turn in _HERE.get():
+            conv = turn.conversation
+            if conv is not None and conv not in out and conv in self._windows and conv.waits():
+                out.append(conv)
+        return out
 
     def tool_context(self, call_id: Any, name: Any, arguments: Any, conversation_id: Any = None) -> ToolPlace:
-        """The context an un-parented tool run starts in (its conversation's: the one waiting for its call, else the
-        one its ``gen_ai.conversation.id`` names), the conversation to tell :meth:`running` (None: none), and the
-        id of the model's call it answers when the run brought none and its name and arguments match that call's."""
+        """The context an un-parented tool run starts in (its conversation's: the one its model call asked, by
+        :func:`~spanfold.stitching.evidence.tool_call`, else the one its ``gen_ai.conversation.id`` names), the
+        conversation to tell :meth:`running` (None: none), and the id of the model's call it answers when the run
+        brought none."""
         with self._lock:
             self._expire()
-            call = self._calls.answer(str(call_id) if call_id is not None else None, name, arguments)
+            by_id = call_id is not None
+            waiting = self._calls.waiting(str(call_id) if by_id else None, name)
+            call = evidence.tool_call(waiting, by_id=by_id, here=self._waiting_here(), arguments=arguments)
             conv = call.owner if call is not None else None
+            if call is not None:
+                self._calls.settle(call)
             if conv is None and conversation_id:
                 holders = self._index.holders(("conversation", conversation_id))
                 conv = holders[0] if len(holders) == 1 else None
-            if conv is None:
-                return ToolPlace(self.parent, None, None)
+            if conv is None:  # a run of its own: under an external parent, its span's own id names it
+                return ToolPlace(self.parent, None, None, OWN_RUN if self.parent is not None else None)
             self._touch(conv)
             answered = None
-            if (
-                call is not None
-                and call_id is None
-                and call.name == name
-                and args_key(call.arguments) == args_key(arguments)
-            ):  # matched by name and arguments (by name alone is order, not evidence)
-                answered = call.id
-            return ToolPlace(conv.context, conv, answered)
+            if call is not None and not by_id and args_key(call.arguments) == args_key(arguments):
+                answered = call.id  # the model's call, by name and arguments (by name alone is order, not evidence)
+            return ToolPlace(conv.context, conv, answered, conv.run_id if self.parent is not None else None)
 
     def running(self, conv: Conversation, span: Span) -> None:
         """A tool run of ``conv`` started ``span``: the conversation stays open until it ends (ended ones are let go
@@ -324,16 +392,19 @@ class Conversations:
         calls: list[tuple[Any, Any, Any]],
         *,
         answered: bool = True,
-        distinctive: bool = False,
+        made: list[Hashable] | None = None,
     ) -> Conversation | None:
-        """What ``turn``'s call adds to its conversation: its names, the history past its output (``distinctive``:
-        an output no other call gives, :func:`~spanfold.stitching.evidence.distinctive`), the tool calls it
-        asked for (``answered``: it gave a result; a failed call leaves the conversation waiting as it was). A call
-        that joined none opens a conversation under its span's context. The conversation, or None when it closed
+        """What ``turn``'s call adds to its conversation: its names, the history past its output (``made``: the
+        tool-call ids its model made, :func:`~spanfold.stitching.evidence.made_keys`: an output no other call gives
+        while they are its alone), the tool calls it asked for (``answered``: it gave a result; a failed call leaves
+        the conversation waiting as it was, and a response it continued may be continued by its retry). A call that
+        joined none opens a conversation under its span's context. The conversation, or None when it closed
         meanwhile."""
         conv = turn.conversation
         with self._lock:
             self._index.end(turn.origin, conv)
+            if not answered and turn.claimed is not None:
+                self._index.unclaim(turn.claimed)
             if conv is None:
                 if turn._first is None:
                     return None
@@ -350,8 +421,10 @@ class Conversations:
                 self._hold(conv, key)
                 if isinstance(key, tuple) and key[0] == "retry":
                     conv.retry = key
+            for key in made or ():
+                self._hold(conv, key)
             if history is not None:
-                self._hold(conv, history, None if distinctive else turn.origin)
+                self._hold(conv, history, None if self._index.distinctive(made or ()) else turn.origin)
             self._remember_sent(conv, turn.sent)
             for call_id, name, arguments in calls:
                 conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))

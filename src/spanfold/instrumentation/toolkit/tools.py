@@ -163,21 +163,21 @@ def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Contex
 
 def _placed(
     call_id: Any, name: Any, arguments: Any, conversation_id: Any = None
-) -> tuple[otel_context.Context | None, tuple[conversations.Conversations, Any] | None, bool, str | None]:
+) -> tuple[otel_context.Context | None, tuple[conversations.Conversations, Any] | None, bool, str | None, str | None]:
     """:func:`tool_context`, the zero-code conversations and conversation the run joins (None: none), whether the
-    source decided the run's place (stitching on, an un-parented run), and the id of the model's call the source
-    matched a run without one to (by name and arguments)."""
+    source decided the run's place (stitching on, an un-parented run), the id of the model's call the source paired a
+    run without one with, and the run's id under an external parent (``spanfold.run.id``)."""
     source = conversations.active()
     if source is None or otel_trace.get_current_span().get_span_context().is_valid:
-        return None, None, False, None
+        return None, None, False, None, None
     if not source.stitch:
-        return source.parent, None, False, None
+        return source.parent, None, False, None, None
     try:
-        context, conv, answered = source.tool_context(call_id, name, arguments, conversation_id)
+        context, conv, answered, run_id = source.tool_context(call_id, name, arguments, conversation_id)
     except Exception as exc:
         counters.fault("tool.stitch", exc)
-        return source.parent, None, False, None
-    return context, ((source, conv) if conv is not None else None), True, answered
+        return source.parent, None, False, None, None
+    return context, ((source, conv) if conv is not None else None), True, answered, run_id
 
 
 def start_tool_span(
@@ -210,14 +210,20 @@ def start_tool_span(
     if arguments is not None and rt.capture_content:
         attrs[semconv.TOOL_CALL_ARGUMENTS] = rt.content(arguments)
         attrs.update(shown.tool_input(attrs[semconv.TOOL_CALL_ARGUMENTS]))
-    context, joined, decided, answered = _placed(call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID))
+    context, joined, decided, answered, run_id = _placed(
+        call_id, name, argument_values, attrs.get(semconv.CONVERSATION_ID)
+    )
     if decided:
         attrs[semconv.SPANFOLD_STITCHED] = True
+    if run_id:
+        attrs[semconv.SPANFOLD_RUN_ID] = run_id
     if answered is not None and call_id is None:  # the model's call the source paired the run with
         attrs[semconv.TOOL_CALL_ID] = answered
     span = tracer.start_span(
         span_name or semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs
     )
+    if run_id == conversations.OWN_RUN:
+        conversations.name_run(span)
     if joined is not None:
         try:
             joined[0].running(joined[1], span)  # the conversation stays open while the tool runs, however long
@@ -429,12 +435,15 @@ class agent:
             }
             if self.conversation_id is not None:
                 attrs[semconv.CONVERSATION_ID] = self.conversation_id
+            parent = self._parent()
             span = _get_tracer().start_span(
                 semconv.span_name(semconv.OP_INVOKE_AGENT, self.name),
-                context=self._parent(),
+                context=parent,
                 kind=SpanKind.INTERNAL,
                 attributes=attrs,
             )
+            if parent is not None:  # under a caller's trace: a run of its own all the same
+                conversations.name_run(span)
             context, run = shown.open_run(otel_trace.set_span_in_context(span))
             token = otel_context.attach(context)
             _OPEN_AGENTS.set((*_OPEN_AGENTS.get(), (self, span, token, run)))
