@@ -34,8 +34,8 @@ from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.semconv.shapes import first_choice
 from spanfold.stitching import evidence
 from spanfold.stitching.fingerprints import tool_calls
-from spanfold.stitching.idle_windows import IdleWindows
-from spanfold.stitching.pairing import Call, Pairing
+from spanfold.stitching.live import Live
+from spanfold.stitching.pairing import Call
 from spanfold.trace.model import TraceStatus
 
 
@@ -105,44 +105,38 @@ class Stitcher:
     """Open conversations, the evidence each holds, and the traces each is made of."""
 
     def __init__(self) -> None:
-        self._windows: IdleWindows[Conversation] = IdleWindows()
-        self._index: evidence.Index[Conversation] = evidence.Index()
+        self._live: Live[Conversation] = Live()  # the open ones: their evidence, their tool calls, their windows
         #: Part key (:func:`~.run.part_key`: a trace id, with a run id) -> the open conversation holding that part.
         self._members: dict[Hashable, Conversation] = {}
-        self._calls: Pairing[Conversation] = Pairing()  # calls waiting for their tool run
         self._serial = 0
         self.answered: OrderedDict[int, Conversation] = OrderedDict()  # final answer given; least recently seen first
 
     @property
     def open(self) -> OrderedDict[int, Conversation]:
         """The open conversations, least recently active first."""
-        return self._windows.open
+        return self._live.windows.open
 
     @property
     def asking(self) -> OrderedDict[int, Conversation]:
         """The open conversations whose latest call asked for tools (the longer window), least recently active first."""
-        return self._windows.asking
+        return self._live.windows.asking
 
     @property
     def resting(self) -> OrderedDict[int, Conversation]:
         """The other open conversations, least recently active first."""
-        return self._windows.resting
+        return self._live.windows.resting
 
     def __len__(self) -> int:
-        return len(self._windows)
+        return len(self._live)
 
     def _new(self, run_id: str | None = None) -> Conversation:
         self._serial += 1
         conv = Conversation(self._serial, run_id)
-        self._windows.add(conv)
+        self._live.windows.add(conv)
         return conv
 
     def _touch(self, conv: Conversation, now: float) -> None:
-        self._windows.touch(conv, now)
-
-    def _hold(self, conv: Conversation, key: Hashable, origin: int | None = None) -> None:
-        if self._index.hold(conv, key, origin):
-            conv.keys.append(key)
+        self._live.windows.touch(conv, now)
 
     # --- model calls -------------------------------------------------------------------------------------
 
@@ -160,7 +154,7 @@ class Stitcher:
         return names
 
     def _find_model(self, step: ModelStep, history: list[int]) -> Conversation | None:
-        return self._index.find(self._names(step), history, claim=step.error is None).conversation
+        return self._live.index.find(self._names(step), history, claim=step.error is None).conversation
 
     def _register_model(self, conv: Conversation, step: ModelStep, history: list[int] | None) -> bool:
         """What the call shows of its run: True for a final answer. ``history``: its input history, when the call is
@@ -170,19 +164,13 @@ class Stitcher:
         calls = tool_calls(outs)
         if history is not None:
             origin = history[-1] if history else evidence.seed(step.system_instructions)
-            prints = evidence.history_prints(outs)
-            if prints and step.error is None:  # a failed call adds no history: equal text is no retry
-                made = evidence.made_keys(prints)
-                for key in made:
-                    self._hold(conv, key)
-                distinctive = self._index.distinctive(made)
-                self._hold(conv, evidence.chain(origin, prints)[-1], None if distinctive else origin)
+            if step.error is None:  # a failed call adds no history: equal text is no retry
+                self._live.answered(conv, origin, evidence.history_prints(outs))
             if step.response_id is not None:
-                self._hold(conv, ("response", step.response_id))
+                self._live.hold(conv, ("response", step.response_id))
             if step.conversation_id is not None:
-                self._hold(conv, ("conversation", step.conversation_id))
-            for call_id, name, arguments in calls:
-                conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
+                self._live.hold(conv, ("conversation", step.conversation_id))
+            self._live.expect(conv, calls)
         if step.error is None:  # a failed call leaves the run waiting as it was (as at the source): it is retried
             conv.asking = bool(calls)
         return bool(outs) and step.error is None and not calls
@@ -192,12 +180,8 @@ class Stitcher:
     def _find_tool(self, step: ToolStep) -> Conversation | None:
         """The conversation waiting on the run's call id, when exactly one does (the fold does not see where a run
         ran: a run without an id is a run of its own, :func:`~spanfold.stitching.evidence.tool_call`)."""
-        by_id = step.call_id is not None
-        call = evidence.tool_call(self._calls.waiting(step.call_id, step.name), by_id=by_id, here=None)
-        if call is None:
-            return None
-        self._calls.settle(call)
-        return call.owner
+        call = self._live.tool(step.call_id, step.name, step.arguments, None)
+        return call.owner if call is not None else None
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -241,7 +225,7 @@ class Stitcher:
     def member(self, part: Hashable) -> Conversation | None:
         """The open conversation holding a part of a trace (:func:`~.run.part_key`)."""
         conv = self._members.get(part)
-        return conv if conv is not None and conv in self._windows else None
+        return conv if conv is not None and conv in self._live else None
 
     def join(self, conv: Conversation, record: SpanRecord, step: Step | None, size: int, now: float) -> None:
         """One more span of a trace the conversation holds (a span that arrived after its trace's part was folded)."""
@@ -283,7 +267,7 @@ class Stitcher:
         before ``asking_before``, when given); one that is ``busy`` (a span of its trace started and has not ended:
         a slow tool run) counts as active at ``now`` instead."""
         out = []
-        while (conv := self._windows.due(before, before if asking_before is None else asking_before)) is not None:
+        while (conv := self._live.windows.due(before, before if asking_before is None else asking_before)) is not None:
             if busy is not None and busy(conv):
                 self._touch(conv, now)
                 continue
@@ -292,25 +276,18 @@ class Stitcher:
 
     def idle_deadline(self, idle: float, asking_idle: float) -> float | None:
         """When :meth:`idle` next has a conversation to close, given the two windows (None: none is open)."""
-        return self._windows.deadline(idle, asking_idle)
+        return self._live.windows.deadline(idle, asking_idle)
 
     def oldest_touch(self) -> float | None:
-        oldest = self._windows.oldest()
+        oldest = self._live.windows.oldest()
         return oldest.touched if oldest is not None else None
 
     def close(self, conv: Conversation) -> Conversation:
-        self._windows.remove(conv)
         self.answered.pop(conv.serial, None)
         for key in conv.keys:
-            if isinstance(key, tuple) and key[0] == "trace":
-                if self._members.get(key[1]) is conv:
-                    del self._members[key[1]]
-            else:
-                self._index.release(conv, key)
-        conv.keys.clear()
-        for call in conv.waiting:  # calls never answered: out of the queues
-            self._calls.drop(call)
-        conv.waiting.clear()
+            if isinstance(key, tuple) and key[0] == "trace" and self._members.get(key[1]) is conv:
+                del self._members[key[1]]
+        self._live.close(conv)  # its trace keys are none of the index's: releasing them does nothing
         return conv
 
     def close_all(self) -> list[Conversation]:

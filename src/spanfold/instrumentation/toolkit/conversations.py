@@ -10,10 +10,10 @@ execution context the run is in (:func:`spanfold.stitching.evidence.tool_call`).
 of its own, under the run's external parent when there is one (a W3C ``TRACEPARENT``); when the evidence pointed at
 more than one conversation the split is counted.
 
-The execution context is a context variable: each un-parented model call records its turn in the context it was made
-in (the thread, or the asyncio task and the tasks it starts, which copy it), with the few turns made there before
-whose conversations still wait on tools. A tool run looks there for the conversations waiting in its context; a
-request list re-sent from there names its conversation (:meth:`Conversations.turn`).
+What decides lives in :mod:`spanfold.stitching`: the rule (:mod:`~spanfold.stitching.evidence`), the live
+conversations' bookkeeping (:mod:`~spanfold.stitching.live`) and where a call was made
+(:mod:`~spanfold.stitching.contexts`: each un-parented call's turn is recorded in its execution context, which a tool
+run and a re-sent request list are judged from). This module hands it what the calling thread sees.
 
 Under an external parent every run shares the caller's trace id, so each span placed here also carries its run's id
 (``spanfold.run.id``: the hex span id of the run's first span); the fold keys flat traces by it.
@@ -38,7 +38,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
-from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
@@ -51,10 +50,10 @@ from spanfold.codecs.json_prefix import ArrayPrefixCache
 from spanfold.config import ASKING_IDLE_FACTOR, Config
 from spanfold.content.runtime import Runtime
 from spanfold.semconv import shapes
-from spanfold.stitching import evidence
-from spanfold.stitching.fingerprints import message_prints, tool_calls
-from spanfold.stitching.idle_windows import IdleWindows
-from spanfold.stitching.pairing import Call, Pairing, args_key
+from spanfold.stitching import contexts, evidence
+from spanfold.stitching.fingerprints import Fingerprint, message_prints, tool_calls
+from spanfold.stitching.live import Live
+from spanfold.stitching.pairing import Call, args_key
 
 #: The runtime fingerprints are computed under: the messages as they are, whatever the user records.
 FULL = Runtime(capture_content=True, redaction=None)
@@ -195,8 +194,7 @@ class Turn:
     def done(self, outputs: Mapping[str, Any] | None) -> None:
         """The call ended with ``outputs`` (its result attributes with capture on), or failed (None)."""
         names = list(self.names)
-        history: int | None = None
-        made: list[Hashable] = []
+        prints: list[Fingerprint] = []
         calls: list[tuple[Any, Any, Any]] = []
         if outputs is None:
             if self.sent is not None:
@@ -204,14 +202,11 @@ class Turn:
         else:
             messages, _ = shapes.first_choice(_parsed(outputs.get(semconv.OUTPUT_MESSAGES)))
             prints = [fp for msg in messages for fp in message_prints(msg)]
-            if prints:
-                history = evidence.chain(self.origin, prints)[-1]
-                made = evidence.made_keys(prints)
             response_id = outputs.get(semconv.RESPONSE_ID)
             if response_id:
                 names.append(("response", self.server, response_id))
             calls = tool_calls(messages)
-        self.conversation = self._owner.register(self, names, history, calls, answered=outputs is not None, made=made)
+        self.conversation = self._owner.register(self, names, prints, calls, answered=outputs is not None)
         self.sent = None  # its conversation keeps the list while it is the latest sent; this turn need not
 
 
@@ -253,12 +248,6 @@ class ToolPlace(NamedTuple):
 #: ``ToolPlace.run_id`` of a tool run that is a run of its own under an external parent: its span's id names it.
 OWN_RUN = ""
 
-#: The un-parented model calls made in this execution context, latest last: their turns (a turn's conversation is
-#: known once it answered). A thread keeps its own; an asyncio task starts with a copy of its creator's.
-_HERE: ContextVar[tuple[Turn, ...]] = ContextVar("spanfold_turns_here", default=())
-#: The turns a context remembers: its latest ones (a request list re-sent names its run only from where it was sent).
-_HERE_LIMIT = 8
-
 
 class Conversations:
     """The live conversations of the process, found by the evidence a call brings (:mod:`spanfold.stitching`)."""
@@ -278,14 +267,12 @@ class Conversations:
         self.limit = limit
         self._clock = clock
         self._lock = threading.Lock()
-        self._windows: IdleWindows[Conversation] = IdleWindows()  # the open ones, by the window that closes them
-        self._index: evidence.Index[Conversation] = evidence.Index()
+        self._live: Live[Conversation] = Live()  # the open ones: their evidence, their tool calls, their windows
         #: id(request list) -> the open conversation whose latest call sent it.
         self._sent: dict[int, Conversation] = {}
-        self._calls: Pairing[Conversation] = Pairing()
 
     def __len__(self) -> int:
-        return len(self._windows)
+        return len(self._live)
 
     # --- the calling thread ------------------------------------------------------------------------------
 
@@ -302,24 +289,26 @@ class Conversations:
         ]
         conversation_id = attrs.get(semconv.CONVERSATION_ID)
         own: list[Hashable] = [("conversation", conversation_id)] if conversation_id else []
-        here = _HERE.get()
+        here = contexts.turns_here()
         with self._lock:
             self._expire()
             owner = self._owner_of(sent, here)
             if owner is not None and owner.retry is not None:
                 names.append(_retry_key(sent, _caller(), origin))  # type: ignore[arg-type]
-            decision = self._index.find([*names, *own], history, owner, here=self._here(here))
+            decision = self._live.index.find(
+                [*names, *own], history, owner, here=contexts.conversations_here(here, self._live)
+            )
             conv = decision.conversation
             if conv is not None:
                 self._touch(conv)
-            self._index.begin(origin, conv)
+            self._live.index.begin(origin, conv)
         turn = Turn(self, conv, origin, own, sent)
         turn.claimed = decision.claimed
         turn.server = server
-        _HERE.set((*here[1 - _HERE_LIMIT :], turn) if len(here) >= _HERE_LIMIT else (*here, turn))
+        contexts.remember(here, turn)
         return turn
 
-    def _owner_of(self, sent: list[Any] | None, here: tuple[Turn, ...]) -> Conversation | None:
+    def _owner_of(self, sent: list[Any] | None, here: tuple[contexts.Placed, ...]) -> Conversation | None:
         """The open conversation whose latest call sent the very list ``sent``, when that call was made in this
         execution context (a list object two users' code shares, a constant, names no one)."""
         if sent is None:
@@ -329,24 +318,6 @@ class Conversations:
             return None
         return conv if any(turn.conversation is conv for turn in here) else None
 
-    def _here(self, turns: tuple[Turn, ...]) -> list[Conversation]:
-        """The open conversations of ``turns`` (this execution context's)."""
-        out: list[Conversation] = []
-        for turn in turns:
-            conv = turn.conversation
-            if conv is not None and conv not in out and conv in self._windows:
-                out.append(conv)
-        return out
-
-    def _waiting_here(self) -> list[Conversation]:
-        """The open conversations waiting on tools whose calls were made in this execution context."""
-        out: list[Conversation] = []
-        for turn in _HERE.get():
-            conv = turn.conversation
-            if conv is not None and conv not in out and conv in self._windows and conv.waits():
-                out.append(conv)
-        return out
-
     def tool_context(self, call_id: Any, name: Any, arguments: Any, conversation_id: Any = None) -> ToolPlace:
         """The context an un-parented tool run starts in (its conversation's: the one its model call asked, by
         :func:`~spanfold.stitching.evidence.tool_call`, else the one its ``gen_ai.conversation.id`` names), the
@@ -355,13 +326,10 @@ class Conversations:
         with self._lock:
             self._expire()
             by_id = call_id is not None
-            waiting = self._calls.waiting(str(call_id) if by_id else None, name)
-            call = evidence.tool_call(waiting, by_id=by_id, here=self._waiting_here(), arguments=arguments)
+            call = self._live.tool(str(call_id) if by_id else None, name, arguments, contexts.waiting_here(self._live))
             conv = call.owner if call is not None else None
-            if call is not None:
-                self._calls.settle(call)
             if conv is None and conversation_id:
-                holders = self._index.holders(("conversation", conversation_id))
+                holders = self._live.index.holders(("conversation", conversation_id))
                 conv = holders[0] if len(holders) == 1 else None
             if conv is None:  # a run of its own: under an external parent, its span's own id names it
                 return ToolPlace(self.parent, None, None, OWN_RUN if self.parent is not None else None)
@@ -381,66 +349,58 @@ class Conversations:
     # --- the index ---------------------------------------------------------------------------------------
 
     def _touch(self, conv: Conversation, now: float | None = None) -> Conversation:
-        self._windows.touch(conv, self._clock() if now is None else now)
+        self._live.windows.touch(conv, self._clock() if now is None else now)
         return conv
 
     def register(
         self,
         turn: Turn,
         names: list[Hashable],
-        history: int | None,
+        outputs: list[Fingerprint],
         calls: list[tuple[Any, Any, Any]],
         *,
         answered: bool = True,
-        made: list[Hashable] | None = None,
     ) -> Conversation | None:
-        """What ``turn``'s call adds to its conversation: its names, the history past its output (``made``: the
-        tool-call ids its model made, :func:`~spanfold.stitching.evidence.made_keys`: an output no other call gives
-        while they are its alone), the tool calls it asked for (``answered``: it gave a result; a failed call leaves
-        the conversation waiting as it was, and a response it continued may be continued by its retry). A call that
-        joined none opens a conversation under its span's context. The conversation, or None when it closed
-        meanwhile."""
+        """What ``turn``'s call adds to its conversation: its names, its output (fingerprints: the tool-call ids its
+        model made and the history past it, :meth:`~spanfold.stitching.live.Live.answered`), the tool calls it asked
+        for (``answered``: it gave a result; a failed call leaves the conversation waiting as it was, and a response
+        it continued may be continued by its retry). A call that joined none opens a conversation under its span's
+        context. The conversation, or None when it closed meanwhile."""
         conv = turn.conversation
         with self._lock:
-            self._index.end(turn.origin, conv)
+            index = self._live.index
+            index.end(turn.origin, conv)
             if not answered and turn.claimed is not None:
-                self._index.unclaim(turn.claimed)
+                index.unclaim(turn.claimed)
             if conv is None:
                 if turn._first is None:
                     return None
                 conv = Conversation(turn._first, self._clock())
                 fresh = True
-            elif conv not in self._windows:
+            elif conv not in self._live:
                 return None  # closed meanwhile
             else:
                 fresh = False
             if conv.retry is not None:  # a later call ended: the failed one is no longer retried
-                self._index.release(conv, conv.retry)
+                index.release(conv, conv.retry)
                 conv.retry = None
             for key in names:
-                self._hold(conv, key)
+                self._live.hold(conv, key)
                 if isinstance(key, tuple) and key[0] == "retry":
                     conv.retry = key
-            for key in made or ():
-                self._hold(conv, key)
-            if history is not None:
-                self._hold(conv, history, None if self._index.distinctive(made or ()) else turn.origin)
+            self._live.answered(conv, turn.origin, outputs)
             self._remember_sent(conv, turn.sent)
-            for call_id, name, arguments in calls:
-                conv.waiting.append(self._calls.expect(conv, call_id, name, arguments))
+            self._live.expect(conv, calls)
             if answered:
                 conv.asking = bool(calls)
             if fresh:  # the most recently active: queued last, touched now
-                self._windows.add(conv)
-                while len(self._windows) > self.limit and (oldest := self._windows.oldest()) is not None:
+                windows = self._live.windows
+                windows.add(conv)
+                while len(windows) > self.limit and (oldest := windows.oldest()) is not None:
                     self._close(oldest)
             else:
                 self._touch(conv)
             return conv
-
-    def _hold(self, conv: Conversation, key: Hashable, origin: int | None = None) -> None:
-        if self._index.hold(conv, key, origin):
-            conv.keys.append(key)
 
     def _remember_sent(self, conv: Conversation, sent: list[Any] | None) -> None:
         if conv.sent is not None and conv.sent is not sent and self._sent.get(id(conv.sent)) is conv:
@@ -452,23 +412,18 @@ class Conversations:
     def _expire(self) -> None:
         now = self._clock()
         before, asking_before = now - self.idle, now - self.idle * ASKING_IDLE_FACTOR
-        while (conv := self._windows.due(before, asking_before)) is not None:
+        windows = self._live.windows
+        while (conv := windows.due(before, asking_before)) is not None:
             if conv.busy(now):  # a tool still runs: active now
                 conv.touched = now
-            if not self._windows.past(conv, before, asking_before):  # active meanwhile (a tool run ended): later
+            if not windows.past(conv, before, asking_before):  # active meanwhile (a tool run ended): later
                 self._touch(conv, conv.touched)  # its window counts from the tool's end
                 continue
             self._close(conv)
 
     def _close(self, conv: Conversation) -> None:
-        self._windows.remove(conv)
-        for key in conv.keys:
-            self._index.release(conv, key)
-        for call in conv.waiting:
-            self._calls.drop(call)
+        self._live.close(conv)
         self._remember_sent(conv, None)
-        conv.keys.clear()
-        conv.waiting.clear()
         conv.retry = None
 
 
