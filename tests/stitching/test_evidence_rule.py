@@ -183,7 +183,8 @@ def test_a_history_anyone_could_give_joins_only_from_its_own_context() -> None:
 def test_a_runs_own_list_from_its_own_context_joins_it_when_nothing_else_does() -> None:
     index: Index[Conv] = Index()
     a = Conv("a")
-    assert index.find([], history(text("user", "trimmed")), owner=a).conversation is a
+    assert index.find([], history(text("user", "trimmed")), owner=a, changed=True).conversation is a
+    assert index.find([], history(text("user", "trimmed")), owner=a).conversation is None  # re-sent unchanged
     assert index.find([], history(text("user", "trimmed"))).conversation is None
 
 

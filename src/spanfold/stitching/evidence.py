@@ -26,7 +26,8 @@ conversation only when the evidence names exactly one:
    list (``owner``, the conversation that last sent this very list object from this execution context: the source
    knows it, the fold does not) names no other conversation;
 3. among several holders of that history, the one ``owner`` names (the same list object re-sent: one run's loop);
-4. no history at all: ``owner`` (the run trimmed or summarised its own list: what it sends starts anew).
+4. no history at all: ``owner``, when its list changed since it last sent it (``changed``: the run trimmed or
+   summarised its own list; the same list sent again unchanged is a new run asking the same).
 
 :func:`tool_call` is the rule for a tool run: the waiting call with its id when exactly one conversation waits on
 that id, else the one call the execution context that asked for it waits on; name and arguments alone are never
@@ -190,12 +191,14 @@ class Index(Generic[C]):
         *,
         claim: bool = True,
         here: Sequence[C] | None = None,
+        changed: bool = False,
     ) -> Decision[C]:
         """Where a call with these ``names`` and input ``history`` (:func:`chain`) goes; ``owner``: the live
         conversation that last sent the very request list this call sends, from the same execution context (None:
         unknown); ``claim``: a continued response is claimed (False for a call known to have failed); ``here``: the
         live conversations whose calls were made in this execution context (a history another call could give too
-        joins only one of them); None where that is not known (the fold: other producers' spans do not say)."""
+        joins only one of them); None where that is not known (the fold: other producers' spans do not say);
+        ``changed``: ``owner``'s list holds another history than when it last sent it (trimmed, summarised)."""
         for key in names:
             holders = self._holders.get(key)
             if holders:
@@ -227,7 +230,7 @@ class Index(Generic[C]):
             if pending and any(w != id(conv) for w in pending):
                 return self._split(IN_FLIGHT)
             return decision
-        return Decision(owner)  # no history it extends: its own list, trimmed or summarised (or nothing)
+        return Decision(owner if changed else None)  # no history it extends: its own list, trimmed or summarised
 
     def unclaim(self, key: Hashable) -> None:
         """The call that continued the response ``key`` failed: a retry may continue it."""

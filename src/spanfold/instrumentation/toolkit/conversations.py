@@ -105,7 +105,19 @@ class Conversation:
     """One stitched run: the context its later calls start in, its keys, the tool calls it waits on, and the request
     list its latest call sent."""
 
-    __slots__ = ("_context", "_first", "asking", "keys", "retry", "run_id", "running", "sent", "touched", "waiting")
+    __slots__ = (
+        "_context",
+        "_first",
+        "asking",
+        "keys",
+        "retry",
+        "run_id",
+        "running",
+        "sent",
+        "sent_origin",
+        "touched",
+        "waiting",
+    )
 
     def __init__(self, first: SpanContext, now: float) -> None:
         self._first = first  # the context, not the span: an ended span still holds its attributes
@@ -123,6 +135,7 @@ class Conversation:
         #: The request list its latest call sent (kept: its id is the identity evidence), and the retry key of its
         #: latest call when that failed.
         self.sent: list[Any] | None = None
+        self.sent_origin = 0  # the history it held then (a list re-sent unchanged is no run's trimmed list)
         self.retry: Hashable | None = None
 
     def waits(self) -> bool:
@@ -296,7 +309,11 @@ class Conversations:
             if owner is not None and owner.retry is not None:
                 names.append(_retry_key(sent, _caller(), origin))  # type: ignore[arg-type]
             decision = self._live.index.find(
-                [*names, *own], history, owner, here=contexts.conversations_here(here, self._live)
+                [*names, *own],
+                history,
+                owner,
+                here=contexts.conversations_here(here, self._live),
+                changed=owner is not None and owner.sent_origin != origin,
             )
             conv = decision.conversation
             if conv is not None:
@@ -390,6 +407,7 @@ class Conversations:
                     conv.retry = key
             self._live.answered(conv, turn.origin, outputs)
             self._remember_sent(conv, turn.sent)
+            conv.sent_origin = turn.origin
             self._live.expect(conv, calls)
             if answered:
                 conv.asking = bool(calls)
