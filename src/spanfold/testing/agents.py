@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,16 +89,60 @@ def run_agent(
     send their results back; repeat. Returns the model's answer, or "" when it still asks for tools after
     ``max_steps`` calls."""
     api = PROVIDERS[provider] if isinstance(provider, str) else provider
+    request = api.shape.start(api.model, scenario, scenario.question if question is None else question)
+    reply = _turn(api, client, request, scenario, stream, max_steps, tools)
+    return api.shape.text(reply) if reply is not None else ""
+
+
+def run_conversation(
+    provider: str | Provider,
+    client: Any,
+    questions: Sequence[str],
+    *,
+    scenario: Scenario = WEATHER,
+    stream: bool = False,
+    max_steps: int = 8,
+    tools: Mapping[str, Callable[..., str]] | None = None,
+    each_turn: Callable[[int], AbstractContextManager[Any]] | None = None,
+) -> list[str]:
+    """A support bot's conversation: each of ``questions`` a turn of :func:`run_agent`'s loop, each turn re-sending
+    the conversation so far (the earlier questions, tool calls, results and answers) with the next question;
+    ``each_turn(n)``: a context each turn runs in (``lambda n: spanfold.agent("support")``: a run per turn). Returns
+    each turn's answer."""
+    api = PROVIDERS[provider] if isinstance(provider, str) else provider
+    request = api.shape.start(api.model, scenario, questions[0])
+    answers: list[str] = []
+    reply: Any = None
+    for n, question in enumerate(questions):
+        if n:
+            api.shape.follow_up(request, reply, question)
+        with each_turn(n) if each_turn is not None else nullcontext():
+            reply = _turn(api, client, request, scenario, stream, max_steps, tools)
+        if reply is None:
+            break
+        answers.append(api.shape.text(reply))
+    return answers
+
+
+def _turn(
+    api: Provider,
+    client: Any,
+    request: Any,
+    scenario: Scenario,
+    stream: bool,
+    max_steps: int,
+    tools: Mapping[str, Callable[..., str]] | None,
+) -> Any:
+    """The loop until the model answers: its reply (None when it still asks for tools after ``max_steps`` calls)."""
     shape = api.shape
-    request = shape.start(api.model, scenario, scenario.question if question is None else question)
     for _ in range(max_steps):
         reply = shape.send(client, request, stream)
         calls = shape.calls(reply)
         if not calls:
-            return shape.text(reply)
+            return reply
         results = [(call, scenario.run_tool(call.name, call.arguments, call.id, tools=tools)) for call in calls]
         shape.send_back(request, reply, results)
-    return ""
+    return None
 
 
 # -- clients of the mock server -------------------------------------------------------------------------------------

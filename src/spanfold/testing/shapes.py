@@ -49,6 +49,10 @@ class Shape(Protocol):
         """The reply and each call's result (its tool's output) made part of the next request."""
         ...
 
+    def follow_up(self, request: Request, reply: Any, question: str) -> None:
+        """The reply (an answer) and the user's next question made part of the next request: a new turn."""
+        ...
+
 
 # -- Chat Completions and the APIs that copy it ----------------------------------------------------------------------
 
@@ -115,6 +119,9 @@ class ChatCompletions:
     def send_back(self, request: Request, reply: Any, results: list[tuple[Call, str]]) -> None:
         request["messages"].append(reply)
         request["messages"].extend(self.result(call, output) for call, output in results)
+
+    def follow_up(self, request: Request, reply: Any, question: str) -> None:
+        request["messages"] += [reply, {"role": "user", "content": question}]
 
 
 def openai_chat(client: Any, request: Request, stream: bool) -> Any:
@@ -202,6 +209,9 @@ class Messages:
         blocks = [{"type": "tool_result", "tool_use_id": call.id, "content": output} for call, output in results]
         request["messages"].append({"role": "user", "content": blocks})
 
+    def follow_up(self, request: Request, reply: Any, question: str) -> None:
+        request["messages"] += [{"role": "assistant", "content": reply.content}, {"role": "user", "content": question}]
+
 
 class Responses:
     """OpenAI Responses, chained by ``previous_response_id``: each call sends only the new items."""
@@ -231,6 +241,10 @@ class Responses:
         request["input"] = [
             {"type": "function_call_output", "call_id": call.id, "output": output} for call, output in results
         ]
+        request["previous_response_id"] = reply.id
+
+    def follow_up(self, request: Request, reply: Any, question: str) -> None:
+        request["input"] = [{"role": "user", "content": question}]
         request["previous_response_id"] = reply.id
 
 
@@ -270,6 +284,12 @@ class Gemini:
         parts = [types.Part.from_function_response(name=c.name, response={"result": out}) for c, out in results]
         request["contents"].append(types.Content(role="user", parts=parts))
 
+    def follow_up(self, request: Request, reply: Any, question: str) -> None:
+        from google.genai import types
+
+        request["contents"].append(types.Content(role="model", parts=reply))
+        request["contents"].append(types.Content(role="user", parts=[types.Part(text=question)]))
+
 
 class Converse:
     """Amazon Bedrock Converse: ``toolUse`` blocks in, ``toolResult`` blocks back in a user turn."""
@@ -293,3 +313,6 @@ class Converse:
         request["messages"].append(reply)
         blocks = [{"toolResult": {"toolUseId": c.id, "content": [{"text": out}]}} for c, out in results]
         request["messages"].append({"role": "user", "content": blocks})
+
+    def follow_up(self, request: Request, reply: Any, question: str) -> None:
+        request["messages"] += [reply, {"role": "user", "content": [{"text": question}]}]

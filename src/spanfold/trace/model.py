@@ -282,6 +282,9 @@ class TraceMeta:
     #: What the run ended with, when its status is ``error`` (``{"type", "message"}``; written only then).
     error: dict[str, Any] | None = None
     span_count: int = 0
+    #: How many leading events the run was handed (the history its first call sent: earlier turns, the question),
+    #: not produced; the rest its steps produced. None: not known (a trace written without it).
+    handed: int | None = None
     #: Each model call and tool run, in the order they started (written when there are any).
     steps: list[StepTime] = field(default_factory=list)
     #: Extra facts: the OTel trace ids a stitched run spans, truncation counters, what the run cost (``cost``: a
@@ -309,6 +312,8 @@ class TraceMeta:
         if self.error is not None:
             out["error"] = self.error
         out["span_count"] = self.span_count
+        if self.handed is not None:
+            out["handed"] = self.handed
         if self.steps:
             out["steps"] = [step.to_dict() for step in self.steps]
         out.update(self.extra)
@@ -324,6 +329,7 @@ class TraceMeta:
         models = raw.get("models")
         error = raw.get("error")
         listed = raw.get("steps") if steps else None
+        handed = raw.get("handed")
         return cls(
             trace_id=_str(raw.get("trace_id")) or "",
             name=_str(raw.get("name")),
@@ -336,6 +342,7 @@ class TraceMeta:
             status=status if status in STATUSES else "complete",
             error=error if isinstance(error, dict) else None,
             span_count=_int(raw.get("span_count")),
+            handed=handed if isinstance(handed, int) and not isinstance(handed, bool) and handed >= 0 else None,
             steps=[s for s in map(StepTime.from_dict, listed) if s is not None] if isinstance(listed, list) else [],
             extra={k: v for k, v in raw.items() if k not in _META_KEYS},
         )
@@ -354,6 +361,7 @@ _META_KEYS = frozenset(
         "status",
         "error",
         "span_count",
+        "handed",
         "steps",
     )
 )
@@ -391,8 +399,14 @@ class Trace:
     def tool_calls(self) -> list[ToolCall]:
         return [tc for e in self.events for tc in e.tool_calls]
 
+    def produced(self) -> list[Message]:
+        """The events the run produced (after those it was handed, :attr:`TraceMeta.handed`)."""
+        handed = self.meta.handed
+        return self.events[handed:] if handed else self.events
+
     def summary(self) -> TraceSummary:
-        return TraceSummary.of(self.events)
+        """AgentV's summary: every event counted, and the tool calls the run made (not those of its history)."""
+        return TraceSummary.of(self.events, self.meta.handed or 0)
 
 
 @dataclass(slots=True)
@@ -405,16 +419,19 @@ class TraceSummary:
     error_count: int
 
     @classmethod
-    def of(cls, events: list[Message]) -> TraceSummary:
+    def of(cls, events: list[Message], handed: int = 0) -> TraceSummary:
+        """The summary of ``events``, whose first ``handed`` were the run's history: their tool calls were not the
+        run's (they count as events, not as calls)."""
         # Each tool call and each tool output is an AgentV event of its own; a message with tool calls and no text
         # is only its calls; an error event is an event and an error.
         counts: dict[str, int] = {}
         n_events = errors = 0
-        for e in events:
+        for n, e in enumerate(events):
             calls = e.tool_calls
             if calls:
-                for tc in calls:
-                    counts[tc.name] = counts.get(tc.name, 0) + 1
+                if n >= handed:
+                    for tc in calls:
+                        counts[tc.name] = counts.get(tc.name, 0) + 1
                 n_events += len(calls)
                 if e.role in ("tool", "error") or e.content:
                     n_events += 1

@@ -328,7 +328,7 @@ def render_trace(
     """The trace as lines for a terminal: a heading, then one block per event (tool calls indented under theirs).
     ``max_chars`` cuts each content, tool output and argument list to that many characters; ``width`` wraps long
     lines to that many columns with a hanging indent (under the text, not under the role)."""
-    summary = TraceSummary.of(list(events))
+    summary = TraceSummary.of(list(events), (meta.handed or 0) if meta is not None else 0)
     head = header(meta, summary)
     paint = _Painter(color)
     return [

@@ -46,7 +46,7 @@ from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
 from spanfold.pricing.overrides import PriceOverrides
 from spanfold.semconv.shapes import first_choice
 from spanfold.stitching.pairing import Call, Pairing
-from spanfold.trace.model import Message, Trace
+from spanfold.trace.model import Message, Trace, TraceMeta
 
 __all__ = ["drop_duplicate_calls", "fold", "fold_run", "iso", "span_hex"]
 
@@ -198,6 +198,10 @@ class _Folder:
         self.sent_calls: set[Call[_FoldThread]] = set()
         self.tally = Tally(prices)
         self.inputs = InputEvents(self.call_names)
+        #: A model step's first event it produced (its first output, else its error), by span id; and every event a
+        #: step produced (outputs, errors, tool runs' outputs), by identity: the rest were handed to the run.
+        self.first_output: dict[int, Message] = {}
+        self.produced: set[int] = set()
 
     # --- threads -----------------------------------------------------------------------------------------
 
@@ -404,13 +408,10 @@ class _Folder:
         self.outputs(thread, step)
         if step.error is not None:
             err = step.error
-            self.emit(
-                thread,
-                Message(role="error", content=error_text(err), error=err, metadata=step_metadata(step)),
-                step.end_ns,
-                step.span_id,
-                history=False,
-            )
+            failed = Message(role="error", content=error_text(err), error=err, metadata=step_metadata(step))
+            self.first_output.setdefault(step.span_id, failed)
+            self.produced.add(id(failed))
+            self.emit(thread, failed, step.end_ns, step.span_id, history=False)
 
     def outputs(self, thread: _FoldThread, step: ModelStep) -> None:
         outs, more = first_choice(step.outputs)
@@ -427,6 +428,8 @@ class _Folder:
                     if others:
                         msg.metadata["choices"] = others
                     first = False
+                    self.first_output.setdefault(step.span_id, msg)
+                self.produced.add(id(msg))
                 self.emit(thread, msg, step.end_ns, step.span_id, fp=fp)
                 self.expect(thread, msg)
 
@@ -449,6 +452,7 @@ class _Folder:
         msg.timestamp = iso(step.end_ns)
         msg.metadata["span_id"] = span_hex(step.span_id)
         self.unsent.add(id(msg))
+        self.produced.add(id(msg))
         if call is None:
             self.emit(self.thread_of(step), msg, step.end_ns, step.span_id)
             return
@@ -491,6 +495,21 @@ class _Folder:
         """The agent spans with no agent above them."""
         return [a for a in self.agents.values() if self.agent_of(a.span_id) is None]
 
+    def place(self, meta: TraceMeta) -> TraceMeta:
+        """What the metadata learns from the events as folded: how many leading events the run was handed (the
+        history its first call sent, up to the first event a step produced) and, for each model call, the event it
+        produced first (not the first of its inputs, which may be an earlier turn's)."""
+        events = self.events
+        meta.handed = next((n for n, e in enumerate(events) if id(e) in self.produced), len(events))
+        if self.first_output and meta.steps:
+            position = {id(e): n for n, e in enumerate(events)}
+            for step in meta.steps:
+                if step.kind == "model" and step.span_id is not None:
+                    msg = self.first_output.get(int(step.span_id, 16))
+                    if msg is not None:
+                        step.event = position.get(id(msg))
+        return meta
+
 
 def fold_run(run: Run, prices: PriceOverrides | None = None) -> Trace:
     """The flat trace of a run (one trace, or a stitched conversation), from the steps it brings, and its metadata
@@ -498,7 +517,7 @@ def fold_run(run: Run, prices: PriceOverrides | None = None) -> Trace:
     are counted."""
     folder = _Folder(run.records, run.steps, prices)
     events = folder.run()
-    return Trace(events=events, meta=run_meta(run, folder.roots(), folder.tally))
+    return Trace(events=events, meta=folder.place(run_meta(run, folder.roots(), folder.tally)))
 
 
 def fold(
@@ -514,4 +533,4 @@ def fold(
     records = list(spans)
     folder = _Folder(records, steps_of(records, steps), prices)
     events = folder.run()
-    return Trace(events=events, meta=trace_meta(trace_id, records, folder.roots(), folder.tally))
+    return Trace(events=events, meta=folder.place(trace_meta(trace_id, records, folder.roots(), folder.tally)))
