@@ -6,6 +6,7 @@ The one place that knows both halves: ``instrumentation`` (span producers) and `
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import signal
@@ -65,6 +66,19 @@ class Handle:
         written = bool(self.processor.force_flush(int(seconds * 1000)))
         if self.otlp_processor is not None:
             self.otlp_processor.force_flush(int(seconds * 1000))
+        return written
+
+    def stop(self, reason: str, timeout: float) -> bool:
+        """The process is ending now (``reason``: the signal, or ``exit``): end the spans still running (each says
+        what stopped it), write every run held, finished or not (``incomplete``), in every format and to the OTLP
+        exporter, within ``timeout`` seconds. False when it did not finish in time."""
+        if self.processor is None:
+            return True
+        self.processor.end_running(reason)
+        millis = int(max(timeout, 0.0) * 1000)
+        written = bool(self.processor.force_flush(millis))  # what finished, and what stopping ended, to the files
+        if self.otlp_processor is not None:
+            self.otlp_processor.force_flush(millis)
         return written
 
     def shutdown(self) -> None:
@@ -258,14 +272,26 @@ def stop() -> None:
         conversations.activate(None)
 
 
-def _at_exit(timeout: float = 10.0) -> None:
+def _at_exit(timeout: float = 10.0, reason: str = "exit") -> None:
+    """The process ends: every run it holds written (:meth:`Handle.stop`: spans still running, a daemon thread's call
+    or a span never ended, end as ``reason``), and what could not be written said."""
+    handle = _handle
+    if handle is not None:
+        try:
+            handle.stop(reason, timeout)
+            report_unwritten(handle.processor.writers if handle.processor is not None else ())
+        except Exception as exc:  # never make the user's exit noisy
+            counters.fault("atexit.flush", exc)
+
+
+def _flush_done(timeout: float) -> None:
+    """Write what is finished now (an application's own signal handler decides whether the process ends)."""
     handle = _handle
     if handle is not None:
         try:
             handle.flush(timeout=timeout)
-            report_unwritten(handle.processor.writers if handle.processor is not None else ())
-        except Exception as exc:  # never make the user's exit noisy
-            counters.fault("atexit.flush", exc)
+        except Exception as exc:
+            counters.fault("signal.flush", exc)
 
 
 def _flush_in_multiprocessing_children() -> None:
@@ -285,29 +311,40 @@ def _register_child_flush(_: object) -> None:
     util.Finalize(None, _at_exit, exitpriority=100)
 
 
+#: The signals whose default action ends the process without atexit: spanfold writes the runs first. (SIGINT's
+#: default handler raises KeyboardInterrupt: the program unwinds and atexit writes them.)
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
 def _install_sigterm() -> None:
-    """Flush on SIGTERM too (its default action ends the process without atexit), then do what SIGTERM did before:
-    the previous Python handler, else the default action. Left alone when SIGTERM is ignored or handled in C, and
-    outside the main thread (where handlers cannot be set)."""
+    """Write the runs on SIGTERM and SIGHUP too, then do what the signal did before: the previous Python handler,
+    else the default action (the exit status is the signal's, as without spanfold). Left alone when a signal is
+    ignored or handled in C, and outside the main thread (where handlers cannot be set)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    try:
-        previous = signal.getsignal(signal.SIGTERM)
-        if previous is signal.SIG_DFL or callable(previous):
-            signal.signal(signal.SIGTERM, lambda signum, frame: _on_sigterm(previous, signum, frame))
-    except (ValueError, OSError) as exc:  # a platform without SIGTERM handlers
-        counters.fault("sigterm.install", exc)
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:  # a platform without it
+            continue
+        try:
+            previous = signal.getsignal(signum)
+            if previous is signal.SIG_DFL or callable(previous):
+                signal.signal(signum, functools.partial(_on_signal, previous))
+        except (ValueError, OSError) as exc:
+            counters.fault("signal.install", exc)
 
 
-#: The longest SIGTERM waits for the flush (a wedged disk must not eat a container's grace period; a flush takes ms).
+#: The longest a stopping signal waits for the runs to be written (a wedged disk must not eat a container's grace
+#: period; writing takes milliseconds).
 SIGTERM_FLUSH_S = 3.0
 
 
-def _on_sigterm(previous: Any, signum: int, frame: Any) -> None:
-    _at_exit(SIGTERM_FLUSH_S)
-    if callable(previous):
+def _on_signal(previous: Any, signum: int, frame: Any) -> None:
+    if callable(previous):  # the application's handler decides: what is finished is written; atexit does the rest
+        _flush_done(SIGTERM_FLUSH_S)
         previous(signum, frame)
         return
+    _at_exit(SIGTERM_FLUSH_S, signal.Signals(signum).name)  # the process ends now: every run it holds
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 

@@ -41,9 +41,7 @@ def test_an_agent_per_turn_links_each_step_to_its_own_turn(
     traced: Traced, server: MockLLMServer, provider: str
 ) -> None:
     chosen = PROVIDERS[provider]
-    answers = run_conversation(
-        chosen, chosen.client(server), QUESTIONS, each_turn=lambda n: spanfold.agent("support")
-    )
+    answers = run_conversation(chosen, chosen.client(server), QUESTIONS, each_turn=lambda n: spanfold.agent("support"))
     assert len(answers) == 2 and all(answers)
     first, second = _written(traced)
     events, meta, summary = second

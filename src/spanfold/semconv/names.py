@@ -146,6 +146,9 @@ SPANFOLD_STITCHED: Final = "spanfold.stitched"
 #: On the spans of a run under an external parent (a caller's ``TRACEPARENT``, whose trace id every run of the
 #: process shares): the run's id, the hex span id of its first span. The fold keys flat traces by it.
 SPANFOLD_RUN_ID: Final = "spanfold.run.id"
+#: On a span spanfold ended itself because the process was stopping while it ran (``SIGTERM``, ``SIGHUP``, ``exit``):
+#: what stopped it. Its run is written ``incomplete``, with ``ended_by`` in its metadata.
+SPANFOLD_ENDED_BY: Final = "spanfold.ended_by"
 
 # --- Google Gemini (google-genai): provider names and usage ----------------------------------------------
 #: gen_ai.provider.name of the Gemini Developer API (AI Studio keys) and of Vertex AI, as the conventions name them.

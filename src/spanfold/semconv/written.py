@@ -80,6 +80,7 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.AWS_REQUEST_ID: r.CORE,
     n.SPANFOLD_STITCHED: SPANFOLD,
     n.SPANFOLD_RUN_ID: SPANFOLD,
+    n.SPANFOLD_ENDED_BY: SPANFOLD,
     # what a backend shows first (model calls, tool runs, a run's root)
     n.OPENINFERENCE_INPUT_VALUE: OPENINFERENCE,
     n.OPENINFERENCE_INPUT_MIME_TYPE: OPENINFERENCE,

@@ -172,6 +172,12 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     if meta.error is not None:
         meta.status = "error"
     meta.extra.update(_who(records, roots))
+    for record in records:  # a span spanfold ended as the process stopped: the run was cut short, and by what
+        stopped = record.attributes.get(semconv.SPANFOLD_ENDED_BY)
+        if isinstance(stopped, str):  # incomplete, not failed: its error says what stopped it
+            meta.status = "truncated" if meta.status == "truncated" else "incomplete"
+            meta.extra["ended_by"] = stopped
+            break
     return meta
 
 

@@ -315,9 +315,22 @@ class Assembler:
             return
         self._hand_on(finished)
 
+    def prepare(self) -> None:
+        """Load the later stages now (an application's process: with its first span, so that they are not loaded as
+        late as its exit, where defining their dataclasses, ``exec`` of source text, would make CPython forget that
+        an uncaught KeyboardInterrupt is ending the process: it would exit 1, not by SIGINT)."""
+        self._runs_stage()
+        self._hand_on([])
+
     def _runs_stage(self) -> Runs:
+        """The runs stage, with the dialects, the stitcher, the fold and the price table: loaded when the first
+        trace is done (or :meth:`prepare`), not at ``init()`` (start-up time)."""
         if self._runs is None:
-            from spanfold.exporter.runs.grouping import Runs  # with the dialects and the stitcher: the first trace
+            from spanfold.exporter.fold import folding  # noqa: F401
+            from spanfold.exporter.runs.grouping import Runs
+            from spanfold.pricing import table
+
+            table.available()  # genai-prices' table, when installed
 
             self._runs = Runs(self.config, stitch=self.policy.stitch, final_idle=self.policy.final_idle)
         return self._runs

@@ -7,7 +7,9 @@ SDK's ``BatchSpanProcessor``:
 * the worker folds in batches on its own thread: the shared :class:`~spanfold.exporter.pipeline.assembler.Assembler`
   groups spans by trace id and passes a trace on once its local root and every span it saw start have ended (its
   un-parented calls stitched into runs, then folded), and bounds memory;
-* fork-safe: a forked child drops what it inherited and starts its own worker.
+* fork-safe: a forked child drops what it inherited and starts its own worker;
+* the spans still running are known (by span id, a dict entry each), so a process that is stopping can end them
+  (:meth:`FoldingSpanProcessor.end_running`) and write the runs they belong to.
 
 ``FoldWorker``, ``POLL_INTERVAL_S`` and ``WAKE_AT`` live in :mod:`spanfold.exporter.pipeline.worker` (re-exported here).
 """
@@ -18,15 +20,21 @@ from collections.abc import Iterable
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import Status, StatusCode
 
 from spanfold import config as config_module
+from spanfold import counters, semconv
 from spanfold.config import Config
 from spanfold.exporter.files.writers import Writer
 from spanfold.exporter.fold.meta import trace_hex
+from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Policy
 from spanfold.exporter.pipeline.worker import POLL_INTERVAL_S, WAKE_AT, FoldWorker
 
 __all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor", "trace_hex"]
+
+#: Spans tracked as running at most (a span an application never ends stays here until the bound).
+RUNNING_LIMIT = 65536
 
 
 class FoldingSpanProcessor(SpanProcessor):
@@ -44,18 +52,50 @@ class FoldingSpanProcessor(SpanProcessor):
         limit = 2 * self.config.max_queue_size  # start markers and spans
         stitched = self.config.stitch if stitch is None else stitch  # the stitch option (SPANFOLD_STITCH) by default
         self._fold = FoldWorker(
-            writers, self.config, Policy(stitch=stitched), poll_interval=poll_interval, max_depth=limit
+            writers, self.config, Policy(stitch=stitched), poll_interval=poll_interval, max_depth=limit, prepare=True
         )
+        #: The spans started and not yet ended, by span id (bounded: past it a span is not tracked, counted). A forked
+        #: child forgets its parent's: they run in the parent.
+        self._running: dict[int, Span] = {}
+        reinit_in_child(self._forget_running)
 
     # --- SpanProcessor (hot path: append only) -----------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         ctx = span.context
         if ctx is not None:
+            running = self._running
+            if len(running) < RUNNING_LIMIT:
+                running[ctx.span_id] = span
+            else:
+                counters.incr("running_spans_untracked")
             self._fold.start(ctx.trace_id, ctx.span_id)
 
     def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
+        if ctx is not None:
+            self._running.pop(ctx.span_id, None)
         self._fold.end(span)
+
+    def _forget_running(self) -> None:
+        self._running.clear()
+
+    def end_running(self, reason: str) -> int:
+        """End every span still running, each marked with what stopped the process (``spanfold.ended_by`` and
+        ``error.type``, status error: an OTel backend shows it cut short): the process is about to end, and a span
+        never ended is a run never written. Returns how many it ended."""
+        ended = 0
+        for span in list(self._running.values()):
+            try:
+                if span.is_recording():
+                    span.set_attributes({semconv.SPANFOLD_ENDED_BY: reason, semconv.ERROR_TYPE: reason})
+                    span.set_status(Status(StatusCode.ERROR, f"process stopped ({reason})"))
+                    span.end()
+                    ended += 1
+            except Exception as exc:
+                counters.fault("processor.end_running", exc)
+        self._running.clear()
+        return ended
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Block until every span ended before the call is folded and written (open conversations included) and

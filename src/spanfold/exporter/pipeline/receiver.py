@@ -41,7 +41,7 @@ When is a stitched run written? (Zero-code runs: one trace per model call, joine
 
 ``final_wait=0`` turns both off: conversations are written after ``stitch_idle`` seconds idle, or at shutdown.
 
-It listens on loopback unless told otherwise; SIGTERM / SIGINT stop it after everything buffered is written.
+It listens on loopback unless told otherwise; SIGTERM / SIGINT / SIGHUP stop it after everything buffered is written.
 """
 
 from __future__ import annotations
@@ -486,7 +486,7 @@ async def _serve(
         raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # each would end it: what it holds is written first
         loop.add_signal_handler(sig, stop.set)
     ready(receiver)
     await stop.wait()

@@ -81,6 +81,7 @@ class FoldWorker:
         poll_interval: float = POLL_INTERVAL_S,
         name: str = "spanfold-fold",
         max_depth: int | None = None,
+        prepare: bool = False,
     ) -> None:
         self.config = config if config is not None else config_module.load()
         #: Items the queue holds at most (:meth:`start`, :meth:`end` and :meth:`offer` drop beyond it).
@@ -89,6 +90,9 @@ class FoldWorker:
         self._policy = policy
         self._poll = poll_interval
         self._name = name
+        #: Load the assembler's later stages as soon as the first span ended (an application's process, which may
+        #: end at any time: :meth:`Assembler.prepare`); a receiver loads them with its first done trace.
+        self._prepare = prepare
         self.shut = False
         self.closed = False
         self._lifecycle = threading.Lock()
@@ -106,6 +110,8 @@ class FoldWorker:
         self._bytes_lock = threading.Lock()
         self._writers_lock = threading.Lock()
         self.assembler = Assembler(writers, self.config, self._policy)
+        #: No span has ended yet (with ``prepare``, the first wakes the worker to load the later stages).
+        self._cold = self._prepare
 
     def _start(self) -> None:
         self.thread = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -149,7 +155,10 @@ class FoldWorker:
             counters.incr("dropped_spans")
             return
         queue.append(span)
-        if len(queue) >= self._wake_at and not self._wake.is_set():
+        if self._cold:  # the first span wakes the worker at once: it loads the later stages now, not at exit
+            self._cold = False
+            self._wake.set()
+        elif len(queue) >= self._wake_at and not self._wake.is_set():
             self._wake.set()
 
     def offer(self, spans: Sequence[ReadableSpan | SpanRecord]) -> bool:
@@ -227,6 +236,9 @@ class FoldWorker:
             try:
                 if self._drain(queue):
                     return
+                if self._prepare and not self._cold:
+                    self._prepare = False
+                    self.assembler.prepare()
                 self.assembler.expire(time.monotonic())
                 self.assembler.commit()
             except Exception as exc:  # the worker never dies
