@@ -1,17 +1,16 @@
 """Stitching, round 3: the five ways adversarial users got one user's data into another user's trace, each with the
 real ``openai`` SDK over real HTTP to the embedded mock server, zero-code (no agent span).
 
-Each user runs in a thread of its own (a one-worker pool: its steps keep the thread, and the thread's context, as a
-request handler's would); the test drives the interleaving step by step, so each schedule is the same every run. The
-privacy rule, in the files and in the OTel spans: no flat trace holds two users' secrets, and no OTel trace holds two
-users' calls (bar a caller's TRACEPARENT, whose trace id every run shares by design).
+Each user runs in a thread of its own (:class:`~.user_threads.UserThread`: its steps keep the thread and its
+context, as a request handler's would); the test drives the interleaving step by step, so each schedule is the same
+every run. The privacy rule, in the files and in the OTel spans: no flat trace holds two users' secrets, and no OTel
+trace holds two users' calls (bar a caller's TRACEPARENT, whose trace id every run shares by design).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ from spanfold.testing import MockLLMServer, MockRequest, Reply
 from spanfold.testing.replies import ToolCallSpec
 
 from ..conftest import Traced
+from .user_threads import UserThread
 
 T = TypeVar("T")
 MODEL = "gpt-4o-mini"
@@ -34,17 +34,17 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 class Users:
-    """One single-thread pool per user: ``do(user, fn)`` runs ``fn`` in that user's thread and returns its result."""
+    """One thread per user: ``do(user, fn)`` runs ``fn`` in that user's thread and returns its result."""
 
     def __init__(self, names: str) -> None:
-        self.pools = {name: ThreadPoolExecutor(max_workers=1) for name in names}
+        self.threads = {name: UserThread() for name in names}
 
     def do(self, user: str, fn: Callable[[], T]) -> T:
-        return self.pools[user].submit(fn).result(timeout=30)
+        return self.threads[user].do(fn)
 
     def close(self) -> None:
-        for pool in self.pools.values():
-            pool.shutdown()
+        for thread in self.threads.values():
+            thread.close()
 
 
 @pytest.fixture

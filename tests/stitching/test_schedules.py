@@ -30,7 +30,6 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from spanfold.testing import MockLLMServer, MockRequest, Reply
 from spanfold.testing.replies import ToolCallSpec
 
 from ..conftest import Traced, traced_into
+from .user_threads import UserThread
 
 MODEL = "gpt-4o-mini"
 SYSTEMS = ("You are a helpful assistant.", "You are the assistant of Example Bank.")
@@ -275,16 +275,16 @@ def run_program(program: Program, server: MockLLMServer) -> list[Run]:
     client = openai.OpenAI(api_key="k", base_url=server.base_url, max_retries=0)
     primer = client.responses.create(model=MODEL, instructions=SYSTEMS[0], input="Primer: be brief.").id
     runs = [Run(tag, user, client, primer) for tag, user in zip(tags, program.users, strict=True)]
-    pools = [ThreadPoolExecutor(max_workers=1) for _ in runs]
+    threads = [UserThread() for _ in runs]
     steps = [run.steps() for run in runs]
     try:
         for u in program.order:
-            pools[u].submit(next(steps[u])).result(timeout=30)
+            threads[u].do(next(steps[u]))
         for u, run in enumerate(runs):
-            pools[u].submit(run.close).result(timeout=30)
+            threads[u].do(run.close)
     finally:
-        for pool in pools:
-            pool.shutdown()
+        for thread in threads:
+            thread.close()
     return runs
 
 
