@@ -12,7 +12,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,15 +71,17 @@ class Handle:
 
     def stop(self, reason: str, timeout: float) -> bool:
         """The process is ending now (``reason``: the signal, or ``exit``): end the spans still running (each says
-        what stopped it), write every run held, finished or not (``incomplete``), in every format and to the OTLP
-        exporter, within ``timeout`` seconds. False when it did not finish in time."""
+        what stopped it), write every run held, finished or not (``incomplete``: the final flush, as at shutdown; a
+        trace whose root never ended too), in every format and to the OTLP exporter, within ``timeout`` seconds
+        (the OTLP export's own wait aside: a signal bounds the whole, :func:`_within`). False when it did not
+        finish in time."""
         if self.processor is None:
             return True
+        deadline = time.monotonic() + max(timeout, 0.0)
         self.processor.end_running(reason)
-        millis = int(max(timeout, 0.0) * 1000)
-        written = bool(self.processor.force_flush(millis))  # what finished, and what stopping ended, to the files
+        written = self.processor.close(_millis_to(deadline))  # what finished, and what stopping ended, to the files
         if self.otlp_processor is not None:
-            self.otlp_processor.force_flush(millis)
+            self.otlp_processor.force_flush(_millis_to(deadline))
         return written
 
     def shutdown(self) -> None:
@@ -89,6 +92,10 @@ class Handle:
             self.processor.shutdown()
         if self.otlp_processor is not None:
             self.otlp_processor.shutdown()
+
+
+def _millis_to(deadline: float) -> int:
+    return int(max(deadline - time.monotonic(), 0.0) * 1000)
 
 
 _lock = threading.RLock()
@@ -311,15 +318,17 @@ def _register_child_flush(_: object) -> None:
     util.Finalize(None, _at_exit, exitpriority=100)
 
 
-#: The signals whose default action ends the process without atexit: spanfold writes the runs first. (SIGINT's
-#: default handler raises KeyboardInterrupt: the program unwinds and atexit writes them.)
-STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+#: The signals whose action ends the process without atexit: spanfold writes the runs first. A signal whose Python
+#: handler raises KeyboardInterrupt (SIGINT's, unless the application set it otherwise) is left alone: the program
+#: unwinds, its spans end with that error and atexit writes the runs; SIGINT set to the default action is not.
+STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
 
 
 def _install_sigterm() -> None:
-    """Write the runs on SIGTERM and SIGHUP too, then do what the signal did before: the previous Python handler,
-    else the default action (the exit status is the signal's, as without spanfold). Left alone when a signal is
-    ignored or handled in C, and outside the main thread (where handlers cannot be set)."""
+    """Write the runs on SIGTERM, SIGHUP (and SIGINT set to its default action) too, then do what the signal did
+    before: the previous Python handler, else the default action (the exit status is the signal's, as without
+    spanfold). Left alone when a signal is ignored, handled in C or raises KeyboardInterrupt, and outside the main
+    thread (where handlers cannot be set). A handler the application installs later replaces spanfold's."""
     if threading.current_thread() is not threading.main_thread():
         return
     for name in STOP_SIGNALS:
@@ -328,23 +337,51 @@ def _install_sigterm() -> None:
             continue
         try:
             previous = signal.getsignal(signum)
+            if previous is signal.default_int_handler:  # KeyboardInterrupt: the program unwinds, atexit writes
+                continue
             if previous is signal.SIG_DFL or callable(previous):
                 signal.signal(signum, functools.partial(_on_signal, previous))
         except (ValueError, OSError) as exc:
             counters.fault("signal.install", exc)
 
 
-#: The longest a stopping signal waits for the runs to be written (a wedged disk must not eat a container's grace
-#: period; writing takes milliseconds).
+#: The longest a stopping signal waits for the runs to be written (a wedged disk or an OTLP endpoint that does not
+#: answer must not eat a container's grace period; writing takes milliseconds).
 SIGTERM_FLUSH_S = 3.0
+
+_stopping = False  # a stopping signal is being handled (a second one leaves it to the first)
+
+
+def _within(seconds: float, work: Callable[[], object]) -> bool:
+    """Run ``work`` on a thread of its own and wait for it ``seconds`` at most; False when it did not finish. A
+    signal handler runs between two bytecodes of the main thread, which may hold a lock the work needs (a span's, an
+    exporter's): waiting there could wait forever, and an export may hang on the network."""
+    try:
+        worker = threading.Thread(target=work, name="spanfold-stop", daemon=True)
+        worker.start()
+        worker.join(seconds)
+    except Exception as exc:
+        counters.fault("signal.stop", exc)
+        return False
+    if worker.is_alive():
+        counters.incr("signal.stop_timeout")
+        return False
+    return True
 
 
 def _on_signal(previous: Any, signum: int, frame: Any) -> None:
+    global _stopping
     if callable(previous):  # the application's handler decides: what is finished is written; atexit does the rest
-        _flush_done(SIGTERM_FLUSH_S)
+        _within(SIGTERM_FLUSH_S, functools.partial(_flush_done, SIGTERM_FLUSH_S))
         previous(signum, frame)
         return
-    _at_exit(SIGTERM_FLUSH_S, signal.Signals(signum).name)  # the process ends now: every run it holds
+    if _stopping:  # the handling of the first stopping signal ends the process
+        return
+    _stopping = True
+    try:  # the process ends now: every run it holds, then the signal's default action
+        _within(SIGTERM_FLUSH_S, functools.partial(_at_exit, SIGTERM_FLUSH_S, signal.Signals(signum).name))
+    except BaseException as exc:  # another signal's KeyboardInterrupt or SystemExit: this one ends the process
+        counters.fault("signal.stop", exc)
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 

@@ -104,7 +104,12 @@ class FoldingSpanProcessor(SpanProcessor):
 
     def shutdown(self, timeout_millis: int = 30000) -> None:
         """Flush everything (traces still open are written as incomplete), close the writers, stop the worker."""
-        self._fold.flush(timeout_millis / 1000, final=True)
+        self.close(timeout_millis)
+
+    def close(self, timeout_millis: int = 30000) -> bool:
+        """:meth:`shutdown`, saying whether everything was written within ``timeout_millis`` (the process is ending:
+        every trace held is written, a trace whose root never ended ``incomplete``)."""
+        return self._fold.flush(timeout_millis / 1000, final=True)
 
     # --- writers -----------------------------------------------------------------------------------------
 

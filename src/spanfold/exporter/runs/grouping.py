@@ -239,8 +239,12 @@ class Runs:
         return self._closed(stitcher.close(conv))
 
     def _closed(self, conv: Conversation) -> Run:
-        """A closed conversation as the run the fold folds; its bytes are no longer held here."""
+        """A closed conversation as the run the fold folds; its bytes are no longer held here. One whose latest call
+        asked for tools that never answered was not over: it is written incomplete."""
         self.attribute_bytes -= conv.attribute_bytes
+        if conv.status == "complete" and conv.left_asking():
+            conv.status = "incomplete"
+            counters.incr("conversations_closed_asking")
         return Run(conv.trace_ids, conv.records, conv.steps, conv.status, stitched=True, run_id=conv.run_id)
 
 

@@ -77,6 +77,17 @@ class Conversation:
         self.status = worst(self.status, status)
         self.attribute_bytes += attribute_bytes
 
+    def left_asking(self) -> bool:
+        """Whether its last step (by start) is a model call that asked for tools: nothing ran them, the run was not
+        over (its calls may have arrived together, so :attr:`asking` alone does not tell)."""
+        last: ModelStep | ToolStep | None = None
+        for step in self.steps.values():
+            if not isinstance(step, (ModelStep, ToolStep)) or (isinstance(step, ModelStep) and step.error):
+                continue
+            if last is None or step.start_ns >= last.start_ns:
+                last = step
+        return isinstance(last, ModelStep) and bool(tool_calls(first_choice(last.outputs)[0]))
+
 
 def placed_at_source(record: SpanRecord) -> bool:
     """Whether the source decided the span's zero-code run (``spanfold.stitched``): its trace id tells, and the fold
