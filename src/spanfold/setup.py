@@ -29,7 +29,7 @@ from spanfold.content.redaction import from_option
 from spanfold.exporter.files.writers import MemoryWriter, report_unwritten, writers_for
 from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.instrumentation import registry
-from spanfold.instrumentation.toolkit import conversations
+from spanfold.instrumentation.toolkit import asked, conversations
 from spanfold.trace.model import Trace
 
 logger = logging.getLogger("spanfold")
@@ -277,6 +277,7 @@ def stop() -> None:
         handle.shutdown()
         runtime.activate(None)  # init()'s choice ends with it
         conversations.activate(None)
+        asked.clear()
 
 
 def _at_exit(timeout: float = 10.0, reason: str = "exit") -> None:

@@ -158,9 +158,12 @@ async def test_weather_agent_over_stdio(traced: Any, server: MockLLMServer, glob
     }
     if MCP2:
         expected["mcp.protocol.version"] = paris["mcp.protocol.version"]
-    if pass_ids:
-        expected["gen_ai.tool.call.id"] = events[2]["tool_calls"][0]["id"]
+    # The model's call id on each span, passed or not: inside the agent's trace the call with the run's exact name
+    # and arguments names it, as the source does for a zero-code run.
+    expected["gen_ai.tool.call.id"] = events[2]["tool_calls"][0]["id"]
     assert paris == expected
+    calls = [c["id"] for e in events for c in e.get("tool_calls") or []]
+    assert [dict(s.attributes or {}).get("gen_ai.tool.call.id") for s in tool_spans] == calls
     if not MCP2:
         return
     # The SDK's own client span (2.x) nests under ours and is no tool step.

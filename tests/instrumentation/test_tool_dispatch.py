@@ -115,7 +115,7 @@ def test_dispatcher_in_an_agent_run_gives_one_output_per_call(
         attrs = dict(span.attributes or {})
         assert attrs["gen_ai.tool.name"] == call["function"]["name"]
         assert json.loads(str(attrs["gen_ai.tool.call.arguments"])) == call["function"]["arguments"]
-        assert attrs.get("gen_ai.tool.call.id") == (None if how == "by_name_no_id" else call["id"])
+        assert attrs.get("gen_ai.tool.call.id") == call["id"]  # without one passed: the call of its exact arguments
         assert "gen_ai.tool.description" not in attrs  # the dispatcher's doc describes no tool
     # every output is the tool span's own (its time), never a second, nameless copy from the next call's inputs
     tool_events = [e for e in events if e["role"] == "tool"]
@@ -196,3 +196,36 @@ def test_a_bedrock_tool_use_block_and_what_is_no_tool_call(global_spans: Any) ->
     assert dict(spans[0].attributes or {})["gen_ai.tool.call.id"] == "tooluse_1"
     assert dict(spans[1].attributes or {})["gen_ai.tool.call.arguments"] == '{"value":42}'
     assert spanfold.stats().get("faults", 0) == 0
+
+
+def test_concurrent_agent_runs_each_pair_runs_without_ids_in_their_own_trace(
+    traced: Any, server: MockLLMServer, global_spans: Any
+) -> None:
+    """Two users' agents at once, both asking the same tools with the same arguments, tools run without an id: each
+    span gets the id of its own run's call (its trace's), never the other's: nothing is paired across traces."""
+    import threading
+
+    histories: dict[str, list[dict[str, Any]]] = {}
+    start = threading.Barrier(2)
+
+    def user(name: str) -> None:
+        start.wait()
+        with spanfold.agent(name):
+            histories[name] = chat_loop(server, "by_name_no_id")
+
+    threads = [threading.Thread(target=user, args=(n,)) for n in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    spans = tool_spans(global_spans)
+    assert len(spans) == 6
+    for trace_id in {s.context.trace_id for s in spans}:
+        agent = next(
+            s for s in global_spans.get_finished_spans() if s.context.trace_id == trace_id and s.parent is None
+        )
+        mine = [s for s in spans if s.context.trace_id == trace_id]
+        calls = [
+            c["id"] for m in histories[str(agent.attributes["gen_ai.agent.name"])] for c in m.get("tool_calls") or []
+        ]
+        assert sorted(str(dict(s.attributes or {}).get("gen_ai.tool.call.id")) for s in mine) == sorted(calls)

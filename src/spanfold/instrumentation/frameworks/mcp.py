@@ -18,11 +18,12 @@ keeping every key the caller put in ``meta``.
 
 The model's tool-call id, when the agent passes it (``session.call_tool(name, args, tool_call_id=call.id)``, the
 keyword ``@spanfold.tool`` takes), is recorded as ``gen_ai.tool.call.id`` and taken off before the SDK sees the call;
-without it the fold pairs the run with the model's call by name and arguments, and in a zero-code run the source,
-which pairs it the same way to place the span, records the id of the call whose name and arguments it matched
-(:func:`~spanfold.instrumentation.toolkit.tools.start_tool_span`). The SDK's own ``MCP send tools/call``
-span nests under this one and is not a tool step; a server's ``tools/call`` span (same process, or received by
-``spanfold serve``) nested under it is folded into this one (:mod:`spanfold.exporter.fold.nested_tools`).
+without it the fold pairs the run with the model's call by name and arguments, and the span gets the id of the call
+whose name and arguments it matched: in a zero-code run the source's (which pairs it the same way to place the span),
+inside a traced run the call of the same trace (:mod:`~spanfold.instrumentation.toolkit.asked`). The SDK's own
+``MCP send tools/call`` span nests under this one and is not a tool step; a server's ``tools/call`` span (same
+process, or received by ``spanfold serve``) nested under it is folded into this one
+(:mod:`spanfold.exporter.fold.nested_tools`).
 
 The SDK has no synchronous client: ``call_tool`` is the one path (``mcp.client.Client`` and ``ClientSessionGroup``
 call it). mcp 1.x takes the same path; its result names its fields in camelCase (``isError``,

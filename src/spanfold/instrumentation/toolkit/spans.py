@@ -20,7 +20,7 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content.redaction import secrets
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import attributes, shown
+from spanfold.instrumentation.toolkit import asked, attributes, shown
 from spanfold.instrumentation.toolkit.conversations import FULL, Turn, records_all
 from spanfold.instrumentation.toolkit.invocation import Response
 
@@ -173,6 +173,8 @@ class ModelSpan:
         provider = self.provider
         if self.turn is not None and not records_all(self.rt):
             self.full = lambda: attributes.response(response, provider, FULL)
+        elif self.turn is None and response.messages:  # a call inside a run: its tool runs may bring no call id
+            asked.record(self.span.get_span_context().trace_id, response.messages)
         return attributes.response(response, provider, self.rt)
 
     def finish_with(self, response: Response) -> None:

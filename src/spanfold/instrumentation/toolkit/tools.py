@@ -21,7 +21,7 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import conversations, shown
+from spanfold.instrumentation.toolkit import asked, conversations, shown
 from spanfold.instrumentation.toolkit.reading.messages import dumps, get
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_error
 from spanfold.semconv.parts import applied_parts, parse_json_arguments
@@ -180,6 +180,22 @@ def _placed(
     return context, ((source, conv) if conv is not None else None), True, answered, run_id
 
 
+def _answers(attrs: dict[str, Any], name: str, arguments: Any) -> None:
+    """Pair a run inside a traced run with the model's call of its trace it answers (:mod:`.asked`): a run that
+    brought an id answers that call; one without gets the id of the call with its exact name and arguments."""
+    try:
+        trace_id = otel_trace.get_current_span().get_span_context().trace_id
+        if not trace_id:
+            return
+        given = attrs.get(semconv.TOOL_CALL_ID)
+        if given is not None:
+            asked.answered(trace_id, given)
+        elif (found := asked.take(trace_id, name, arguments)) is not None:
+            attrs[semconv.TOOL_CALL_ID] = found
+    except Exception as exc:
+        counters.fault("tool.pair", exc)
+
+
 def start_tool_span(
     tracer: Tracer,
     name: str,
@@ -219,6 +235,8 @@ def start_tool_span(
         attrs[semconv.SPANFOLD_RUN_ID] = run_id
     if answered is not None and call_id is None:  # the model's call the source paired the run with
         attrs[semconv.TOOL_CALL_ID] = answered
+    elif context is None:  # inside a run: the call of its trace it answers, by id, else by name and arguments
+        _answers(attrs, name, argument_values)
     span = tracer.start_span(
         span_name or semconv.span_name(semconv.OP_EXECUTE_TOOL, name), context, kind=kind, attributes=attrs
     )
