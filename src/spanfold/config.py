@@ -5,8 +5,8 @@ Precedence: an argument passed to ``spanfold.init()`` wins, then the environment
 
 from __future__ import annotations
 
-import math
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
@@ -31,7 +31,7 @@ def _bool(name: str, raw: str) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ConfigError(f"{name}={raw!r}: expected true or false")
+    raise ConfigError(f"{name}={shown(raw)}: expected true or false")
 
 
 def _content(name: str, raw: str) -> bool:
@@ -40,48 +40,66 @@ def _content(name: str, raw: str) -> bool:
         return True
     if value in _CONTENT_OFF:
         return False
-    raise ConfigError(f"{name}={raw!r}: expected true, false, SPAN_ONLY, SPAN_AND_EVENT or NO_CONTENT")
+    raise ConfigError(f"{name}={shown(raw)}: expected true, false, SPAN_ONLY, SPAN_AND_EVENT or NO_CONTENT")
 
 
 def _format(name: str, raw: str) -> str:
     value = raw.strip().lower()
     if value not in ("invariant", "agentv", "agentv-transcript", "otlp-json"):
-        raise ConfigError(f"{name}={raw!r}: expected invariant, agentv, agentv-transcript or otlp-json")
+        raise ConfigError(f"{name}={shown(raw)}: expected invariant, agentv, agentv-transcript or otlp-json")
     return value
 
 
 def _definitions(name: str, raw: str) -> str:
     value = raw.strip().lower()
     if value not in ("required", "full"):
-        raise ConfigError(f"{name}={raw!r}: expected required or full")
+        raise ConfigError(f"{name}={shown(raw)}: expected required or full")
     return value
 
 
 _Number = TypeVar("_Number", int, float)
 
 
-def _check_positive(name: str, given: object, value: float) -> None:
-    """Refuse a number that is not positive and finite (``given``: as the user wrote it)."""
-    if not (0 < value < math.inf):  # NaN compares false both ways: refused too
-        raise ConfigError(f"{name}={given!r}: expected a positive, finite number")
+#: The largest whole number an option takes (a count, bytes, days): ``sys.maxsize``, far past any real limit (what
+#: ``spanfold fold`` sets to mean "none"); more is a slip, and past what the arithmetic done with it holds (a
+#: ``keep_days`` of 400 digits made every write fail with ``OverflowError``).
+MAX_WHOLE = sys.maxsize
+#: The most seconds an option takes (about 31 years): waits past ``threading.TIMEOUT_MAX`` raise ``OverflowError``.
+MAX_SECONDS = 10**9
 
 
-def _positive(kind: Callable[[str], _Number], expected: str) -> Callable[[str, str], _Number]:
-    """A parser of positive numbers of ``kind``; ``expected`` says what text that is not one should have been."""
+def shown(given: object, limit: int = 60) -> str:
+    """A value as the user gave it, for an error message: ``repr``, clipped (5,000 digits are not repeated back)."""
+    try:
+        text = repr(given)
+    except ValueError:  # an integer past the digits repr() converts
+        return "a number of too many digits"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def _check_positive(name: str, given: object, value: float, maximum: float = MAX_WHOLE) -> None:
+    """Refuse a number that is not positive and at most ``maximum`` (``given``: as the user wrote it)."""
+    if not (0 < value <= maximum):  # NaN compares false both ways: refused too, and infinity is past any maximum
+        raise ConfigError(f"{name}={shown(given)}: expected a positive, finite number (at most {maximum:,})")
+
+
+def _positive(kind: Callable[[str], _Number], expected: str, maximum: float) -> Callable[[str, str], _Number]:
+    """A parser of positive numbers of ``kind`` up to ``maximum``; ``expected`` says what text that is not one should
+    have been."""
 
     def parse(name: str, raw: str) -> _Number:
         try:
             value = kind(raw)
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r}: {expected}") from None
-        _check_positive(name, raw, value)
+        except ValueError:  # not a number; or an integer of more than 4,300 digits
+            raise ConfigError(f"{name}={shown(raw)}: {expected}") from None
+        _check_positive(name, raw, value, maximum)
         return value
 
     return parse
 
 
-_positive_float = _positive(float, "expected a number of seconds")
-_positive_int = _positive(int, "expected a whole number")
+_positive_float = _positive(float, "expected a number of seconds", MAX_SECONDS)
+_positive_int = _positive(int, "expected a whole number", MAX_WHOLE)
 
 
 def parse_size(text: str) -> int:
@@ -90,16 +108,19 @@ def parse_size(text: str) -> int:
     units = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3, "gib": 1024**3}
     digits = raw.rstrip("kmgibKMGIB")
     unit = raw[len(digits) :].lower()
-    if not digits.isdigit() or unit not in units or int(digits) <= 0:
-        raise ValueError(f"{text!r} is not a size in bytes (such as 1048576 or 64MiB)")
-    return int(digits) * units[unit]
+    if not digits.isascii() or not digits.isdigit() or unit not in units or len(digits) > 20 or int(digits) <= 0:
+        raise ValueError(f"{shown(text)} is not a size in bytes (such as 1048576 or 64MiB)")
+    size = int(digits) * units[unit]
+    if size > MAX_WHOLE:
+        raise ValueError(f"{shown(text)} is more bytes than {MAX_WHOLE:,}")
+    return size
 
 
 def _size(name: str, raw: str) -> int:
     try:
         return parse_size(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r}: expected a size in bytes, such as 104857600 or 100MiB") from None
+        raise ConfigError(f"{name}={shown(raw)}: expected a size in bytes, such as 104857600 or 100MiB") from None
 
 
 #: When ``rotate_when`` starts a new trace file.
@@ -111,7 +132,7 @@ def _when(name: str, raw: str) -> str | None:
     if value in ("", "off", "none"):
         return None
     if value not in ROTATE_WHEN:
-        raise ConfigError(f"{name}={raw!r}: expected midnight (a new file each day, local time)")
+        raise ConfigError(f"{name}={shown(raw)}: expected midnight (a new file each day, local time)")
     return value
 
 
@@ -183,6 +204,13 @@ class Config:
         "required",
         "what gen_ai.tool.definitions holds (with content capture on): required (each tool's type and name, as the "
         "conventions advise by default) or full (descriptions and parameter schemas too)",
+    )
+    stream_usage: bool = _option(
+        ("SPANFOLD_STREAM_USAGE",),
+        _bool,
+        False,
+        "ask OpenAI Chat Completions streams for their token usage (stream_options.include_usage) when the "
+        "application did not; the usage-only chunk this adds is kept from the application",
     )
     disabled: bool = _option(("SPANFOLD_DISABLED",), _bool, False, "make init() a no-op")
     file_per_trace: bool = _option(
@@ -287,6 +315,33 @@ class Config:
 OPTIONS: Mapping[str, Option] = {f.name: f.metadata["option"] for f in fields(Config)}
 
 
+def _check_given(name: str, opt: Option, raw: Any) -> None:
+    """A value given to ``init()`` that is not text: of the option's type and range, else :class:`ConfigError` naming
+    the option (a wrong type once surfaced later as a ``TypeError`` or ``AttributeError`` from deep inside setup, or
+    not at all)."""
+    parse = opt.parse
+    number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+    if parse in (_positive_int, _size):
+        if not (number and isinstance(raw, int)):
+            raise ConfigError(f"{name}={shown(raw)}: expected a whole number")
+        _check_positive(name, raw, raw)
+    elif parse is _positive_float:
+        if not number:
+            raise ConfigError(f"{name}={shown(raw)}: expected a number of seconds")
+        _check_positive(name, raw, raw, MAX_SECONDS)
+    elif parse in (_bool, _content) and name != "redact":  # redact takes a callable too (checked by the Runtime)
+        if not isinstance(raw, bool):
+            raise ConfigError(f"{name}={shown(raw)}: expected true or false")
+    elif parse is _names:
+        if not isinstance(raw, (list, tuple, set, frozenset)) or not all(isinstance(n, str) for n in raw):
+            raise ConfigError(f"{name}={shown(raw)}: expected all, none, or a list of library names")
+    elif name == "output":
+        if not isinstance(raw, os.PathLike):
+            raise ConfigError(f"{name}={shown(raw)}: expected a directory's path")
+    elif parse in (_format, _definitions, _when, _str):
+        raise ConfigError(f"{name}={shown(raw)}: expected text")
+
+
 def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """Resolve every option from ``overrides`` (None = not given), the environment, then defaults."""
     env = os.environ if environ is None else environ
@@ -298,10 +353,9 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
     for name, opt in OPTIONS.items():
         if name in given:
             raw = given[name]
+            if not isinstance(raw, str):
+                _check_given(name, opt, raw)
             values[name] = opt.parse(name, raw) if isinstance(raw, str) and opt.parse is not _str else raw
-            number = isinstance(raw, (int, float)) and type(raw) is not bool
-            if number and opt.parse in (_positive_float, _positive_int, _size):
-                _check_positive(name, raw, raw)
             continue
         values[name] = opt.default
         for var in opt.env:

@@ -184,7 +184,7 @@ def test_suite_assertions_join_every_test_unless_it_skips_them() -> None:
         ),
         (
             "tests:\n  - id: t\n    input: q\n    assertions:\n      - {type: execution-metrics, max_tokens: -1}\n",
-            "spec.yaml:5: max_tokens must be a number >= 0",
+            "spec.yaml:5: max_tokens must be a finite number >= 0",
         ),
         (
             "tests:\n  - id: t\n    input: q\n    criteria: be nice\n",

@@ -7,6 +7,7 @@ from typing import Any
 
 from spanfold.checks.errors import SpecError, SpecPath
 from spanfold.checks.matching import show
+from spanfold.trace.model import finite_number
 
 #: Keys that ``spanfold convert --to compact`` writes on a tool call and that checks ignore.
 RECORDING_KEYS = frozenset({"id", "start_time", "end_time", "duration_ms"})
@@ -14,6 +15,13 @@ RECORDING_KEYS = frozenset({"id", "start_time", "end_time", "duration_ms"})
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def non_negative(raw: Any) -> float | None:
+    """A number >= 0 as a finite float; None for anything else (a string, ``.inf``, an integer of 400 digits, which
+    no float holds: ``float()`` would raise ``OverflowError``)."""
+    number = finite_number(raw)
+    return number if number is not None and number >= 0 else None
 
 
 def parse_threshold(raw: Any, path: SpecPath) -> float:

@@ -51,7 +51,15 @@ from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
 from spanfold.checks.trajectory import TrajectoryCheck
 from spanfold.checks.view import TraceLike, TraceView, view_of
-from spanfold.trace.read import TOO_DEEP, TOO_LONG_NUMBER, max_line_bytes, too_long, yaml_problem
+from spanfold.trace.read import (
+    TOO_DEEP,
+    TOO_LONG_NUMBER,
+    max_line_bytes,
+    reader_error_line,
+    reader_error_problem,
+    too_long,
+    yaml_problem,
+)
 
 Check: TypeAlias = "TrajectoryCheck | MessagesCheck | GraderCheck | EvalTest"
 Lines: TypeAlias = dict[SpecPath, int]
@@ -107,7 +115,7 @@ CHECK_TYPES: dict[str, Callable[[Mapping[str, Any], SpecPath], Check]] = {
 def _check(raw: Any, path: SpecPath) -> Check:
     item = require_mapping(raw, path, "a check")
     kind = item.get("type")
-    if kind not in CHECK_TYPES:
+    if not isinstance(kind, str) or kind not in CHECK_TYPES:  # a list or mapping is no type (and not hashable)
         named = ", ".join(k for k in CHECK_TYPES if k != "execution_metrics")  # one spelling each
         raise SpecError(f"type must be one of {named} (got {show(kind)})", (*path, "type"))
     return CHECK_TYPES[kind](item, path)
@@ -195,7 +203,11 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, path: SpecPath, lines: Line
 
 def compose(text: str, file: str) -> tuple[Any, Lines]:
     """The YAML document as plain data, and the line (from 1) of every path in it."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # checks every character first
+    except yaml.reader.ReaderError as exc:
+        problem = f"not valid YAML: {reader_error_problem(exc)}"
+        raise SpecError(problem, file=file, line=reader_error_line(text, exc)) from None
     lines: Lines = {}
     try:
         node = loader.get_single_node()

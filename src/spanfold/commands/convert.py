@@ -232,4 +232,7 @@ def command(
     except OutputError as exc:
         output.discard()
         reporter.problem(str(exc))
+    except BaseException:  # a bug, or ^C: never a partly written output left behind
+        output.discard()
+        raise
     finish(reporter)

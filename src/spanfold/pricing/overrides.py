@@ -24,7 +24,6 @@ refused when the options are read (``ValueError``, saying where: ``prices.yaml:7
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +41,9 @@ PRICE_KEYS = (
     "output_reasoning_mtok",
     "requests_kcount",
 )
+#: The highest price taken, in US dollars per million tokens (or per thousand requests): far above any model's; past it
+#: is a slip (a price per token written per million) or a number no cost can be made of (``1e400``, no float holds).
+MAX_PRICE = 1_000_000
 #: The longest prices file read (it is a short list).
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -92,6 +94,14 @@ def load(value: Any) -> PriceOverrides:
 def _from_file(path: Path) -> PriceOverrides:
     import yaml  # only when there is a prices file
 
+    from spanfold.trace.read import (
+        TOO_DEEP,
+        TOO_LONG_NUMBER,
+        reader_error_line,
+        reader_error_problem,
+        yaml_problem,
+    )
+
     try:
         with path.open("rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
@@ -101,20 +111,42 @@ def _from_file(path: Path) -> PriceOverrides:
         raise ValueError(f"prices file {path}: longer than {MAX_FILE_BYTES} bytes")
     try:
         text = data.decode("utf-8")
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        items = yaml.load(text, Loader=yaml.SafeLoader)
     except UnicodeDecodeError:
         raise ValueError(f"{path}:1: not UTF-8 text") from None
+    # Composed, checked, then built entry by entry: each problem found says its line (a file nested 200 kB deep, a
+    # number of 5,000 digits, an alias inside itself).
+    try:
+        loader = yaml.SafeLoader(text)  # checks every character first
+    except yaml.reader.ReaderError as exc:
+        raise ValueError(
+            f"{path}:{reader_error_line(text, exc)}: not YAML or JSON ({reader_error_problem(exc)})"
+        ) from None
+    line: int | None = None  # the entry being built (None: still composing)
+    try:
+        root = loader.get_single_node()
+        if not isinstance(root, yaml.SequenceNode):
+            raise ValueError(f"{path}:1: expected a list of prices (- model: ..., input_mtok: ..., output_mtok: ...)")
+        found = yaml_problem(root)
+        if found is not None:
+            raise ValueError(f"{path}:{found[0].start_mark.line + 1}: {found[1]}")
+        entries = []
+        for node in root.value:
+            line = node.start_mark.line + 1
+            entries.append(_entry(loader.construct_object(node, deep=True), f"{path}:{line}"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         raise ValueError(f"{path}:{line}: not YAML or JSON ({getattr(exc, 'problem', None) or exc})") from None
-    if not isinstance(items, list) or not isinstance(root, yaml.SequenceNode):
-        raise ValueError(f"{path}:1: expected a list of prices (- model: ..., input_mtok: ..., output_mtok: ...)")
-    lines = [node.start_mark.line + 1 for node in root.value]
-    return PriceOverrides(
-        tuple(_entry(item, f"{path}:{line}") for item, line in zip(items, lines, strict=True)), str(path)
-    )
+    except RecursionError:
+        raise ValueError(f"{path}:{line or loader.line + 1}: {TOO_DEEP}") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"{path}:"):  # said here, or by _entry
+            raise
+        # an integer of more digits than Python converts (int() refuses past 4,300)
+        raise ValueError(f"{path}:{line or loader.line + 1}: {TOO_LONG_NUMBER}") from None
+    finally:
+        loader.dispose()
+    return PriceOverrides(tuple(entries), str(path))
 
 
 def _entry(item: Any, where: str) -> PriceOverride:
@@ -139,13 +171,24 @@ def _entry(item: Any, where: str) -> PriceOverride:
 
 
 def _price(value: Any, where: str) -> Decimal:
-    """A price in US dollars: a finite number, 0 or more (a float read by its shortest spelling: 0.15 is 0.15)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{where}: expected a number of US dollars, 0 or more")
+    """A price in US dollars: a number from 0 to :data:`MAX_PRICE` (a float read by its shortest spelling: 0.15 is
+    0.15)."""
+    expected = f"{where}: expected a number of US dollars from 0 to {MAX_PRICE:,}"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise ValueError(expected)
     try:
-        price = Decimal(str(value).strip())
-    except ArithmeticError:
-        raise ValueError(f"{where}: expected a number of US dollars, 0 or more, not {value!r}") from None
-    if not price.is_finite() or price < 0 or (isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError(f"{where}: expected a number of US dollars, 0 or more, not {value!r}")
+        price = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except (ArithmeticError, ValueError):  # not a number; an integer of more digits than str() converts
+        raise ValueError(f"{expected}, not {_shown(value)}") from None
+    if not price.is_finite() or not 0 <= price <= MAX_PRICE:  # NaN, 1e400 (no float holds it), -1
+        raise ValueError(f"{expected}, not {_shown(value)}")
     return price
+
+
+def _shown(value: Any) -> str:
+    """``value`` as written, clipped (a price of 5,000 digits is not repeated back whole)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer past the digits str() converts
+        return "a number of too many digits"
+    return text if len(text) <= 40 else f"{text[:37]}..."

@@ -13,6 +13,7 @@ it installed :func:`available` is False and nothing is priced.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
@@ -72,7 +73,7 @@ class _Table:
             return held[1]
         given = {key: getattr(price, key) for key in COUNTED if getattr(price, key, None) is not None}
         out: _Priced | None = None
-        if given:
+        if given and all(_sound(value) for value in given.values()):
             kinds = {
                 kind: {k: v if _kind(k) == kind else _ZERO for k, v in given.items()} for kind in map(_kind, given)
             }
@@ -136,7 +137,9 @@ def split(price: Any, usage: Usage) -> dict[str, Decimal] | None:
     ``input`` and ``output`` always, ``cache_read``, ``cache_write``, ``reasoning`` when the call had such tokens,
     ``other`` when the price charges more (a fee per request). A kind the price has no price of is charged as
     genai-prices charges it (cache tokens at the input price, reasoning at the output price). None when the usage does
-    not add up (more cache tokens than input tokens) or the price has no price of tokens."""
+    not add up (more cache tokens than input tokens), the price has no price of tokens, or one that is not a finite
+    number >= 0 (``1e400``, ``NaN``, ``-1``: a price built past :mod:`~spanfold.pricing.overrides`'s checks), or the
+    cost or one of its parts is past what a float holds: no cost is written that is not a finite sum of its parts."""
     table = _get()
     if table is None:
         return None
@@ -147,7 +150,28 @@ def split(price: Any, usage: Usage) -> dict[str, Decimal] | None:
         return None
     if usage.reasoning_tokens > usage.output_tokens:
         return None
-    return priced.split(usage)
+    parts = priced.split(usage)
+    if parts is None or not all(_finite(part) for part in parts.values()) or not _finite(sum(parts.values(), _ZERO)):
+        return None  # a cost no float holds: never written (as null, beside parts that do not add up to it)
+    return parts
+
+
+def _finite(amount: Decimal) -> bool:
+    """A cost that can be written: a finite number >= 0, in a float too."""
+    return amount.is_finite() and amount >= 0 and math.isfinite(float(amount))
+
+
+def _sound(value: Any) -> bool:
+    """A price (a rate, or genai-prices's ``TieredPrices``: a base rate and the tiers') that is a finite number >= 0
+    (a price built past :mod:`~spanfold.pricing.overrides`'s checks may hold ``1e400``, ``NaN`` or ``-1``)."""
+    if isinstance(value, Decimal):
+        return _finite(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isfinite(value) and value >= 0
+    base, tiers = getattr(value, "base", None), getattr(value, "tiers", None)
+    if base is None or not isinstance(tiers, list):
+        return False
+    return _sound(base) and all(_sound(getattr(tier, "price", None)) for tier in tiers)
 
 
 class _Priced:

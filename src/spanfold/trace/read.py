@@ -335,6 +335,17 @@ def yaml_problem(root: yaml.Node) -> tuple[yaml.Node, str] | None:
     return None
 
 
+def reader_error_line(text: str, exc: yaml.reader.ReaderError) -> int:
+    """The line (from 1) of the character PyYAML's reader refused (a NUL, a control character)."""
+    return text.count("\n", 0, max(0, exc.position)) + 1
+
+
+def reader_error_problem(exc: yaml.reader.ReaderError) -> str:
+    """What PyYAML's reader refused, in a line (``unacceptable character #x0000: ...``)."""
+    character = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+    return f"unacceptable character {character}: {exc.reason}"
+
+
 def yaml_cycle(root: yaml.Node) -> yaml.Node | None:
     """A node that contains itself (``&a [*a]``: no JSON value can hold it), or None. Each node is visited once
     (aliases share nodes), without recursion."""
@@ -365,7 +376,11 @@ def _yaml(handle: BinaryIO, name: str, progress: Progress | None) -> Iterator[Va
     if isinstance(text, Problem):
         yield text
         return
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # checks every character first
+    except yaml.reader.ReaderError as exc:
+        yield Problem(name, reader_error_line(text, exc), f"not valid YAML: {reader_error_problem(exc)}")
+        return
     try:
         while loader.check_node():
             node = loader.get_node()

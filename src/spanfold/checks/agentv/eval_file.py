@@ -121,7 +121,11 @@ def _graders(raw: Any, path: SpecPath) -> list[Grader]:
             raise SpecError("a rubric (a plain-text assertion) is graded by an LLM: run it with agentv itself", where)
         grader = require_mapping(item, where, "a grader")
         kind = grader.get("type")
-        normal = kind.replace("_", "-") if isinstance(kind, str) else kind
+        if not isinstance(kind, str):  # a list or mapping is no grader type (and not hashable)
+            raise SpecError(
+                f"type must be a grader type such as {', '.join(BUILDERS)} (got {show(kind)})", (*where, "type")
+            )
+        normal = kind.replace("_", "-")
         if normal not in BUILDERS:
             raise SpecError(
                 f"spanfold grades {', '.join(BUILDERS)}; a {show(kind)} grader needs agentv itself", (*where, "type")

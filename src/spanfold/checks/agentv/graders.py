@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from spanfold.checks.errors import SpecError, SpecPath
-from spanfold.checks.fields import is_number
+from spanfold.checks.fields import is_number, non_negative
 from spanfold.checks.matching import show
 from spanfold.checks.result import CheckResult
 from spanfold.checks.view import TraceLike, TraceView, view_of
@@ -64,9 +63,10 @@ class Common:
 def parse_common(item: Mapping[str, Any], path: SpecPath) -> Common:
     """``weight``, ``required`` (true, or a number: the minimum score, as AgentV still reads it), ``min_score``
     (from above 0 to 1), ``negate``; :class:`SpecError` naming the field."""
-    weight = item.get("weight", 1.0)
-    if not is_number(weight) or weight < 0 or not math.isfinite(weight):
-        raise SpecError(f"weight must be a number >= 0 (got {show(weight)})", (*path, "weight"))
+    raw_weight = item.get("weight", 1.0)
+    weight = non_negative(raw_weight)
+    if weight is None:
+        raise SpecError(f"weight must be a finite number >= 0 (got {show(raw_weight)})", (*path, "weight"))
     min_score = item.get("min_score")
     if min_score is not None and (not is_number(min_score) or not 0 < min_score <= 1):
         raise SpecError(f"min_score must be a number above 0, at most 1 (got {show(min_score)})", (*path, "min_score"))
@@ -80,7 +80,7 @@ def parse_common(item: Mapping[str, Any], path: SpecPath) -> Common:
     if not isinstance(negate, bool):
         raise SpecError(f"negate must be true or false (got {show(negate)})", (*path, "negate"))
     return Common(
-        weight=float(weight),
+        weight=weight,
         required=required,
         min_score=None if min_score is None else float(min_score),
         negate=negate,

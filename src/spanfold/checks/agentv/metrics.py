@@ -26,7 +26,7 @@ from spanfold.checks.agentv.graders import (
     parse_common,
 )
 from spanfold.checks.errors import SpecError, SpecPath
-from spanfold.checks.fields import check_keys, is_number, parse_threshold
+from spanfold.checks.fields import check_keys, non_negative, parse_threshold
 from spanfold.checks.matching import show
 from spanfold.checks.result import CheckResult
 from spanfold.checks.view import TraceLike, TraceView
@@ -122,11 +122,12 @@ def build(item: Mapping[str, Any], path: SpecPath, *, also: Sequence[str] = ()) 
             continue
         if name in limits:
             raise SpecError(f"give {name} once (it is also written {key})", (*path, key))
-        if not is_number(value) or value < 0 or value != value or value == float("inf"):
-            raise SpecError(f"{name} must be a number >= 0 (got {show(value)})", (*path, key))
-        if name == "target_exploration_ratio" and value > 1:
+        number = non_negative(value)
+        if number is None:
+            raise SpecError(f"{name} must be a finite number >= 0 (got {show(value)})", (*path, key))
+        if name == "target_exploration_ratio" and number > 1:
             raise SpecError(f"{name} must be from 0 to 1 (got {show(value)})", (*path, key))
-        limits[name] = float(value)
+        limits[name] = number
     if not any(name in limits for name in (*BUDGETS, "target_exploration_ratio")):
         raise SpecError(f"an execution-metrics grader needs at least one of {', '.join(BUDGETS)}", path)
     return ExecutionMetrics(

@@ -37,7 +37,7 @@ from spanfold.checks.agentv.graders import (
     parse_common,
 )
 from spanfold.checks.errors import SpecError, SpecPath
-from spanfold.checks.fields import check_keys, is_number, require_list, require_mapping
+from spanfold.checks.fields import check_keys, non_negative, require_list, require_mapping
 from spanfold.checks.matching import show
 from spanfold.checks.trajectory import MODES, Mode, parse_minimums, parse_mode
 from spanfold.checks.view import TraceView
@@ -263,13 +263,14 @@ def _parse_expected(raw: Any, path: SpecPath) -> Expected:
     if args is not None and args != "any" and not isinstance(args, Mapping):
         raise SpecError(f"args must be an object or any (got {show(args)})", (*path, "args"))
     limit, limit_path = _either(item, "max_duration_ms", "maxDurationMs", path)
-    if limit is not None and (not is_number(limit) or limit < 0):
-        raise SpecError(f"max_duration_ms must be a number >= 0 (got {show(limit)})", limit_path)
+    max_ms = None if limit is None else non_negative(limit)
+    if limit is not None and max_ms is None:
+        raise SpecError(f"max_duration_ms must be a finite number >= 0 (got {show(limit)})", limit_path)
     mode, mode_path = _either(item, "args_match", "argsMatch", path)
     return Expected(
         tool=tool,
         args=None if args in (None, "any") else args,
-        max_duration_ms=None if limit is None else float(limit),
+        max_duration_ms=max_ms,
         args_match=_parse_args_match(mode, mode_path),
     )
 
