@@ -103,6 +103,7 @@ def test_recorded_tool_use(aspans: Spans, server: MockLLMServer, load_recording:
                     {"type": "tool_call", "id": weather["id"], "name": "get_weather", "arguments": weather["input"]},
                     {"type": "tool_call", "id": time_call["id"], "name": "get_time", "arguments": time_call["input"]},
                 ],
+                "finish_reason": "tool_call",
             }
         ],
         "gen_ai.usage.input_tokens": 514,
@@ -151,6 +152,7 @@ def test_recorded_stream_assembles_input_json_deltas(aspans: Spans, server: Mock
             "role": "assistant",
             "parts": [{"type": "text", "content": text}]
             + [{"type": "tool_call", "id": c["id"], "name": c["name"], "arguments": json.loads(c["a"])} for c in calls],
+            "finish_reason": "tool_call",
         }
     ]
     assert attrs["gen_ai.response.id"] == "msg_0138UNF3YbNp49KkqZtUBWqz"
@@ -256,7 +258,9 @@ def test_request_mapping(aspans: Spans, server: MockLLMServer) -> None:
         "gen_ai.response.id": "msg_mock_1",
         "gen_ai.response.model": MODEL,
         "gen_ai.response.finish_reasons": ("end_turn",),
-        "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "64.4°F."}]}],
+        "gen_ai.output.messages": [
+            {"role": "assistant", "parts": [{"type": "text", "content": "64.4°F."}], "finish_reason": "stop"}
+        ],
         "gen_ai.usage.input_tokens": 90,
         "gen_ai.usage.output_tokens": 4,
         "anthropic.request.id": attrs["anthropic.request.id"],
@@ -279,7 +283,7 @@ def test_string_system_and_sdk_objects_in_history(aspans: Spans, server: MockLLM
     assert one["gen_ai.system_instructions"] == [{"type": "text", "content": "Be brief."}]
     call = {"type": "tool_call", "id": first.content[1].id, "name": "get_weather", "arguments": {"city": "Paris"}}
     assert one["gen_ai.output.messages"] == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "Checking."}, call]}
+        {"role": "assistant", "parts": [{"type": "text", "content": "Checking."}, call], "finish_reason": "tool_call"}
     ]
     assert two["gen_ai.input.messages"] == [
         HISTORY_MESSAGES[0],
@@ -313,7 +317,7 @@ def test_cache_usage_counts_into_input_tokens(aspans: Spans, server: MockLLMServ
     assert "gen_ai.usage.cache_creation.input_tokens" not in attrs  # the name before the conventions renamed it
     assert attrs["gen_ai.usage.output_tokens"] == 3
     assert attrs["gen_ai.response.finish_reasons"] == ("max_tokens",)
-    assert "finish_reason" not in attrs["gen_ai.output.messages"][0]  # finish reasons: the span's, not per message
+    assert attrs["gen_ai.output.messages"][0]["finish_reason"] == "length"
 
 
 # --- streams and the stream() helper -------------------------------------------------------------------
@@ -328,7 +332,9 @@ def test_stream_helper_text_stream_and_final_message(aspans: Spans, server: Mock
         final = stream.get_final_message()
     assert text == final.content[0].text == "Paris is sunny today."
     attrs = aspans.attrs()
-    assert attrs["gen_ai.output.messages"] == [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
+    assert attrs["gen_ai.output.messages"] == [
+        {"role": "assistant", "parts": [{"type": "text", "content": text}], "finish_reason": "stop"}
+    ]
     assert attrs["gen_ai.response.id"] == final.id
     assert attrs["gen_ai.usage.output_tokens"] == final.usage.output_tokens
     assert attrs["gen_ai.usage.input_tokens"] == final.usage.input_tokens
@@ -349,6 +355,7 @@ def test_stream_helper_tool_calls(aspans: Spans, server: MockLLMServer) -> None:
                 {"type": "tool_call", "id": block.id, "name": block.name, "arguments": block.input}
                 for block in final.content
             ],
+            "finish_reason": "tool_call",
         }
     ]
 
@@ -373,7 +380,7 @@ def test_early_break_then_garbage_collected(aspans: Spans, server: MockLLMServer
     assert aspans.finished() == []
     del stream
     gc.collect()
-    assert "gen_ai.response.finish_reasons" not in aspans.attrs()  # cut before message_delta
+    assert aspans.attrs()["gen_ai.output.messages"][0]["finish_reason"] == ""  # cut before message_delta
 
 
 def test_broken_stream(aspans: Spans, server: MockLLMServer) -> None:
@@ -439,6 +446,7 @@ def test_content_capture_off(aspans: Spans, server: MockLLMServer) -> None:
         {
             "role": "assistant",
             "parts": [{"type": "text"}, {"type": "tool_call", "id": "toolu_mock_1", "name": "get_weather"}],
+            "finish_reason": "tool_call",
         }
     ]
     assert "gen_ai.tool.definitions" not in attrs

@@ -201,6 +201,7 @@ def test_converse_request_and_response_shapes(traced: Traced) -> None:
         {
             "role": "assistant",
             "parts": [{"type": "reasoning", "content": "Think."}, {"type": "text", "content": "Done."}],
+            "finish_reason": "length",
         }
     ]
     assert attrs["gen_ai.response.finish_reasons"] == ("max_tokens",)
@@ -227,6 +228,7 @@ def test_converse_stream_events_accumulated(traced: Traced, server: MockLLMServe
                 {"type": "text", "content": "Let me check."},
                 {"type": "tool_call", "id": "tooluse_mock_1", "name": "get_weather", "arguments": {"city": "Paris"}},
             ],
+            "finish_reason": "tool_call",
         }
     ]
     assert attrs["gen_ai.usage.output_tokens"] > 0
@@ -386,7 +388,9 @@ def test_invoke_body_usage_completed_from_the_headers(traced: Traced) -> None:
         )
         client.invoke_model(modelId="amazon.nova-lite-v1:0", body=body)["body"].read()
     attrs = traced.attrs()
-    assert attrs["gen_ai.output.messages"] == [{"role": "assistant", "parts": [{"type": "text", "content": "Hello."}]}]
+    assert attrs["gen_ai.output.messages"] == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Hello."}], "finish_reason": "stop"}
+    ]
     assert attrs["gen_ai.response.finish_reasons"] == ("end_turn",)
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (5, 4)
     assert attrs["aws.request_id"] == "r7"

@@ -51,6 +51,7 @@ def test_tool_plan_sdk_history_and_document_results(cohere_spans: Spans, mock: M
                 {"type": "reasoning", "content": first.message.tool_plan},
                 {"type": "tool_call", "id": call.id, "name": "get_weather", "arguments": {"city": "Paris"}},
             ],
+            "finish_reason": "tool_call",
         }
     ]
     attrs = cohere_spans.attrs(two)
@@ -103,6 +104,7 @@ async def test_async_stream_with_thinking_and_max_tokens(cohere_spans: Spans, mo
         {
             "role": "assistant",
             "parts": [{"type": "reasoning", "content": "Blue, surely."}, {"type": "text", "content": "The sky is"}],
+            "finish_reason": "length",
         }
     ]
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (5, 9)

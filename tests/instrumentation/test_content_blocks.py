@@ -234,10 +234,12 @@ def test_bedrock_answer_blocks_json_and_stream(
                 {"type": "reasoning", "content": "The user wants Paris."},
                 {"type": "tool_call", "id": "tu_web", "name": "web_grounding", "arguments": {"query": "Paris weather"}},
             ],
+            "finish_reason": "stop",
         },
         {
             "role": "tool",
             "parts": [{"type": "tool_call_response", "id": "tu_web", "response": "Paris: 18°C"}],
+            "finish_reason": "stop",
         },
         {
             "role": "assistant",
@@ -246,6 +248,7 @@ def test_bedrock_answer_blocks_json_and_stream(
                 {"type": "blob", "modality": "image", "mime_type": "image/png", "content": PNG},
                 {"type": "text", "content": " Enjoy."},
             ],
+            "finish_reason": "stop",
         },
     ]
     assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (11, 7)
@@ -439,12 +442,14 @@ def test_anthropic_answer_blocks_json_and_stream(
                 {"type": "reasoning"},
                 {"type": "tool_call", "id": "srvtoolu_1", "name": "web_search", "arguments": {"query": "Paris"}},
             ],
+            "finish_reason": "stop",
         },
         {
             "role": "tool",
             "parts": [{"type": "tool_call_response", "id": "srvtoolu_1", "response": result}],
+            "finish_reason": "stop",
         },
-        {"role": "assistant", "parts": [{"type": "text", "content": "It is 18°C."}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "It is 18°C."}], "finish_reason": "stop"},
     ]
     events = traced.one()
     assert events[1] == {
@@ -583,6 +588,7 @@ def test_gemini_server_tools_are_calls_with_their_results(
                 {"type": "tool_call_response", "id": "srv_1", "response": {"results": ["18°C"]}},
                 {"type": "text", "content": "18°C is 64.4°F."},
             ],
+            "finish_reason": "stop",
         }
     ]
     events = traced.one()

@@ -103,6 +103,7 @@ def test_request_and_response_attributes(gspans: Spans, server: MockLLMServer, c
             {
                 "role": "assistant",
                 "parts": [{"type": "tool_call", "id": None, "name": "get_weather", "arguments": {"city": "Paris"}}],
+                "finish_reason": "tool_call",
             }
         ],
         "gen_ai.usage.input_tokens": 40,
@@ -160,7 +161,9 @@ def test_vertex_provider_and_content_off(gspans: Spans, server: MockLLMServer) -
     attrs = gspans.attrs()
     assert attrs["gen_ai.provider.name"] == "gcp.vertex_ai"
     assert attrs["gen_ai.input.messages"] == [{"role": "user", "parts": [{"type": "text"}]}]
-    assert attrs["gen_ai.output.messages"] == [{"role": "assistant", "parts": [{"type": "text"}]}]
+    assert attrs["gen_ai.output.messages"] == [
+        {"role": "assistant", "parts": [{"type": "text"}], "finish_reason": "stop"}
+    ]
     assert "secret" not in json.dumps({k: str(v) for k, v in attrs.items()})
 
 
@@ -215,8 +218,9 @@ def test_accumulator_thoughts_partial_arguments_candidates_and_usage() -> None:
                     "arguments": {"city": "Paris", "unit": {"name": "C"}},
                 },
             ],
+            "finish_reason": "tool_call",
         },
-        {"role": "assistant", "parts": [{"type": "text", "content": "Other choice."}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "Other choice."}], "finish_reason": "length"},
     ]
     assert attrs["gen_ai.response.finish_reasons"] == ["STOP", "MAX_TOKENS"]
     assert attrs["gen_ai.usage.input_tokens"] == 100

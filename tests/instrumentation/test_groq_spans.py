@@ -48,6 +48,7 @@ def test_span_attributes_of_a_tool_call(groq_spans: Spans, mock: MockLLMServer) 
             "parts": [
                 {"type": "tool_call", "id": "call_mock_1", "name": "get_weather", "arguments": {"city": "Paris"}}
             ],
+            "finish_reason": "tool_call",
         }
     ]
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (

@@ -1,7 +1,8 @@
 """Message parts as the conventions define them now: a part of a kind they name no type for is a ``generic`` part
 (``generic_type`` its kind); a named kind with nothing recorded keeps its type (an encrypted reasoning block); output
-messages carry no ``finish_reason`` (the span's ``gen_ai.response.finish_reasons`` does). The real SDKs over real
-HTTP to the mock server; the flat trace the fold makes of them."""
+messages carry ``finish_reason`` again (deprecated in the conventions, still required by Arize Phoenix: issue 46),
+beside the span's ``gen_ai.response.finish_reasons``. The real SDKs over real HTTP to the mock server; the flat trace
+the fold makes of them."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def test_a_kind_with_no_type_is_a_generic_part(spans: Spans, server: MockLLMServ
             "parts": [{"type": "text", "content": "Listen:"}, {"type": "generic", "generic_type": "hologram"}],
         }
     ]
-    assert attrs["gen_ai.output.messages"] == [{"role": "assistant", "parts": [{"type": "text", "content": "Heard."}]}]
+    assert attrs["gen_ai.output.messages"] == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Heard."}], "finish_reason": "stop"}
+    ]
     assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
 
 
@@ -59,7 +62,11 @@ def test_a_named_kind_with_nothing_recorded_keeps_its_type(server: MockLLMServer
         client.messages.create(model="claude-sonnet-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
         attrs = aspans.attrs()
     assert attrs["gen_ai.output.messages"] == [
-        {"role": "assistant", "parts": [{"type": "reasoning"}, {"type": "text", "content": "Done."}]}
+        {
+            "role": "assistant",
+            "parts": [{"type": "reasoning"}, {"type": "text", "content": "Done."}],
+            "finish_reason": "stop",
+        }
     ]
     assert attrs["gen_ai.response.finish_reasons"] == ("end_turn",)
 

@@ -93,6 +93,7 @@ def test_content_chunks_thinking_and_object_arguments(mistral_spans: Spans, mock
             {"type": "text", "content": "Checking."},
             {"type": "tool_call", "id": "abcDEF123", "name": "get_weather", "arguments": {"city": "Paris"}},
         ],
+        "finish_reason": "length",
     }
 
 

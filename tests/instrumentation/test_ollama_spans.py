@@ -60,6 +60,7 @@ def test_chat_positional_options_images_and_tool_calls(ollama_spans: Spans, mock
         {
             "role": "assistant",
             "parts": [{"type": "tool_call", "id": None, "name": "get_weather", "arguments": {"city": "Paris"}}],
+            "finish_reason": "tool_call",
         }
     ]
     assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
@@ -90,6 +91,7 @@ def test_generate_streamed_with_system_and_thinking(ollama_spans: Spans, mock: M
         {
             "role": "assistant",
             "parts": [{"type": "reasoning", "content": "Short answer."}, {"type": "text", "content": "Blue."}],
+            "finish_reason": "length",
         }
     ]
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (7, 3)

@@ -71,6 +71,7 @@ def test_non_streaming_tool_call(spans: Any, replay_client: Any) -> None:
                     "arguments": json.loads(call["function"]["arguments"]),
                 }
             ],
+            "finish_reason": "tool_call",
         }
     ]
     assert attrs["gen_ai.tool.definitions"] == [
@@ -114,7 +115,7 @@ def test_history_with_tool_results(spans: Any, replay_client: Any) -> None:
     assert attrs["gen_ai.output.messages"][0]["parts"] == [
         {"type": "text", "content": "The weather in San Francisco is 70 degrees and sunny."}
     ]
-    assert attrs["gen_ai.response.finish_reasons"] == ("stop",)  # finish reasons: the span's, not per message
+    assert attrs["gen_ai.output.messages"][0]["finish_reason"] == "stop"
 
 
 def _parallel_calls(replay: Any, index: int = 0) -> list[dict[str, Any]]:
@@ -153,6 +154,7 @@ def test_streamed_parallel_tool_calls(spans: Any, replay_client: Any) -> None:
                 {"type": "tool_call", "id": c["id"], "name": c["name"], "arguments": json.loads(c["args"])}
                 for c in expected
             ],
+            "finish_reason": "tool_call",
         }
     ]
     assert attrs["gen_ai.response.finish_reasons"] == ("tool_calls",)
@@ -312,7 +314,9 @@ def test_content_capture_off_keeps_structure(spans: Any, replay_client: Any) -> 
         {"role": "assistant", "parts": [{"type": "tool_call", "id": "1", "name": "get_current_weather"}]},
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "1"}]},
     ]
-    assert attrs["gen_ai.output.messages"] == [{"role": "assistant", "parts": [{"type": "text"}]}]
+    assert attrs["gen_ai.output.messages"] == [
+        {"role": "assistant", "parts": [{"type": "text"}], "finish_reason": "stop"}
+    ]
     assert "gen_ai.tool.definitions" not in attrs
     dumped = json.dumps({k: str(v) for k, v in spans.one().attributes.items()})
     assert "San Francisco" not in dumped and "sunny" not in dumped

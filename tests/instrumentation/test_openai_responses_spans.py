@@ -99,6 +99,7 @@ def test_create_with_parallel_function_calls(spans: Spans, server: MockLLMServer
             {
                 "role": "assistant",
                 "parts": [call_part(calls[0], PARIS), call_part(calls[1], TOKYO)],
+                "finish_reason": "tool_call",
             }
         ],
         "gen_ai.usage.input_tokens": 31,
@@ -151,7 +152,7 @@ def test_history_items_map_like_outputs(spans: Spans, server: MockLLMServer) -> 
         ),
     ]
     assert two["gen_ai.output.messages"] == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "Sunny and cloudy."}]}
+        {"role": "assistant", "parts": [{"type": "text", "content": "Sunny and cloudy."}], "finish_reason": "stop"}
     ]
 
 
@@ -202,6 +203,7 @@ def test_reasoning_and_built_in_tools(spans: Spans, server: MockLLMServer) -> No
     server.script(Reply.raw(200, response_json(output)))
     client(server).responses.create(model=MODEL, input="Weather?", tools=[{"type": "web_search"}])
     attrs = spans.attrs()
+    stop = {"finish_reason": "stop"}
     web_search = {"type": "search", "query": "paris weather", "sources": [{"type": "url", "url": "https://w.example"}]}
     assert attrs["gen_ai.output.messages"] == [
         {
@@ -210,16 +212,19 @@ def test_reasoning_and_built_in_tools(spans: Spans, server: MockLLMServer) -> No
                 {"type": "reasoning", "content": "Search first.\n\nThen read."},
                 {"type": "tool_call", "id": "ws_1", "name": "web_search", "arguments": {"action": web_search}},
             ],
+            **stop,
         },
         {
             "role": "tool",
             "parts": [{"type": "tool_call_response", "id": "ws_1", "response": {"status": "completed"}}],
+            **stop,
         },
         {
             "role": "assistant",
             "parts": [
                 {"type": "tool_call", "id": "fs_1", "name": "file_search", "arguments": {"queries": ["forecast"]}}
             ],
+            **stop,
         },
         {
             "role": "tool",
@@ -230,6 +235,7 @@ def test_reasoning_and_built_in_tools(spans: Spans, server: MockLLMServer) -> No
                     "response": {"results": output[2]["results"], "status": "completed"},
                 }
             ],
+            **stop,
         },
         {
             "role": "assistant",
@@ -241,6 +247,7 @@ def test_reasoning_and_built_in_tools(spans: Spans, server: MockLLMServer) -> No
                     "arguments": {"code": "print(18 * 9 / 5 + 32)", "container_id": "cntr_1"},
                 }
             ],
+            **stop,
         },
         {
             "role": "tool",
@@ -251,8 +258,9 @@ def test_reasoning_and_built_in_tools(spans: Spans, server: MockLLMServer) -> No
                     "response": {"outputs": [{"type": "logs", "logs": "64.4"}], "status": "completed"},
                 }
             ],
+            **stop,
         },
-        {"role": "assistant", "parts": [{"type": "text", "content": "18°C (64.4°F), rain later."}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "18°C (64.4°F), rain later."}], **stop},
     ]
     assert attrs["gen_ai.tool.definitions"] == [{"type": "web_search"}]
     assert attrs["gen_ai.usage.cache_read.input_tokens"] == 32
@@ -301,6 +309,7 @@ def test_stream_prefers_the_completed_response(spans: Spans, server: MockLLMServ
                 call_part(calls[0].call_id, PARIS),
                 call_part(calls[1].call_id, TOKYO),
             ],
+            "finish_reason": "tool_call",
         }
     ]
     assert attrs["gen_ai.response.id"] == completed.id
@@ -322,7 +331,7 @@ def test_broken_stream_is_rebuilt_from_item_events(spans: Spans, server: MockLLM
     text = "".join(e.delta for e in seen if e.type == "response.output_text.delta")
     assert text
     assert attrs["gen_ai.output.messages"][0]["parts"][0] == {"type": "text", "content": text}
-    assert "finish_reason" not in attrs["gen_ai.output.messages"][0]  # finish reasons: the span's, not per message
+    assert attrs["gen_ai.output.messages"][0]["finish_reason"] == ""
     assert attrs["gen_ai.response.id"] == seen[0].response.id
 
 
@@ -333,7 +342,7 @@ def test_stream_helper(spans: Spans, server: MockLLMServer) -> None:
         final = stream.get_final_response()
     assert final.output_text == "It is sunny in Paris."
     assert spans.attrs()["gen_ai.output.messages"] == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "It is sunny in Paris."}]}
+        {"role": "assistant", "parts": [{"type": "text", "content": "It is sunny in Paris."}], "finish_reason": "stop"}
     ]
     with sdk.responses.stream(model=MODEL, input="More?") as stream:
         next(iter(stream))

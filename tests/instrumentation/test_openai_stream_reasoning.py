@@ -49,4 +49,4 @@ def test_reasoning_deltas_become_a_reasoning_part(spans: Spans) -> None:
         {"type": "reasoning", "content": "The user wants a greeting."},
         {"type": "text", "content": "Hello!"},
     ]
-    assert "finish_reason" not in output  # finish reasons: the span's, not per message
+    assert output["finish_reason"] == "stop"

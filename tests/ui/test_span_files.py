@@ -24,7 +24,7 @@ def test_index_folds_a_span_file(otlp_dir: Path) -> None:
     assert index.refresh()
     _, rows = index.snapshot()
     (row,) = rows
-    assert row.shape == "otlp-json" and row.meta.name == "otlp-bot" and row.steps == 3
+    assert row.shape == "otlp-json" and row.meta.name == "otlp-bot" and row.step_count == 6  # 3 model calls, 3 tools
     assert row.summary.tool_calls_by_name == {"get_weather": 2, "convert_temperature": 1}
     raw, trace = index.trace(row)
     assert trace is not None and [e["role"] for e in raw][:2] == ["system", "user"]

@@ -5,7 +5,9 @@ last (the cost of the runs that record one, by currency). ``--json`` adds the er
 runs.
 
 A run's cost is what its metadata records: ``-`` when it records none; ``$0.0123+`` when some of its model calls
-reported tokens no price covers (the total is of the others).
+reported tokens no price covers (the total is of the others). Its tokens likewise: ``-`` when no model call reported
+any (unknown, not 0); ``120/20+`` when some did not (``usage.unreported_steps``: the total is of the others). A run's
+steps are the entries of its metadata's ``steps`` (model calls and tool runs), as everywhere spanfold counts steps.
 
 The table fits the terminal (``COLUMNS`` or its width): long paths are cut in the middle, the tool list wraps
 under its column or, on a narrow terminal, goes on a line of its own. Piped, rows are never cut. The widths come
@@ -62,13 +64,32 @@ class Row:
             "line": int(line),
             "trace_id": meta.trace_id or None,
             "trace_summary": self.summary.to_dict(),
-            "usage": {"input_tokens": meta.usage.input_tokens, "output_tokens": meta.usage.output_tokens},
+            "usage": self.usage(),
+            "steps": meta.steps_taken,
             "duration_ms": meta.duration_ms,
             "status": meta.status,
             "error": meta.error,
             "cost": cost.to_dict() if (cost := meta.run_cost) is not None else None,
             **self.step_times(),
         }
+
+    def usage(self) -> dict[str, int]:
+        """The run's token totals as its metadata writes them: ``input_tokens`` and ``output_tokens`` when known (no
+        totals when no model call reported any), and ``unreported_steps``: the model calls that reported none."""
+        meta = self.meta
+        out = {"input_tokens": meta.usage.input_tokens, "output_tokens": meta.usage.output_tokens}
+        if not meta.usage_known:
+            out = {}
+        if meta.unreported_steps:
+            out["unreported_steps"] = meta.unreported_steps
+        return out
+
+    def tokens(self) -> str:
+        """``120/20``; ``120/20+`` when some model calls reported none; ``-`` when none reported any (or none ran)."""
+        meta = self.meta
+        if not meta.usage_known or not (meta.usage.input_tokens or meta.usage.output_tokens):
+            return "-"
+        return f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" + ("+" if meta.unreported_steps else "")
 
     def step_times(self) -> dict[str, Any]:
         """The model calls and tool runs the metadata lists, and the time spent in each kind (None: no steps)."""
@@ -82,7 +103,7 @@ class Row:
 
     def numbers(self) -> list[str]:
         meta = self.meta
-        tokens = f"{meta.usage.input_tokens}/{meta.usage.output_tokens}" if meta.usage.input_tokens else "-"
+        tokens = self.tokens()
         duration = format_ms(meta.duration_ms) if meta.duration_ms is not None else "-"
         cost = meta.run_cost
         spent = "-" if cost is None else format_cost(cost.total, cost.currency) + ("+" if cost.unpriced_steps else "")
@@ -186,14 +207,17 @@ class Totals:
     failed: int = 0  # runs that ended with an error
     costs: dict[str, float] = field(default_factory=dict)  # by currency, of the runs that record a cost
     unpriced: int = 0  # runs that record none, or one that leaves model calls out
+    unreported: int = 0  # model calls that reported no tokens: not in the token totals
 
     def add(self, row: Row) -> None:
         self.traces += 1
         self.failed += row.meta.status == "error"
         self.calls += row.calls
         self.errors += row.summary.error_count
-        self.tokens_in += row.meta.usage.input_tokens
-        self.tokens_out += row.meta.usage.output_tokens
+        if row.meta.usage_known:
+            self.tokens_in += row.meta.usage.input_tokens
+            self.tokens_out += row.meta.usage.output_tokens
+        self.unreported += row.meta.unreported_steps
         cost = row.meta.run_cost
         if cost is not None:
             self.costs[cost.currency] = self.costs.get(cost.currency, 0.0) + cost.total
@@ -210,15 +234,21 @@ class Totals:
 
     def lines(self, width: int | None) -> list[str]:
         """The totals, and what the runs that record a cost cost (by currency): on the same line when it fits."""
-        text = str(self)
-        if not self.costs:
-            return [text]
-        cost = "cost " + " + ".join(visible(format_cost(v, c)) for c, v in sorted(self.costs.items()))
-        if self.unpriced:
-            cost += f" ({plural(self.unpriced, 'trace')} not fully priced)"
-        if width is None or len(text) + 2 + len(cost) <= width:
-            return [f"{text}, {cost}"]
-        return [text, cost]
+        lines = [str(self)]
+        more: list[str] = []
+        if self.unreported:  # unknown, not 0: how many model calls the token totals leave out
+            more.append(f"{plural(self.unreported, 'model call')} without token counts")
+        if self.costs:
+            cost = "cost " + " + ".join(visible(format_cost(v, c)) for c, v in sorted(self.costs.items()))
+            if self.unpriced:
+                cost += f" ({plural(self.unpriced, 'trace')} not fully priced)"
+            more.append(cost)
+        for part in more:
+            if width is None or len(lines[-1]) + 2 + len(part) <= width:
+                lines[-1] += f", {part}"
+            else:
+                lines.append(part)
+        return lines
 
 
 def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:

@@ -10,8 +10,9 @@ Message JSON (``gen_ai.input.messages`` / ``gen_ai.output.messages``)::
      {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "f", "arguments": {"x": 1}}]},
      {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "42"}]}]
 
-Finish reasons are the span's (``gen_ai.response.finish_reasons``), not per output message (older producers wrote
-``finish_reason`` on each; read, never written). ``gen_ai.system_instructions`` is a list of parts.
+Finish reasons are the span's (``gen_ai.response.finish_reasons``, the provider's), and each output message's
+``finish_reason`` (the conventions' value; deprecated there, written for the consumers that still require it: Arize
+Phoenix). ``gen_ai.system_instructions`` is a list of parts.
 Part types: ``text{content}``, ``tool_call{id, name, arguments}``, ``tool_call_response{id, response}``,
 ``reasoning{content}``, ``blob{modality, mime_type, content}``, ``uri{modality, mime_type?, uri}``,
 ``file{modality, file_id}``, and ``generic{generic_type}`` for a kind with no type of its own (older producers wrote

@@ -15,8 +15,11 @@ Message JSON (``gen_ai.input.messages`` / ``gen_ai.output.messages``)::
      {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "42"}]}]
 
 A part of a kind the conventions name no type for is a generic part (``{"type": "generic", "generic_type":
-"guardContent"}``). Output messages carry no ``finish_reason``: the conventions keep finish reasons in the span's
-``gen_ai.response.finish_reasons``. ``gen_ai.system_instructions`` is a list of parts.
+"guardContent"}``). Output messages carry ``finish_reason`` (the semconv value, "" when the provider gave none):
+the conventions keep finish reasons in the span's ``gen_ai.response.finish_reasons`` and the per-message field as a
+deprecated, optional one, which consumers in use still require (Arize Phoenix drops an output list without it); the
+toolkit writes it (:func:`spanfold.semconv.shapes.output_finish_reason`). ``gen_ai.system_instructions`` is a list
+of parts.
 """
 
 from __future__ import annotations
@@ -172,13 +175,28 @@ def other(kind: Any) -> OtherPart:
 
 
 def message(role: Any, parts: list[Part], **extra: Any) -> Message:
-    """A message; ``extra`` keys (``name``) are set when not None. A ``finish_reason`` is not: the conventions keep
-    finish reasons in the span's ``gen_ai.response.finish_reasons``."""
+    """A message; ``extra`` keys (``name``, an output's ``finish_reason``) are set when not None."""
     out: dict[str, Any] = {"role": role, "parts": parts}
     for key, value in extra.items():
-        if value is not None and key != "finish_reason":
+        if value is not None:
             out[key] = value
     return out  # type: ignore[return-value]
+
+
+def calls_tools(message: Message) -> bool:
+    """Whether ``message`` calls a tool it holds no result of (a server tool answered in the same message, Gemini's
+    code execution, is not a call the caller runs)."""
+    parts = message.get("parts") or ()
+    answered = {part.get("id") for part in parts if part.get("type") == names.PART_TOOL_CALL_RESPONSE}
+    return any(part.get("type") == names.PART_TOOL_CALL and part.get("id") not in answered for part in parts)
+
+
+def finished(message: Message, reason: str) -> Message:
+    """``message`` with its ``finish_reason`` (a new message: the one given is left as it is); one that has its own
+    keeps it."""
+    if "finish_reason" in message:
+        return message
+    return {**message, "finish_reason": reason}
 
 
 #: The key of each part type that holds content.

@@ -7,6 +7,9 @@
   goes on with the first.
 * Finish-reason tables: a provider's stop reason -> the semconv output-message ``finish_reason`` enum
   (``stop``, ``length``, ``content_filter``, ``tool_call``, ``error``); reasons not in a table are kept as they come.
+  :func:`output_finish_reason` picks the table by ``gen_ai.provider.name``: the toolkit writes its answer on every
+  output message (a deprecated, optional field the conventions keep, and one consumers in use still require: Arize
+  Phoenix drops a ``gen_ai.output.messages`` list whose messages lack it), "" when the provider gave no reason.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from spanfold.semconv import names
 from spanfold.semconv.names import PART_TOOL_CALL_RESPONSE
 
 T = TypeVar("T")
@@ -32,7 +36,11 @@ COHERE_FINISH_REASONS: Final = {
     "TIMEOUT": "error",
 }
 #: OpenAI Responses ``incomplete_details.reason``.
-OPENAI_RESPONSES_FINISH_REASONS: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+OPENAI_RESPONSES_FINISH_REASONS: Final = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+    "failed": "error",  # the provider's reason is derived from the status (providers/openai/responses.py)
+}
 #: Anthropic ``stop_reason`` (spanfold's own Anthropic spans and the anthropic SDK's native-span dialect alike).
 ANTHROPIC_FINISH_REASONS: Final = {
     "end_turn": "stop",
@@ -116,3 +124,27 @@ BEDROCK_FINISH_REASONS: Final = {
     "malformed_model_output": "error",
     "malformed_tool_use": "error",
 }
+
+
+#: The finish-reason table of each provider (``gen_ai.provider.name``); a provider not listed answers in Chat
+#: Completions' terms (the OpenAI-compatible APIs, LiteLLM).
+FINISH_REASONS_BY_PROVIDER: Final[Mapping[str, Mapping[str, str]]] = {
+    names.PROVIDER_OPENAI: {**OPENAI_CHAT_FINISH_REASONS, **OPENAI_RESPONSES_FINISH_REASONS},
+    names.PROVIDER_ANTHROPIC: ANTHROPIC_FINISH_REASONS,
+    names.PROVIDER_AWS_BEDROCK: BEDROCK_FINISH_REASONS,
+    names.PROVIDER_GCP_GEMINI: GEMINI_FINISH_REASONS,
+    names.PROVIDER_GCP_VERTEX_AI: GEMINI_FINISH_REASONS,
+    names.PROVIDER_COHERE: COHERE_FINISH_REASONS,
+}
+#: Providers whose API stops with its plain "stop" reason when the model calls tools (no reason of its own for it).
+STOP_CALLS_TOOLS: Final = frozenset({names.PROVIDER_GCP_GEMINI, names.PROVIDER_GCP_VERTEX_AI, names.PROVIDER_OLLAMA})
+
+
+def output_finish_reason(provider: Any, raw: Any, calls_tools: bool = False) -> str:
+    """The ``finish_reason`` of an output message of a call to ``provider`` that stopped for ``raw`` ("" when it
+    gave none): its semconv value, ``tool_call`` for a plain stop of a message calling tools where the API has no
+    reason of its own for it (:data:`STOP_CALLS_TOOLS`)."""
+    reason = finish_reason(FINISH_REASONS_BY_PROVIDER.get(provider, OPENAI_COMPATIBLE_FINISH_REASONS), raw)
+    if reason == "stop" and calls_tools and provider in STOP_CALLS_TOOLS:
+        return "tool_call"
+    return reason

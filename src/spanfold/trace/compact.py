@@ -144,11 +144,9 @@ def final_text(trace: Trace) -> str:
 def agentv_cli_document(trace: Trace) -> dict[str, Any]:
     """``{text, output: [compact message], token_usage, duration_ms}``: the JSON a CLI agent hands AgentV."""
     meta = trace.meta
-    out: dict[str, Any] = {
-        "text": final_text(trace),
-        "output": compact_messages(trace),
-        "token_usage": {"input": meta.usage.input_tokens, "output": meta.usage.output_tokens},
-    }
+    out: dict[str, Any] = {"text": final_text(trace), "output": compact_messages(trace)}
+    if meta.usage_known:  # unknown is left out, never 0
+        out["token_usage"] = {"input": meta.usage.input_tokens, "output": meta.usage.output_tokens}
     took = meta.duration_ms if meta.duration_ms is not None else duration_ms(meta.start, meta.end)
     if took is not None:
         out["duration_ms"] = took

@@ -274,6 +274,7 @@ class TraceMeta:
     name: str | None = None  # agent name, when the run had an invoke_agent root
     service: str | None = None
     models: list[str] = field(default_factory=list)
+    #: The token totals of the model calls that reported their tokens (:attr:`usage_known`: whether any did).
     usage: Usage = field(default_factory=Usage)
     start: str | None = None  # ISO 8601
     end: str | None = None
@@ -287,6 +288,15 @@ class TraceMeta:
     handed: int | None = None
     #: Each model call and tool run, in the order they started (written when there are any).
     steps: list[StepTime] = field(default_factory=list)
+    #: Model calls that reported no tokens (a stream sent without ``include_usage``, a failed call): not in
+    #: :attr:`usage`, written as ``usage.unreported_steps`` when there are some.
+    unreported_steps: int = 0
+    #: Whether the token totals are known: False when model calls ran and none reported tokens (``usage`` then holds
+    #: no totals: ``{"unreported_steps": n}``), never 0 for unknown.
+    usage_known: bool = True
+    #: How many steps the metadata lists (``len(steps)``), kept when a reader leaves the steps out (``steps=False``);
+    #: None: not known (metadata without a ``steps`` list).
+    step_count: int | None = None
     #: Extra facts: the OTel trace ids a stitched run spans, truncation counters, what the run cost (``cost``: a
     #: :class:`RunCost` record, :attr:`run_cost`; ``cost_usd``: its total in US dollars, AgentV's name, when every
     #: model call that reported tokens was priced), ...
@@ -303,7 +313,7 @@ class TraceMeta:
             "name": self.name,
             "service": self.service,
             "models": self.models,
-            "usage": self.usage.to_dict(),
+            "usage": self.usage_dict(),
             "start": self.start,
             "end": self.end,
             "duration_ms": self.duration_ms,
@@ -319,6 +329,20 @@ class TraceMeta:
         out.update(self.extra)
         return out
 
+    def usage_dict(self) -> dict[str, int]:
+        """``usage`` as the metadata writes it: the totals when known, and the model calls that reported no tokens
+        (``unreported_steps``) when there are some."""
+        out = self.usage.to_dict() if self.usage_known else {}
+        if self.unreported_steps:
+            out["unreported_steps"] = self.unreported_steps
+        return out
+
+    @property
+    def steps_taken(self) -> int | None:
+        """The run's steps: how many model calls and tool runs (and other steps, as the metadata lists them) it took;
+        None when the metadata does not say."""
+        return len(self.steps) if self.steps else self.step_count
+
     @classmethod
     def from_dict(cls, raw: dict[str, Any], *, steps: bool = True) -> TraceMeta:
         """The inverse of :meth:`to_dict`; a field of the wrong type is left at its default, unknown keys go to
@@ -329,6 +353,7 @@ class TraceMeta:
         models = raw.get("models")
         error = raw.get("error")
         listed = raw.get("steps") if steps else None
+        counted = raw.get("steps")
         handed = raw.get("handed")
         return cls(
             trace_id=_str(raw.get("trace_id")) or "",
@@ -344,6 +369,12 @@ class TraceMeta:
             span_count=_int(raw.get("span_count")),
             handed=handed if isinstance(handed, int) and not isinstance(handed, bool) and handed >= 0 else None,
             steps=[s for s in map(StepTime.from_dict, listed) if s is not None] if isinstance(listed, list) else [],
+            unreported_steps=_int(tokens.get("unreported_steps")),
+            # unknown only as the metadata writes it: model calls without tokens and no totals
+            usage_known="input_tokens" in tokens
+            or "output_tokens" in tokens
+            or not _int(tokens.get("unreported_steps")),
+            step_count=len(counted) if isinstance(counted, list) else None,
             extra={k: v for k, v in raw.items() if k not in _META_KEYS},
         )
 

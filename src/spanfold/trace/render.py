@@ -175,7 +175,10 @@ def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
             first.append(f"({visible(meta.name)})")
         if meta.models:
             facts.append(visible(", ".join(meta.models)))
-        tokens = format_tokens(meta.usage)
+        tokens = format_tokens(meta.usage) if meta.usage_known else "tokens unknown"
+        if tokens and meta.unreported_steps:
+            said = "model call" if meta.unreported_steps == 1 else "model calls"
+            tokens += f" ({meta.unreported_steps} {said} reported none)"
         if tokens:
             facts.append(tokens)
         cost = meta.run_cost

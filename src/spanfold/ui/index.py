@@ -65,6 +65,8 @@ class Row:
     shape: str
     summary: TraceSummary
     meta: TraceMeta
+    #: The steps its events show (model calls: assistant messages; tool runs: tool outputs), for a run whose
+    #: metadata does not list its steps (:attr:`step_count` prefers the metadata's)
     steps: int
     preview: str
     own_meta: bool  # the metadata came from the trace itself, not from a sibling
@@ -77,9 +79,29 @@ class Row:
         meta = self.meta
         return meta.status if meta.trace_id or meta.start or meta.span_count else "unknown"
 
-    def to_json(self, run_id: str | None = None) -> dict[str, Any]:
-        """The row as the list shows it; ``run_id``: its permalink (its place in its file by default)."""
+    @property
+    def step_count(self) -> int:
+        """The run's steps, as its metadata counts them (its ``steps``: model calls and tool runs), the one count
+        every view shows; from its events (:attr:`steps`) when its metadata does not list them."""
+        taken = self.meta.steps_taken
+        return self.steps if taken is None else taken
+
+    def tokens(self) -> tuple[int, int] | None:
+        """(in, out) tokens of the model calls that reported them; None when unknown: no model call reported any,
+        or nothing says (a record without metadata that records no tokens)."""
         meta = self.meta
+        usage = meta.usage
+        if not meta.usage_known:
+            return None
+        if not (usage.input_tokens or usage.output_tokens) and self.status == "unknown":
+            return None
+        return usage.input_tokens, usage.output_tokens
+
+    def to_json(self, run_id: str | None = None) -> dict[str, Any]:
+        """The row as the list shows it; ``run_id``: its permalink (its place in its file by default). Tokens not
+        known are None (shown as such, never as 0); ``tokens_unreported``: the model calls that reported none."""
+        meta = self.meta
+        tokens = self.tokens()
         return {
             "id": run_id or self.id,
             "file": self.file,
@@ -93,10 +115,11 @@ class Row:
             "duration_ms": meta.duration_ms,
             "status": self.status,
             "error": meta.error,
-            "tokens_in": meta.usage.input_tokens,
-            "tokens_out": meta.usage.output_tokens,
+            "tokens_in": tokens[0] if tokens is not None else None,
+            "tokens_out": tokens[1] if tokens is not None else None,
+            "tokens_unreported": meta.unreported_steps,
             "cost": trace_cost(meta.extra),
-            "steps": self.steps,
+            "steps": self.step_count,
             "calls": sum(self.summary.tool_calls_by_name.values()),
             "tools": self.summary.tool_calls_by_name,
             "errors": self.summary.error_count,
@@ -158,7 +181,7 @@ def _glance(value: Any) -> _Glance | None:
             n_events += 1
         if error is not None or role == "error":
             errors += 1
-        if role == "assistant":
+        if role in ("assistant", "tool"):  # a model call's answer, a tool run's output
             steps += 1
         elif role == "user" and preview is None:
             if isinstance(content, str):
@@ -182,7 +205,9 @@ def _shared(meta: TraceMeta) -> TraceMeta:
 
 
 def _steps(trace: Trace | None) -> int:
-    return 0 if trace is None else sum(1 for ev in trace.events if ev.role == "assistant")
+    """The steps a trace's events show: its model calls' answers and its tool runs' outputs (what its metadata would
+    list as steps; used where there is none)."""
+    return 0 if trace is None else sum(1 for ev in trace.events if ev.role in ("assistant", "tool"))
 
 
 @dataclass(slots=True)
@@ -397,8 +422,8 @@ class Index:
             summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
             glance = _Glance(summary, _steps(trace), _preview(trace))
         meta = decoded.meta or TraceMeta(trace_id="")
-        if meta.steps:  # a row holds no steps (read again with the run): the list stays small
-            meta = replace(meta, steps=[])
+        if meta.steps:  # a row holds no steps (read again with the run): the list stays small, their count kept
+            meta = replace(meta, steps=[], step_count=len(meta.steps))
         return Row(
             id=f"{entry.label}:{line}",
             file=entry.name,

@@ -1,7 +1,8 @@
 """Sessions: the runs of one conversation, grouped by the conversation (session) id their metadata records
 (``gen_ai.conversation.id`` as the metadata names it, or the user's session id:
 :data:`spanfold.ui.query.CONVERSATION_KEYS`), each session with its runs in the order they started and its totals
-(:mod:`spanfold.ui.stats`).
+(:mod:`spanfold.ui.stats`): its tokens those of the runs whose tokens are known (None when none's are), and how many
+model calls reported none (``tokens_unreported``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Session:
         starts = [r.meta.start for r in ordered if r.meta.start]
         costs = [c for c in (trace_cost(r.meta.extra) for r in ordered) if c is not None]
         currencies = {c["currency"] for c in costs}
+        tokens = [t for t in (r.tokens() for r in ordered) if t is not None]
         return {
             "id": self.id,
             "runs": len(ordered),
@@ -34,8 +36,9 @@ class Session:
             "last": starts[-1] if starts else None,
             "agents": sorted({r.meta.name for r in ordered if r.meta.name}),
             "users": sorted({u for u in map(user_of, ordered) if u}),
-            "tokens_in": sum(r.meta.usage.input_tokens for r in ordered),
-            "tokens_out": sum(r.meta.usage.output_tokens for r in ordered),
+            "tokens_in": sum(t[0] for t in tokens) if tokens else None,  # None: no run's tokens are known
+            "tokens_out": sum(t[1] for t in tokens) if tokens else None,
+            "tokens_unreported": sum(r.meta.unreported_steps for r in ordered),
             "errors": sum(1 for r in ordered if r.summary.error_count),
             "failed": sum(1 for r in ordered if r.status == "error"),
             "cost": {"amount": sum(c["amount"] for c in costs), "currency": currencies.pop()}

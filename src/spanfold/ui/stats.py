@@ -2,7 +2,9 @@
 durations and cost, in total and over time (a bin per stretch of the runs' start times, for the list's chart).
 
 Cost is summed only from what the runs' metadata records (``cost``): a run without one adds nothing, and the totals
-say how many runs had one. Costs in several currencies are not added up (the totals name the currencies instead).
+say how many runs had one. Tokens likewise: the totals add up the model calls that reported theirs (None when no run's
+tokens are known) and say how many did not (``tokens_unreported``): unknown is never added as 0. Costs in several
+currencies are not added up (the totals name the currencies instead).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from spanfold.ui.steps import epoch_ms, trace_cost
 
 #: Bins of the chart over time.
 BINS = 40
+#: A run's tokens: (in, out) when known, else None; and its model calls that reported none.
+_Tokens = tuple[tuple[int, int] | None, int]
+_Facts = tuple[bool, bool, _Tokens, dict[str, Any] | None]
 
 
 @dataclass(slots=True)
@@ -26,16 +31,22 @@ class _Sum:
     failed: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_known: int = 0  # runs whose tokens are known
+    tokens_unreported: int = 0  # model calls that reported no tokens
     priced: int = 0
     cost: float = 0.0
     currencies: set[str] = field(default_factory=set)
 
-    def add(self, errors: bool, failed: bool, tokens_in: int, tokens_out: int, cost: dict[str, Any] | None) -> None:
+    def add(self, errors: bool, failed: bool, tokens: _Tokens, cost: dict[str, Any] | None) -> None:
         self.runs += 1
         self.with_errors += errors
         self.failed += failed
-        self.tokens_in += tokens_in
-        self.tokens_out += tokens_out
+        known, unreported = tokens
+        if known is not None:
+            self.tokens_known += 1
+            self.tokens_in += known[0]
+            self.tokens_out += known[1]
+        self.tokens_unreported += unreported
         if cost is not None:
             self.priced += 1
             self.cost += cost["amount"]
@@ -46,8 +57,9 @@ class _Sum:
             "runs": self.runs,
             "with_errors": self.with_errors,
             "failed": self.failed,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
+            "tokens_in": self.tokens_in if self.tokens_known else None,
+            "tokens_out": self.tokens_out if self.tokens_known else None,
+            "tokens_unreported": self.tokens_unreported,
             "priced": self.priced,
             "cost": None,
         }
@@ -70,14 +82,13 @@ def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
     of start time (``start``/``end`` in ms since the epoch), over the runs that say when they started."""
     total = _Sum()
     durations: list[float] = []
-    started: list[tuple[float, tuple[bool, bool, int, int, dict[str, Any] | None]]] = []
+    started: list[tuple[float, _Facts]] = []
     for row in rows:
         meta = row.meta
-        facts = (
+        facts: _Facts = (
             row.summary.error_count > 0,
             row.status == "error",
-            meta.usage.input_tokens,
-            meta.usage.output_tokens,
+            (row.tokens(), meta.unreported_steps),
             trace_cost(meta.extra),
         )
         total.add(*facts)
@@ -95,7 +106,7 @@ def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
     return out
 
 
-def _bins(started: list[tuple[float, tuple[bool, bool, int, int, dict[str, Any] | None]]], count: int) -> list[Any]:
+def _bins(started: list[tuple[float, _Facts]], count: int) -> list[Any]:
     if not started:
         return []
     first = min(at for at, _ in started)

@@ -3,6 +3,11 @@ end and duration, its service and name, how it ended (its status, and the error 
 model call's and tool run's start, duration, model, tokens, cost and error (a waterfall); and the metadata an event
 gets from its model step.
 
+Tokens a model call did not report (a stream sent without ``include_usage``, a failed call) are unknown, never 0: the
+run's ``usage`` totals the calls that reported theirs and counts the others (``usage.unreported_steps``); when none
+reported any, ``usage`` holds no totals at all. The run's steps are its ``steps`` entries, one per model call and tool
+run: the one count of steps every reader shows.
+
 A run ended with an error (status ``error``) when a root agent span failed (an exception, Ctrl-C's
 ``KeyboardInterrupt`` too, left the run) or its last step (the one that ended last) failed; else normally
 (``complete``). Written before it was done (``incomplete``) or with spans dropped (``truncated``) is the run's to say
@@ -77,11 +82,13 @@ class Tally:
     """The steps of a trace as the fold takes them (model calls and tool runs), and its models and token totals;
     ``prices``: the user's, over the table's, for what the steps cost."""
 
-    __slots__ = ("models", "prices", "steps", "usage")
+    __slots__ = ("models", "prices", "reported", "steps", "unreported", "usage")
 
     def __init__(self, prices: PriceOverrides | None = None) -> None:
         self.models: set[str] = set()
         self.usage = Usage()
+        self.reported = 0  # model calls that reported their tokens
+        self.unreported = 0  # model calls that did not: unknown, never counted as 0
         self.steps: list[ModelStep | ToolStep] = []
         self.prices = prices
 
@@ -92,6 +99,9 @@ class Tally:
                 self.models.add(step.model)
             if step.usage is not None:
                 self.usage.add(step.usage)
+                self.reported += 1
+            else:
+                self.unreported += 1
 
 
 def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -160,6 +170,8 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
         meta.name = min(roots, key=lambda a: (a.start_ns, a.span_id)).name
     meta.models = sorted(tally.models)
     meta.usage = tally.usage
+    meta.unreported_steps = tally.unreported
+    meta.usage_known = tally.reported > 0 or not tally.unreported
     ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     costs = Costs(tally.prices)
     meta.steps = [step_time(step, costs) for step in ordered]

@@ -4,7 +4,8 @@ writes its JSON and applies the :class:`~spanfold.content.runtime.Runtime` to wh
 Every provider's :class:`~spanfold.instrumentation.toolkit.invocation.Request` and
 :class:`~spanfold.instrumentation.toolkit.invocation.Response` become attributes here, the same way: None values are
 left out (``spans.clean``), content is recorded with capture on and redacted when redaction is on, tool definitions
-only with capture on.
+only with capture on. Every output message carries its ``finish_reason`` (the semconv value of the provider's reason,
+"" when it gave none): deprecated in the conventions, still required by consumers in use (Arize Phoenix).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request
 from spanfold.instrumentation.toolkit.reading.history import Listed
 from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.semconv import parts as p
+from spanfold.semconv import shapes
 
 PARAMS: Final[dict[Param, str]] = {
     "temperature": semconv.REQUEST_TEMPERATURE,
@@ -118,15 +120,29 @@ def usage(value: Usage) -> dict[str, Any]:
     return out
 
 
+def output_messages(res: Response, provider: str, rt: Runtime) -> list[p.Message] | None:
+    """The output messages of a call to ``provider`` as a span records them, each with its ``finish_reason``: the
+    reason of its choice (one reason for all: the call's), as the provider's table maps it; "" when none is known."""
+    if res.messages is None:
+        return None
+    reasons = res.finish_reasons or []
+    paired = len(reasons) == len(res.messages)
+    out: list[p.Message] = []
+    for k, message in enumerate(res.messages):
+        raw = reasons[k] if paired else reasons[0] if len(reasons) == 1 else None
+        reason = shapes.output_finish_reason(provider, raw, p.calls_tools(message))
+        out.append(p.finished(p.applied_message(message, rt), reason))
+    return out
+
+
 def response(res: Response, provider: str, rt: Runtime) -> dict[str, Any]:
     """The result attributes of a call to ``provider``."""
+    messages = output_messages(res, provider, rt)
     attrs: dict[str, Any] = {
         semconv.RESPONSE_ID: res.id,
         semconv.RESPONSE_MODEL: res.model,
         semconv.RESPONSE_FINISH_REASONS: res.finish_reasons or None,
-        semconv.OUTPUT_MESSAGES: (
-            None if res.messages is None else dumps([p.applied_message(message, rt) for message in res.messages])
-        ),
+        semconv.OUTPUT_MESSAGES: None if messages is None else dumps(messages),
     }
     if res.usage is not None:
         attrs.update(usage(res.usage))

@@ -62,6 +62,28 @@ export function fmtInt(n) {
   return typeof n === "number" && isFinite(n) ? Math.round(n).toLocaleString("en-US") : "";
 }
 
+// A token count that may be unknown (null: no model call reported it): "–", never 0; "+" when some of the run's
+// model calls reported none (the count is of the others).
+export const UNKNOWN = "–";
+export function fmtCount(n, unreported) {
+  if (n === null || n === undefined) return UNKNOWN;
+  return `${fmtInt(n)}${unreported ? "+" : ""}`;
+}
+
+// What a run's or a total's tokens leave out: "2 model calls reported no tokens" ("" when none).
+export function unreportedNote(unreported) {
+  if (!unreported) return "";
+  return `${fmtInt(unreported)} model call${unreported === 1 ? "" : "s"} reported no tokens`;
+}
+
+// A run's or a total's tokens: "58 in / 14 out", "unknown" when no model call reported any; what they leave out after.
+export function fmtRunTokens(inp, out, unreported) {
+  const note = unreportedNote(unreported);
+  if (inp === null || inp === undefined) return note ? `unknown (${note})` : "unknown";
+  const text = `${fmtInt(inp)} in / ${fmtInt(out)} out`;
+  return note ? `${text} (+ ${note})` : text;
+}
+
 // Tokens of a usage record: "58 in / 14 out", with cached (read, written) and reasoning tokens when the trace has them.
 export function fmtTokens(usage) {
   if (!usage || typeof usage !== "object") return "";

@@ -1,5 +1,5 @@
 // The run list: filters, sortable columns, a page of runs at a time, two runs picked to compare.
-import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtTime, setStatus } from "./dom.js";
+import { api, el, errorTitle, fmtCost, fmtCount, fmtInt, fmtMs, fmtTime, setStatus, unreportedNote } from "./dom.js";
 import { numbers } from "./numbers.js";
 
 const PAGE = 100;
@@ -113,8 +113,8 @@ function runRow(run, i, priced) {
   el("td", { class: "num col-steps" }, run.steps),
   el("td", { class: "col-calls" }, el("div", { class: "num" }, run.calls), tools),
   el("td", { class: "num errors col-errors" }, run.errors),
-  el("td", { class: "num col-tokens_in" }, fmtInt(run.tokens_in)),
-  el("td", { class: "num col-tokens_out" }, fmtInt(run.tokens_out)),
+  el("td", { class: "num col-tokens_in", title: unreportedNote(run.tokens_unreported) }, fmtCount(run.tokens_in, run.tokens_unreported)),
+  el("td", { class: "num col-tokens_out", title: unreportedNote(run.tokens_unreported) }, fmtCount(run.tokens_out, run.tokens_unreported)),
   priced ? el("td", { class: "num col-cost" }, fmtCost(run.cost)) : null,
   el("td", { class: "num col-duration" }, fmtMs(run.duration_ms)),
   statusCell(run, "td"));

@@ -1,6 +1,6 @@
 // Numbers over the runs the list shows: totals (runs, errors and error rate, tokens, cost when the traces record it,
 // duration percentiles) and a small chart of runs, errors, tokens and cost over time (the server's /api/stats).
-import { el, fmtCost, fmtInt, fmtMs, svg } from "./dom.js";
+import { el, fmtCost, fmtInt, fmtMs, fmtRunTokens, svg } from "./dom.js";
 
 const WIDTH = 800;
 const LABEL = 13;
@@ -23,7 +23,7 @@ function binTitle(b) {
   const from = new Date(b.start).toISOString().replace("T", " ").slice(0, 19);
   const to = new Date(b.end).toISOString().replace("T", " ").slice(0, 19);
   return [`${from} – ${to}`, `${fmtInt(b.runs)} runs, ${fmtInt(b.with_errors)} with errors`,
-    `${fmtInt(b.tokens_in)} tokens in, ${fmtInt(b.tokens_out)} out`, b.cost ? `cost ${fmtCost(b.cost)}` : ""]
+    `tokens ${fmtRunTokens(b.tokens_in, b.tokens_out, b.tokens_unreported)}`, b.cost ? `cost ${fmtCost(b.cost)}` : ""]
     .filter(Boolean).join("\n");
 }
 
@@ -51,7 +51,7 @@ function chart(stats) {
   if (!bins.length) return null;
   const rows = [
     ["runs (with errors in red)", (b) => b.runs, "runs", (b) => b.with_errors, compact],
-    ["tokens", (b) => b.tokens_in + b.tokens_out, "tokens", null, compact],
+    ["tokens", (b) => (b.tokens_in ?? 0) + (b.tokens_out ?? 0), "tokens", null, compact],
   ];
   if (stats.cost) rows.push(["cost", (b) => (b.cost ? b.cost.amount : 0), "cost", null, (v) => fmtCost({ amount: v, currency: stats.cost.currency })]);
   const height = rows.length * (LABEL + ROW + 4);
@@ -71,7 +71,7 @@ export function numbers(stats) {
     ["runs", fmtInt(stats.runs)],
     ["with errors", `${fmtInt(stats.with_errors)}${rate}`, stats.with_errors ? "err-text" : ""],
     ["failed", fmtInt(stats.failed), stats.failed ? "err-text" : ""],
-    ["tokens", `${fmtInt(stats.tokens_in)} in / ${fmtInt(stats.tokens_out)} out`],
+    ["tokens", fmtRunTokens(stats.tokens_in, stats.tokens_out, stats.tokens_unreported)],
     cost ? ["cost", cost] : null,
     stats.duration_p50 !== null ? ["duration", `p50 ${fmtMs(stats.duration_p50)} · p95 ${fmtMs(stats.duration_p95)}`] : null,
   ].filter(Boolean);

@@ -1,7 +1,7 @@
 // One run: its facts, and tabs for the conversation, the waterfall, the metadata and the raw record. A step picked in
 // the waterfall is the step picked in the conversation (`#/run/ID/TAB/sK`), and the other way round. The run arrives
 // as it is shown: its first page of events (more as the reader scrolls), the raw record and the spec when asked for.
-import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtTime, fmtTokens, pretty, setStatus } from "./dom.js";
+import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtRunTokens, fmtTime, fmtTokens, pretty, setStatus } from "./dom.js";
 import { conversation, loadEvents, runHref } from "./conversation.js";
 import { statusCell } from "./list.js";
 import { sessionHref } from "./sessions.js";
@@ -70,10 +70,10 @@ function header(run, tab) {
       el("span", { id: "run-status" }, el("b", {}, "status "), statusCell(row, "span"),
         ended ? el("span", { class: "err-text" }, ` (${errorTitle(ended)})`) : null),
       el("span", {}, el("b", {}, "models "), row.models.join(", ") || "—"),
-      el("span", {}, el("b", {}, "steps "), String(row.steps)),
+      el("span", { id: "run-steps", title: "model calls and tool runs" }, el("b", {}, "steps "), String(row.steps)),
       el("span", {}, el("b", {}, "tool calls "), String(row.calls)),
       el("span", { class: row.errors ? "err-text" : "" }, el("b", {}, "errors "), String(row.errors)),
-      el("span", {}, el("b", {}, "tokens "), fmtTokens({ input_tokens: row.tokens_in, output_tokens: row.tokens_out })),
+      el("span", { id: "run-tokens" }, el("b", {}, "tokens "), fmtRunTokens(row.tokens_in, row.tokens_out, row.tokens_unreported)),
       row.cost ? el("span", {}, el("b", {}, "cost "), fmtCost(row.cost)) : null,
       el("span", {}, el("b", {}, "duration "), fmtMs(row.duration_ms) || "—"),
       latency(run),

@@ -1,6 +1,6 @@
 // Sessions: the runs of one conversation (the conversation or session id their metadata records), a list of them
 // (the list's filters apply), and one session with its runs in the order they started and its totals.
-import { api, el, fmtCost, fmtInt, fmtMs, fmtTime } from "./dom.js";
+import { api, el, fmtCost, fmtCount, fmtInt, fmtMs, fmtTime, unreportedNote } from "./dom.js";
 import { list, statusCell } from "./list.js";
 import { numbers } from "./numbers.js";
 
@@ -22,7 +22,7 @@ export async function renderSessions(params) {
   el("td", { class: "num" }, fmtInt(s.runs)),
   el("td", {}, fmtTime(s.first)), el("td", {}, fmtTime(s.last)),
   el("td", {}, s.agents.join(", ")),
-  el("td", { class: "num" }, `${fmtInt(s.tokens_in)} / ${fmtInt(s.tokens_out)}`),
+  el("td", { class: "num col-tokens", title: unreportedNote(s.tokens_unreported) }, `${fmtCount(s.tokens_in, s.tokens_unreported)} / ${fmtCount(s.tokens_out, s.tokens_unreported)}`),
   el("td", { class: "num" }, s.cost ? fmtCost(s.cost) : ""),
   el("td", { class: `num${s.errors ? " err-text" : ""}` }, fmtInt(s.errors)),
   el("td", { class: "muted preview" }, s.preview.slice(0, 80))));
@@ -49,7 +49,7 @@ export async function renderSession(id) {
   el("td", {}, r.name || ""),
   el("td", {}, el("a", { href: `#/run/${encodeURIComponent(r.id)}` }, r.preview.slice(0, 100) || "(no question)")),
   el("td", { class: "num" }, fmtInt(r.steps)),
-  el("td", { class: "num" }, `${fmtInt(r.tokens_in)} / ${fmtInt(r.tokens_out)}`),
+  el("td", { class: "num col-tokens", title: unreportedNote(r.tokens_unreported) }, `${fmtCount(r.tokens_in, r.tokens_unreported)} / ${fmtCount(r.tokens_out, r.tokens_unreported)}`),
   el("td", { class: "num" }, r.cost ? fmtCost(r.cost) : ""),
   el("td", { class: "num" }, fmtMs(r.duration_ms)),
   statusCell(r, "td")));
