@@ -190,9 +190,9 @@ def in_threads(run: Callable[[int], Any], n: int) -> None:
 
 
 @contextmanager
-def traced_into(directory: Path, *, capture_content: bool = True) -> Iterator[Traced]:
-    """spanfold.init() writing to ``directory`` for the block."""
-    handle = spanfold.init(output=str(directory), capture_content=capture_content)
+def traced_into(directory: Path, *, capture_content: bool = True, **options: Any) -> Iterator[Traced]:
+    """spanfold.init() writing to ``directory`` for the block (``options``: init()'s other keywords)."""
+    handle = spanfold.init(output=str(directory), capture_content=capture_content, **options)
     try:
         yield Traced(handle, directory)
     finally:

@@ -67,6 +67,10 @@ def init(
     * ``tool_definitions`` (``SPANFOLD_TOOL_DEFINITIONS``, default ``required``): what ``gen_ai.tool.definitions``
       holds: each tool's type and name (the conventions' required fields), or with ``full`` its description and
       parameter schema too.
+    * ``stream_usage`` (``SPANFOLD_STREAM_USAGE``, default off): ask OpenAI Chat Completions streams the application
+      sent without ``stream_options.include_usage`` for their token usage, the one change spanfold makes to a
+      request; the usage-only last chunk this adds is kept from the application, which gets the chunks it would have
+      got. Off, such a stream has no token counts (unknown, never 0).
     * ``redact`` (``SPANFOLD_REDACT``, default off): ``True`` for the built-in patterns (emails, API keys, tokens,
       card numbers), or a callable (text -> text, run after them), or a ``spanfold.content.redaction.Redaction``.
     * ``stitch`` (``SPANFOLD_STITCH``, default on): give the calls and tool runs of one run that opens no agent span

@@ -198,6 +198,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             capture_content=cfg.capture_content,
             redaction=from_option(cfg.redact),
             full_tool_definitions=cfg.tool_definitions == "full",
+            stream_usage=cfg.stream_usage,
         )
         runtime.activate(rt)
         conversations.activate(conversations.from_environment(cfg=cfg))

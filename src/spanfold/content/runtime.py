@@ -25,6 +25,10 @@ class Runtime:
     redaction: Redaction | None = None
     #: Tool definitions with their descriptions and parameter schemas (else each tool's type and name only).
     full_tool_definitions: bool = False
+    #: Ask streams that report usage only when asked (OpenAI Chat Completions' ``stream_options.include_usage``) for
+    #: it, keeping the chunk that carries it from the application (:attr:`~spanfold.instrumentation.toolkit.calls.
+    #: ModelApi.ask_usage`).
+    stream_usage: bool = False
 
     def content(self, value: Any) -> Any:
         """``value`` as it may be recorded: redacted when redaction is on (strings inside lists and dicts too)."""

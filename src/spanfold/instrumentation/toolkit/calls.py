@@ -96,6 +96,10 @@ class ModelApi:
     #: chunk stream (Bedrock ``invoke_model``'s readable body: the proxy feeds the state the bytes the user reads).
     #: Unset: the toolkit's chunk-stream proxies.
     nested_proxy: Callable[[dict[str, Any], StreamState, bool], Any] | None = None
+    #: Stream usage asked for (:attr:`~spanfold.content.runtime.Runtime.stream_usage`): the call's keyword arguments ->
+    #: the ones that ask a stream for its usage and the predicate of the chunk that only the asking brought (kept
+    #: from the application), or None when the call is no stream, asks already, or must not be changed.
+    ask_usage: Callable[[dict[str, Any]], tuple[dict[str, Any], Callable[[Any], bool]] | None] | None = None
     #: A router library's call (litellm): the client SDK calls it makes inside are the same model step, so while its
     #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once; :func:`current_call`).
     outer: bool = False
@@ -280,17 +284,20 @@ def _nested(api: ModelApi, result: Any, proxy: type[SyncStreamProxy | AsyncStrea
     return result
 
 
-def _complete(api: ModelApi, call: ModelSpan, result: Any, classify: _Classifier) -> Any:
-    """Finish the span from ``result`` (or hand it to a stream proxy); return what the user gets."""
+def _complete(
+    api: ModelApi, call: ModelSpan, result: Any, classify: _Classifier, hide: Callable[[Any], bool] | None = None
+) -> Any:
+    """Finish the span from ``result`` (or hand it to a stream proxy, which keeps the chunks ``hide`` says from the
+    user); return what the user gets."""
     try:
         kind = classify(result)
         if kind is Result.RESPONSE:
             call.finish_with(api.response(result))
             return result
         if kind is Result.STREAM:
-            return SyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind))
+            return SyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, hide))
         if kind is Result.ASYNC_STREAM:
-            return AsyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind))
+            return AsyncStreamProxy(result, StreamState(call, api.accumulator(), api.kind, hide))
         if kind is Result.NESTED_STREAM:
             state = StreamState(call, api.accumulator(), api.kind)
             return _nested(api, result, SyncStreamProxy, state)
@@ -404,6 +411,21 @@ class AsyncStreamedRawProxy(AsyncRawResponseProxy):
             self._self_end_unparsed()
 
 
+def _asking_usage(
+    api: ModelApi, rt: Runtime, kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], Callable[[Any], bool] | None]:
+    """The keyword arguments the call is made with (asking a stream for its usage, when the runtime says so and the
+    API can), and the predicate of the chunks kept from the user (None: none)."""
+    if not rt.stream_usage or api.ask_usage is None:
+        return kwargs, None
+    try:
+        asked = api.ask_usage(kwargs)
+    except Exception as exc:
+        counters.fault(f"{api.kind}.ask_usage", exc)
+        return kwargs, None
+    return (kwargs, None) if asked is None else asked
+
+
 def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
     classify = _Classifier(api.classify)
 
@@ -411,6 +433,7 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         call = _begin(api, tracer, rt, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
+        kwargs, hide = _asking_usage(api, rt, kwargs)
         call.activate()
         token = _CURRENT.set((api, call))
         try:
@@ -422,7 +445,7 @@ def sync_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         finally:
             _CURRENT.reset(token)
         call.deactivate()
-        return _complete(api, call, result, classify)
+        return _complete(api, call, result, classify, hide)
 
     return wrapper
 
@@ -436,6 +459,7 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         call = _begin(api, tracer, rt, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
+        kwargs, hide = _asking_usage(api, rt, kwargs)
         call.activate()
         token = _CURRENT.set((api, call))
         try:
@@ -447,7 +471,7 @@ def async_wrapper(api: ModelApi, tracer: Tracer, rt: Runtime) -> Wrapper:
         finally:
             _CURRENT.reset(token)
         call.deactivate()
-        out = _complete(api, call, result, classify)
+        out = _complete(api, call, result, classify, hide)
         if isinstance(out, AsyncRawResponseProxy):
             await out._self_prime()
         return out

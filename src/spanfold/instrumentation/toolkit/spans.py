@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -88,6 +88,14 @@ def clean(attributes: Mapping[str, Any]) -> Mapping[str, AttributeValue]:
         if value is None:
             return {k: v for k, v in attributes.items() if v is not None}
     return attributes
+
+
+#: Said once per process, when a model call reported no token usage (its tokens and cost are unknown, never 0).
+NO_USAGE: Final = (
+    "spanfold: a model call reported no token usage (its tokens and cost are written unknown; counted in stats() as "
+    "calls_without_usage). OpenAI Chat Completions streams report it only when asked: pass "
+    "stream_options={'include_usage': True}, or init(stream_usage=True) / SPANFOLD_STREAM_USAGE=1 to have spanfold ask"
+)
 
 
 class ModelSpan:
@@ -175,6 +183,8 @@ class ModelSpan:
             self.full = lambda: attributes.response(response, provider, FULL)
         elif self.turn is None and response.messages:  # a call inside a run: its tool runs may bring no call id
             asked.record(self.span.get_span_context().trace_id, response.messages)
+        if response.usage is None:
+            counters.problem("calls_without_usage", NO_USAGE)
         return attributes.response(response, provider, self.rt)
 
     def finish_with(self, response: Response) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, cast
 
 import wrapt
@@ -51,14 +51,23 @@ class StreamState:
     application that changes a chunk in place afterwards (LlamaIndex appends to the first tool-call delta) does not
     change the span."""
 
-    __slots__ = ("accumulator", "add", "failed", "kind", "span")
+    __slots__ = ("accumulator", "add", "failed", "hide", "kind", "span")
 
-    def __init__(self, span: ModelSpan, accumulator: Accumulator | SpanAccumulator, kind: str) -> None:
+    def __init__(
+        self,
+        span: ModelSpan,
+        accumulator: Accumulator | SpanAccumulator,
+        kind: str,
+        hide: Callable[[Any], bool] | None = None,
+    ) -> None:
         self.span = span
         self.accumulator = accumulator
         self.add = accumulator.add
         self.kind = kind
         self.failed = False  # the accumulator raised on a chunk: it is fed nothing more
+        #: A chunk spanfold asked for and the application did not (its usage: :attr:`Runtime.stream_usage`): True
+        #: for one the accumulator takes and the application never sees. None: every chunk goes through.
+        self.hide = hide
 
     def push(self, chunk: Any) -> None:
         """A chunk the user is about to get (one fault per stream, not per chunk)."""
@@ -94,6 +103,34 @@ class StreamState:
         if hasattr(accumulator, "result"):
             return self.span.result(cast("Accumulator", accumulator).result())
         return accumulator.attributes()
+
+
+def _hidden(source: Iterator[Any], state: StreamState) -> Iterator[Any]:
+    """``source``'s chunks but those ``state.hide`` keeps from the application, which the state takes all the same."""
+    hide = cast("Callable[[Any], bool]", state.hide)
+    for chunk in source:
+        if _hides(hide, chunk, state):
+            state.push(chunk)
+            continue
+        yield chunk
+
+
+async def _ahidden(source: AsyncIterator[Any], state: StreamState) -> AsyncIterator[Any]:
+    """:func:`_hidden` of an async stream."""
+    hide = cast("Callable[[Any], bool]", state.hide)
+    async for chunk in source:
+        if _hides(hide, chunk, state):
+            state.push(chunk)
+            continue
+        yield chunk
+
+
+def _hides(hide: Callable[[Any], bool], chunk: Any, state: StreamState) -> bool:
+    try:
+        return hide(chunk)
+    except Exception as exc:
+        counters.fault(f"{state.kind}.stream_hide", exc)
+        return False
 
 
 class _IfWrapped:
@@ -147,7 +184,7 @@ class SyncStreamProxy(Transparent):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_source: Any = None
+        self._self_source: Any = None if state.hide is None else _hidden(iter(wrapped), state)
 
     def _self_copy(self, wrapped_copy: Any) -> Any:
         return SyncStreamProxy(wrapped_copy, self._self_state)
@@ -222,7 +259,7 @@ class AsyncStreamProxy(Transparent):
     def __init__(self, wrapped: Any, state: StreamState) -> None:
         super().__init__(wrapped)
         self._self_state = state
-        self._self_source: Any = None
+        self._self_source: Any = None if state.hide is None else _ahidden(wrapped.__aiter__(), state)
 
     def _self_copy(self, wrapped_copy: Any) -> Any:
         return AsyncStreamProxy(wrapped_copy, self._self_state)

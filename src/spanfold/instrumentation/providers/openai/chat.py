@@ -9,7 +9,7 @@ raises).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -358,3 +358,38 @@ class ChatStreamAccumulator:
     def result(self) -> Response:
         choices = [self.choices[i] for i in sorted(self.choices)]
         return choices_response(self.id, self.model, choices, self.usage)
+
+
+# --- stream usage, asked for -------------------------------------------------------------------------------------
+
+
+def ask_usage(kwargs: dict[str, Any]) -> tuple[dict[str, Any], Callable[[Any], bool]] | None:
+    """A stream request that did not say whether it wants its usage, asking for it
+    (``stream_options.include_usage``), and the predicate of the chunk that brings only the usage; None for a call
+    that is no stream, says already (``include_usage`` given, true or false), or reads the raw response (whose body
+    the application reads as it came)."""
+    if kwargs.get("stream") is not True:
+        return None
+    options = kwargs.get("stream_options")
+    if params.given(options) and (not isinstance(options, Mapping) or "include_usage" in options):
+        return None
+    headers = kwargs.get("extra_headers")
+    if isinstance(headers, Mapping) and any(str(k).lower() == RAW_RESPONSE_HEADER for k in headers):
+        return None
+    asked = {**(options if isinstance(options, Mapping) else {}), "include_usage": True}
+    return {**kwargs, "stream_options": asked}, usage_only
+
+
+#: The header the SDK's ``with_raw_response`` / ``with_streaming_response`` send (lower case).
+RAW_RESPONSE_HEADER: Final = "x-stainless-raw-response"
+
+
+def usage_only(chunk: Any) -> bool:
+    """Whether a chunk of a stream spanfold asked for usage is the one the asking added (no choices, the usage); any
+    other chunk is made as the application would have got it (no ``usage`` field set, as when not asked)."""
+    if not m.get(chunk, "choices") and m.get(chunk, "usage") is not None:
+        return True
+    fields = getattr(chunk, "__pydantic_fields_set__", None)
+    if isinstance(fields, set) and m.get(chunk, "usage") is None:
+        fields.discard("usage")
+    return False

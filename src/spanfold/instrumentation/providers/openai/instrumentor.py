@@ -39,6 +39,7 @@ CHAT = ModelApi(
     accumulator=openai_chat.ChatStreamAccumulator,
     classify=CLASSIFY,
     server=base_url_server,
+    ask_usage=openai_chat.ask_usage,
 )
 
 RESPONSES = ModelApi(
