@@ -39,6 +39,10 @@ class ModelStep:
     conversation_id: str | None = None
     previous_response_id: str | None = None
     provider: str | None = None
+    #: Where the call was sent (``server.address``, ``server.port``): whose prices apply
+    #: (:mod:`spanfold.pricing.endpoints`).
+    server_address: str | None = None
+    server_port: int | None = None
     #: What the span says the call cost (``gen_ai.usage.cost.*``: LiteLLM's ``response_cost``, a gateway's price).
     cost: StepCost | None = None
 

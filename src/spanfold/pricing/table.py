@@ -48,21 +48,30 @@ class _Table:
         self.snapshots = data_snapshot
         self.types = types
         self.snapshot: Any = None
-        self.models: dict[tuple[str, str | None], Any] = {}
+        self.models: dict[tuple[str, str | None, str | None], Any] = {}
         self.kinds: dict[int, tuple[Any, _Priced | None]] = {}
         self.overrides: dict[PriceOverride, Any] = {}
 
-    def model(self, name: str, provider: str | None) -> Any:
+    def model(self, name: str, provider: str | None, api_url: str | None = None) -> Any:
+        """The model ``name`` at the provider whose API ``api_url`` is (given), else at ``provider``; None when the
+        table knows no such provider or model."""
         snapshot = self.snapshots.get_snapshot()
         if snapshot is not self.snapshot or len(self.models) >= MAX_REMEMBERED:
             self.snapshot, self.models, self.kinds = snapshot, {}, {}
-        key = (name, provider)
+        key = (name, None, api_url) if api_url is not None else (name, provider, None)
         if key not in self.models:
             try:
-                _, self.models[key] = snapshot.find_provider_model(name, None, provider, None)
+                _, self.models[key] = snapshot.find_provider_model(name, None, key[1], api_url)
             except LookupError:
                 self.models[key] = None
         return self.models[key]
+
+    def provider_at(self, api_url: str) -> str | None:
+        """The id of the provider whose API ``api_url`` is; None when the table knows none."""
+        try:
+            return str(self.snapshots.get_snapshot().find_provider(None, None, api_url).id)
+        except LookupError:
+            return None
 
     def counted(self, price: Any) -> _Priced | None:
         """``price`` with only its :data:`COUNTED` prices, and that as one price per kind of token it charges: that
@@ -109,16 +118,23 @@ def available() -> bool:
     return _get() is not None
 
 
-def table_price(model: str, provider: str | None, when_ns: int) -> Any | None:
-    """The table's price of ``model`` at ``provider`` (``gen_ai.provider.name``; None: the provider whose models
-    match the name) for a call made at ``when_ns`` (ns since the epoch), or None: the table does not know it."""
+def table_price(model: str, provider: str | None, when_ns: int, api_url: str | None = None) -> Any | None:
+    """The table's price of ``model`` at the provider whose API ``api_url`` is (:mod:`~spanfold.pricing.endpoints`),
+    else at ``provider`` (``gen_ai.provider.name``; None: the provider whose models match the name), for a call made at
+    ``when_ns`` (ns since the epoch), or None: the table does not know it."""
     table = _get()
     if table is None:
         return None
-    info = table.model(model, provider)
+    info = table.model(model, provider, api_url)
     if info is None:
         return None
     return info.get_prices(datetime.fromtimestamp(when_ns / 1e9, tz=timezone.utc))
+
+
+def provider_at(api_url: str) -> str | None:
+    """The table's provider whose API ``api_url`` is (None: none, or no table)."""
+    table = _get()
+    return table.provider_at(api_url) if table is not None else None
 
 
 def override_price(entry: PriceOverride) -> Any | None:

@@ -246,8 +246,14 @@ def model_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Model
         conversation_id=_str(attrs, semconv.CONVERSATION_ID),
         previous_response_id=previous,
         provider=_str(attrs, semconv.PROVIDER_NAME) or _str(attrs, semconv.SYSTEM_LEGACY),
+        server_address=_str(attrs, semconv.SERVER_ADDRESS),
+        server_port=_port(attrs.get(semconv.SERVER_PORT)),
         cost=cost_of(attrs),
     )
+
+
+def _port(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536 else None
 
 
 def _result_text(value: Any) -> str | None:

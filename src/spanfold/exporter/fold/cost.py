@@ -25,7 +25,7 @@ from typing import TypeVar
 from spanfold import counters, semconv
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.steps import ModelStep
-from spanfold.pricing import table
+from spanfold.pricing import endpoints, table
 from spanfold.pricing.overrides import PriceOverrides
 from spanfold.trace.model import COST_KINDS, RunCost, StepCost, StepTime
 
@@ -94,10 +94,11 @@ class Costs:
             self.unpriced += 1
             return None, {}, None
         price = table.override_price(entry) if entry is not None else None
+        url = endpoints.api_url(step.server_address, step.server_port) if price is None else None
         if price is None:
-            price = _first(names, lambda n: table.table_price(n, step.provider, step.start_ns))
+            price = _first(names, lambda n: table.table_price(n, step.provider, step.start_ns, url))
         if price is None:
-            counters.incr("cost.unknown_model")
+            counters.incr("cost.unknown_model" if url is None or table.provider_at(url) else "cost.unknown_endpoint")
             self.unpriced += 1
             return None, {}, None
         parts = table.split(price, usage)
