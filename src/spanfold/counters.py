@@ -59,6 +59,17 @@ def problem(kind: str, message: str) -> None:
         logger.warning(message)
 
 
+def note(kind: str, message: str) -> None:
+    """Count, under ``kind``, something the user may want to know and need not fix (a call that reported no token
+    usage); log ``message`` at INFO the first time that kind happens."""
+    with _lock:
+        _counters[kind] += 1
+        first = kind not in _logged
+        _logged.add(kind)
+    if first:
+        logger.info(message)
+
+
 def snapshot() -> dict[str, Any]:
     """A copy of every counter."""
     with _lock:

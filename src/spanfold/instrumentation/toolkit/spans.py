@@ -184,7 +184,7 @@ class ModelSpan:
         elif self.turn is None and response.messages:  # a call inside a run: its tool runs may bring no call id
             asked.record(self.span.get_span_context().trace_id, response.messages)
         if response.usage is None:
-            counters.problem("calls_without_usage", NO_USAGE)
+            counters.note("calls_without_usage", NO_USAGE)
         return attributes.response(response, provider, self.rt)
 
     def finish_with(self, response: Response) -> None:
