@@ -29,21 +29,21 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Tracer
 
-from spanfold import counters, semconv
+from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.reading.messages import dumps, get
+from spanfold.instrumentation.toolkit.reading.messages import get
 from spanfold.instrumentation.toolkit.streams import Transparent
+from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.tools import (
     arun_in_tool_span,
     end_tool_span,
     end_tool_span_with_error_result,
     fail_tool_span,
-    framework_tool_run,
     run_in_tool_span,
-    start_tool_span,
 )
 
 SUPPORTED = "agno >= 3.1, < 4"
@@ -76,27 +76,16 @@ def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-def _start_tool(tracer: Tracer, rt: Runtime, call: Any) -> tuple[Span | None, Any]:
-    """The span of a ``FunctionCall``'s run, and the token of the ``@spanfold.tool`` function it runs (which then
-    makes no span of its own)."""
-    try:
-        function = call.function
-        description = getattr(function, "description", None)
-        lines = description.strip().splitlines() if isinstance(description, str) else []
-        arguments = call.arguments if call.arguments is not None else {}
-        span = start_tool_span(
-            tracer,
-            str(function.name),
-            rt,
-            call_id=call.call_id,
-            arguments=dumps(arguments) if rt.capture_content else None,
-            attributes={semconv.TOOL_DESCRIPTION: lines[0]} if lines else None,
-            argument_values=arguments,
-        )
-        return span, framework_tool_run(getattr(function, "entrypoint", None))
-    except Exception as exc:
-        counters.fault("agno.tool_start", exc)
-        return None, None
+def _tool_run(call: Any) -> ToolRun:
+    """A ``FunctionCall``'s run; the ``@spanfold.tool`` function it runs makes no span of its own."""
+    function = call.function
+    return ToolRun(
+        str(function.name),
+        call_id=call.call_id,
+        arguments=call.arguments if call.arguments is not None else {},
+        description=getattr(function, "description", None),
+        functions=(getattr(function, "entrypoint", None),),
+    )
 
 
 class _ToolStream(Transparent):
@@ -214,11 +203,11 @@ def _use(span: Span) -> Any:
 
 def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span, token = _start_tool(tracer, rt, instance)
-        if span is None:
+        started = tool_runs.start(tracer, rt, "agno", lambda: _tool_run(instance))
+        if started is None:
             return wrapped(*args, **kwargs)
-        outcome = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
-        _end_tool(span, instance, outcome, rt)
+        outcome = run_in_tool_span(started.span, rt, lambda: wrapped(*args, **kwargs), started.token)
+        _end_tool(started.span, instance, outcome, rt)
         return outcome
 
     return wrapper
@@ -226,11 +215,11 @@ def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 
 def aexecute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span, token = _start_tool(tracer, rt, instance)
-        if span is None:
+        started = tool_runs.start(tracer, rt, "agno", lambda: _tool_run(instance))
+        if started is None:
             return await wrapped(*args, **kwargs)
-        outcome = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
-        _end_tool(span, instance, outcome, rt)
+        outcome = await arun_in_tool_span(started.span, rt, lambda: wrapped(*args, **kwargs), started.token)
+        _end_tool(started.span, instance, outcome, rt)
         return outcome
 
     return wrapper

@@ -25,23 +25,19 @@ classes:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.tools import (
-    arun_in_tool_span,
-    end_tool_span,
-    end_tool_span_with_error_result,
-    start_tool_span,
-)
+from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 from spanfold.semconv.parts import parse_json_arguments
 
 SUPPORTED = "autogen-agentchat >= 0.7, < 0.8"
@@ -69,51 +65,30 @@ def team_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-def _start_tool(tracer: Tracer, rt: Runtime, call: Any) -> Span | None:
-    """The span of a ``FunctionCall``'s run (``id``, ``name``, ``arguments`` as the model gave them: JSON text)."""
-    try:
-        arguments = call.arguments if isinstance(call.arguments, str) else None
-        return start_tool_span(
-            tracer,
-            str(call.name),
-            rt,
-            call_id=call.id or None,
-            arguments=arguments if rt.capture_content else None,
-            argument_values=parse_json_arguments(arguments) if arguments is not None else None,
-        )
-    except Exception as exc:
-        counters.fault("autogen.tool_start", exc)
-        return None
+def _tool_run(call: Any) -> ToolRun:
+    """A ``FunctionCall``'s run (``id``, ``name``, ``arguments`` as the model gave them: JSON text)."""
+    text = call.arguments if isinstance(call.arguments, str) else None
+    return ToolRun(
+        str(call.name),
+        call_id=call.id or None,
+        arguments=parse_json_arguments(text) if text is not None else None,
+        arguments_text=text,
+    )
 
 
-def _end_tool(span: Span, outcome: Any, rt: Runtime) -> None:
-    """End the span from ``(FunctionCall, FunctionExecutionResult)``: its ``content`` (the text the model is sent),
-    an error when ``is_error``."""
-    try:
-        result = outcome[1]
-        content, failed = result.content, bool(result.is_error)
-    except Exception as exc:
-        counters.fault("autogen.tool_result", exc)
-        content, failed = None, False
-    if failed:
-        end_tool_span_with_error_result(span, content, rt)
-    else:
-        end_tool_span(span, content, rt)
-
-
-async def _run_tool(tracer: Tracer, rt: Runtime, call: Any, run: Callable[[], Awaitable[Any]]) -> Any:
-    span = _start_tool(tracer, rt, call)  # here, in the task that runs the call (AutoGen gathers them)
-    if span is None:
-        return await run()
-    outcome = await arun_in_tool_span(span, rt, run)
-    _end_tool(span, outcome, rt)
-    return outcome
+def _answered(outcome: Any) -> Answered:
+    """``(FunctionCall, FunctionExecutionResult)``: its ``content`` (the text the model is sent), an error when
+    ``is_error``."""
+    result = outcome[1]
+    return Answered(result.content, bool(result.is_error))
 
 
 def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = kwargs.get("tool_call", args[0] if args else None)
-        return _run_tool(tracer, rt, call, lambda: wrapped(*args, **kwargs))
+        return tool_runs.arun(
+            tracer, rt, "autogen", lambda: _tool_run(call), lambda: wrapped(*args, **kwargs), _answered
+        )
 
     return wrapper
 

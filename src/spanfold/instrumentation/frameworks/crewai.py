@@ -27,20 +27,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.reading.messages import dumps
-from spanfold.instrumentation.toolkit.tools import (
-    end_tool_span,
-    end_tool_span_with_error_result,
-    run_in_tool_span,
-    start_tool_span,
-)
+from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 from spanfold.semconv.parts import parse_json_arguments
 
 SUPPORTED = "crewai >= 1.15, < 2"
@@ -88,43 +83,23 @@ def _call(tool_call: Any) -> tuple[str | None, str, Any]:
     return (None if made_up else str(call_id)), str(name), parse_json_arguments(arguments)
 
 
-def _start_tool(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span | None:
-    try:
-        call_id, name, arguments = _call(args[0] if args else kwargs.get("tool_call"))
-        return start_tool_span(
-            tracer,
-            name,
-            rt,
-            call_id=call_id,
-            arguments=dumps(arguments) if rt.capture_content else None,
-            argument_values=arguments,
-        )
-    except Exception as exc:
-        counters.fault("crewai.tool_start", exc)
+def _tool_run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolRun:
+    call_id, name, arguments = _call(args[0] if args else kwargs.get("tool_call"))
+    return ToolRun(name, call_id=call_id, arguments=arguments)
+
+
+def _answered(outcome: Any) -> Any:
+    """The executor's outcome: its ``result`` (an error when it records a ``tool_failure``)."""
+    if not isinstance(outcome, Mapping):
         return None
-
-
-def _end_tool(span: Span, outcome: Any, rt: Runtime) -> None:
-    try:
-        result = outcome.get("result") if isinstance(outcome, Mapping) else None
-        failed = isinstance(outcome, Mapping) and outcome.get("tool_failure") is not None
-    except Exception as exc:
-        counters.fault("crewai.tool_result", exc)
-        result, failed = None, False
-    if failed:
-        end_tool_span_with_error_result(span, result, rt)
-    else:
-        end_tool_span(span, result, rt)
+    return Answered(outcome.get("result"), outcome.get("tool_failure") is not None)
 
 
 def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span = _start_tool(tracer, rt, args, kwargs)
-        if span is None:
-            return wrapped(*args, **kwargs)
-        outcome = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs))
-        _end_tool(span, outcome, rt)
-        return outcome
+        return tool_runs.run(
+            tracer, rt, "crewai", lambda: _tool_run(args, kwargs), lambda: wrapped(*args, **kwargs), _answered
+        )
 
     return wrapper
 

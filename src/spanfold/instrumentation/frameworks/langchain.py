@@ -20,20 +20,14 @@ from typing import Any
 
 from opentelemetry.trace import Span, Tracer
 
-from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.spans import end_span
+from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.tools import (
-    arun_in_tool_span,
-    end_tool_span,
-    end_tool_span_with_error_result,
     fail_tool_span,
-    framework_tool_run,
-    run_in_tool_span,
-    start_tool_span,
 )
 
 SUPPORTED = "langchain-core >= 1.0, < 2"
@@ -56,32 +50,18 @@ def _arguments(tool: Any, tool_input: Any) -> Callable[[], Any]:
     return read
 
 
-def _start(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], tracer: Tracer, rt: Runtime) -> Span | None:
-    """``run(tool_input, ..., tool_call_id=...)``'s span."""
-    try:
-        tool_input = args[0] if args else kwargs.get("tool_input")
-        description = getattr(tool, "description", None)
-        lines = description.strip().splitlines() if isinstance(description, str) else []
-        first_line = lines[0] if lines else None
-        name = str(getattr(tool, "name", None) or type(tool).__name__)
-        call_id = kwargs.get("tool_call_id")
-    except Exception as exc:
-        counters.fault("langchain.tool_start", exc)
-        return None
-    try:
-        values = _arguments(tool, tool_input)() if rt.capture_content or call_id is None else None
-        return start_tool_span(
-            tracer,
-            name,
-            rt,
-            call_id=call_id,
-            arguments=dumps(values) if rt.capture_content else None,
-            attributes={semconv.TOOL_DESCRIPTION: first_line} if first_line else None,
-            argument_values=values,
-        )
-    except Exception as exc:
-        counters.fault("tool.start", exc)
-        return None
+def _tool_run(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rt: Runtime) -> ToolRun:
+    """``run(tool_input, ..., tool_call_id=...)``; the input read only where it is recorded or pairs the run (the
+    injected arguments are filtered out of it)."""
+    tool_input = args[0] if args else kwargs.get("tool_input")
+    call_id = kwargs.get("tool_call_id")
+    return ToolRun(
+        str(getattr(tool, "name", None) or type(tool).__name__),
+        call_id=call_id,
+        arguments=_arguments(tool, tool_input)() if rt.capture_content or call_id is None else None,
+        description=getattr(tool, "description", None),
+        functions=(getattr(tool, "func", None), getattr(tool, "coroutine", None)),
+    )
 
 
 def _message_of(output: Any, call_id: Any) -> Any:
@@ -97,18 +77,17 @@ def _message_of(output: Any, call_id: Any) -> Any:
     return None
 
 
-def _end(span: Span | None, output: Any, call_id: Any, rt: Runtime) -> None:
-    try:
+def _answered(call_id: Any) -> Callable[[Any], Any]:
+    """What ``run`` returned, as the model is sent it: its ``ToolMessage``'s content (an error when its status is),
+    else the output itself."""
+
+    def answered(output: Any) -> Any:
         msg = _message_of(output, call_id)
-    except Exception as exc:
-        counters.fault("langchain.tool_result", exc)
-        msg = None
-    if msg is None:
-        end_tool_span(span, output, rt)
-    elif getattr(msg, "status", None) == "error":
-        end_tool_span_with_error_result(span, msg.content, rt)
-    else:
-        end_tool_span(span, msg.content, rt)
+        if msg is None:
+            return output
+        return Answered(msg.content, getattr(msg, "status", None) == "error")
+
+    return answered
 
 
 def _fail(span: Span | None, exc: BaseException, rt: Runtime) -> None:
@@ -119,38 +98,22 @@ def _fail(span: Span | None, exc: BaseException, rt: Runtime) -> None:
     fail_tool_span(span, exc, rt)
 
 
-def _claim(tool: Any) -> Any:
-    """A ``@spanfold.tool`` function the tool runs (``StructuredTool.func`` / ``coroutine``) makes no span of its own:
-    this run's span is its call's."""
-    try:
-        return framework_tool_run(getattr(tool, "func", None), getattr(tool, "coroutine", None))
-    except Exception as exc:
-        counters.fault("langchain.tool_function", exc)
-        return None
-
-
 def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span = _start(instance, args, kwargs, tracer, rt)
-        if span is None:
-            return wrapped(*args, **kwargs)
-        token = _claim(instance)
-        output = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token, _fail)
-        _end(span, output, kwargs.get("tool_call_id"), rt)
-        return output
+        return tool_runs.run(
+            tracer, rt, "langchain", lambda: _tool_run(instance, args, kwargs, rt), lambda: wrapped(*args, **kwargs),
+            _answered(kwargs.get("tool_call_id")), _fail,
+        )  # fmt: skip
 
     return wrapper
 
 
 def arun_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span = _start(instance, args, kwargs, tracer, rt)
-        if span is None:
-            return await wrapped(*args, **kwargs)
-        token = _claim(instance)
-        output = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token, _fail)
-        _end(span, output, kwargs.get("tool_call_id"), rt)
-        return output
+        return await tool_runs.arun(
+            tracer, rt, "langchain", lambda: _tool_run(instance, args, kwargs, rt), lambda: wrapped(*args, **kwargs),
+            _answered(kwargs.get("tool_call_id")), _fail,
+        )  # fmt: skip
 
     return wrapper
 

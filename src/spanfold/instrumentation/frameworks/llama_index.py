@@ -25,21 +25,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.streams import StreamState
-from spanfold.instrumentation.toolkit.tools import (
-    arun_in_tool_span,
-    end_tool_span,
-    end_tool_span_with_error_result,
-    start_tool_span,
-)
+from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 
 SUPPORTED = "llama-index-core >= 0.14, < 0.15"
 AGENT = "llama_index.core.agent.workflow.base_agent"
@@ -96,46 +91,27 @@ def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-def _start_tool(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span | None:
-    """``call_tool(ctx, ev)``'s span: ``ev`` is the ``ToolCall`` event (``tool_name``, ``tool_kwargs``, ``tool_id``)."""
-    try:
-        event = args[1] if len(args) > 1 else kwargs.get("ev")
-        arguments = getattr(event, "tool_kwargs", None) or {}
-        return start_tool_span(
-            tracer,
-            str(getattr(event, "tool_name", None)),
-            rt,
-            call_id=getattr(event, "tool_id", None),
-            arguments=dumps(arguments) if rt.capture_content else None,
-            argument_values=arguments,
-        )
-    except Exception as exc:
-        counters.fault("llama_index.tool_start", exc)
-        return None
+def _tool_run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolRun:
+    """``call_tool(ctx, ev)``: ``ev`` is the ``ToolCall`` event (``tool_name``, ``tool_kwargs``, ``tool_id``)."""
+    event = args[1] if len(args) > 1 else kwargs.get("ev")
+    return ToolRun(
+        str(getattr(event, "tool_name", None)),
+        call_id=getattr(event, "tool_id", None),
+        arguments=getattr(event, "tool_kwargs", None) or {},
+    )
 
 
-def _end_tool(span: Span, result: Any, rt: Runtime) -> None:
-    try:
-        output = getattr(result, "tool_output", None)
-        content = getattr(output, "content", None)
-        failed = bool(getattr(output, "is_error", False))
-    except Exception as exc:
-        counters.fault("llama_index.tool_result", exc)
-        content, failed = None, False
-    if failed:
-        end_tool_span_with_error_result(span, content, rt)
-    else:
-        end_tool_span(span, content, rt)
+def _answered(result: Any) -> Answered:
+    """The ``ToolCallResult`` event: its output's content (an error when ``is_error``)."""
+    output = getattr(result, "tool_output", None)
+    return Answered(getattr(output, "content", None), bool(getattr(output, "is_error", False)))
 
 
 def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span = _start_tool(tracer, rt, args, kwargs)
-        if span is None:
-            return await wrapped(*args, **kwargs)
-        result = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs))
-        _end_tool(span, result, rt)
-        return result
+        return await tool_runs.arun(
+            tracer, rt, "llama_index", lambda: _tool_run(args, kwargs), lambda: wrapped(*args, **kwargs), _answered
+        )
 
     return wrapper
 

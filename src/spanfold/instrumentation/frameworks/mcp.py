@@ -44,15 +44,16 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.spans import set_failure
+from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.tools import (
     CALL_ID_KEYWORD,
     end_tool_span,
     fail_tool_span,
-    start_tool_span,
     tool_span_of,
 )
 
@@ -98,23 +99,16 @@ def _mcp_attributes(session: Any) -> dict[str, Any]:
     return attrs
 
 
-def _start(tracer: Tracer, rt: Runtime, session: Any, name: Any, arguments: Any, call_id: Any) -> Span | None:
-    try:
-        args_json = m.dumps(arguments if arguments is not None else {}) if rt.capture_content else None
-        return start_tool_span(
-            tracer,
-            str(name),
-            rt,
-            call_id=call_id,
-            arguments=args_json,
-            attributes=_mcp_attributes(session),
-            kind=SpanKind.CLIENT,
-            argument_values=arguments,
-            span_name=semconv.span_name(semconv.MCP_TOOLS_CALL, str(name)),
-        )
-    except Exception as exc:
-        counters.fault("mcp.start", exc)
-        return None
+def _tool_run(session: Any, name: Any, arguments: Any, call_id: Any) -> ToolRun:
+    """A ``tools/call {name}`` client span (kind CLIENT, the MCP attributes)."""
+    return ToolRun(
+        str(name),
+        call_id=call_id,
+        arguments=arguments if arguments is not None else {},
+        attributes=_mcp_attributes(session),
+        kind=SpanKind.CLIENT,
+        span_name=semconv.span_name(semconv.MCP_TOOLS_CALL, str(name)),
+    )
 
 
 def _outer(session: Any, name: Any) -> Span | None:
@@ -194,9 +188,11 @@ def call_tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
             result = await wrapped(*args, **with_trace_context(wrapped, kwargs, outer))
             _outer_result(outer, result, rt)
             return result
-        span = _start(tracer, rt, instance, name, _argument(args, kwargs, 1, "arguments"), call_id)
-        if span is None:
+        arguments = _argument(args, kwargs, 1, "arguments")
+        started = tool_runs.start(tracer, rt, "mcp", lambda: _tool_run(instance, name, arguments, call_id))
+        if started is None:
             return await wrapped(*args, **kwargs)
+        span = started.span
         with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             try:
                 result = await wrapped(*args, **with_trace_context(wrapped, kwargs, span))

@@ -20,21 +20,15 @@ from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
-from spanfold import counters, semconv
+from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.dspy import trajectory
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.reading.messages import dumps
-from spanfold.instrumentation.toolkit.tools import (
-    arun_in_tool_span,
-    end_tool_span,
-    framework_tool_run,
-    run_in_tool_span,
-    start_tool_span,
-    tool_span_of,
-)
+from spanfold.instrumentation.toolkit.tool_runs import ToolRun
+from spanfold.instrumentation.toolkit.tools import tool_span_of
 
 # --- runs and steps ----------------------------------------------------------------------------------------------
 
@@ -123,26 +117,17 @@ def astep_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 # --- tool runs ---------------------------------------------------------------------------------------------------
 
 
-def _start_tool(tracer: Tracer, rt: Runtime, tool: Any, kwargs: dict[str, Any]) -> tuple[Span | None, Any]:
-    """The span of ``tool(**kwargs)`` and the token of the ``@spanfold.tool`` function it runs."""
-    try:
-        name = str(getattr(tool, "name", None) or "tool")
-        run = trajectory.current_run()
-        description = getattr(tool, "desc", None)
-        lines = description.strip().splitlines() if isinstance(description, str) else []
-        span = start_tool_span(
-            tracer,
-            name,
-            rt,
-            call_id=run.take(name) if run is not None else None,
-            arguments=dumps(kwargs) if rt.capture_content else None,
-            attributes={semconv.TOOL_DESCRIPTION: lines[0]} if lines else None,
-            argument_values=kwargs,
-        )
-        return span, framework_tool_run(getattr(tool, "func", None))
-    except Exception as exc:
-        counters.fault("dspy.tool_start", exc)
-        return None, None
+def _tool_run(tool: Any, kwargs: dict[str, Any]) -> ToolRun:
+    """``tool(**kwargs)``: with the call id of the ReAct step that named it, inside a ReAct run."""
+    name = str(getattr(tool, "name", None) or "tool")
+    run = trajectory.current_run()
+    return ToolRun(
+        name,
+        call_id=run.take(name) if run is not None else None,
+        arguments=kwargs,
+        description=getattr(tool, "desc", None),
+        functions=(getattr(tool, "func", None),),
+    )
 
 
 def _inside_call_of(tool: Any) -> bool:
@@ -158,12 +143,7 @@ def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if _inside_call_of(instance):
             return wrapped(*args, **kwargs)
-        span, token = _start_tool(tracer, rt, instance, kwargs)
-        if span is None:
-            return wrapped(*args, **kwargs)
-        result = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
-        end_tool_span(span, result, rt)
-        return result
+        return tool_runs.run(tracer, rt, "dspy", lambda: _tool_run(instance, kwargs), lambda: wrapped(*args, **kwargs))
 
     return wrapper
 
@@ -172,45 +152,39 @@ def atool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if _inside_call_of(instance):
             return await wrapped(*args, **kwargs)
-        span, token = _start_tool(tracer, rt, instance, kwargs)
-        if span is None:
-            return await wrapped(*args, **kwargs)
-        result = await arun_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
-        end_tool_span(span, result, rt)
-        return result
+        return await tool_runs.arun(
+            tracer, rt, "dspy", lambda: _tool_run(instance, kwargs), lambda: wrapped(*args, **kwargs)
+        )
 
     return wrapper
 
 
-def _functions(functions: Any, name: str) -> list[Any]:
+def _functions(functions: Any, name: str) -> tuple[Any, ...]:
     """The functions ``ToolCall.execute(functions)`` may call for the tool ``name`` (a ``dspy.Tool``'s function)."""
     if isinstance(functions, dict):
         found = functions.get(name)
-        return [getattr(found, "func", found)]
-    return [getattr(t, "func", None) for t in functions or () if getattr(t, "name", None) == name]
+        return (getattr(found, "func", found),)
+    return tuple(getattr(t, "func", None) for t in functions or () if getattr(t, "name", None) == name)
+
+
+def _tool_call_run(call: Any, functions: Any) -> ToolRun:
+    """``ToolCall.execute(functions)``: the model's call, with its id."""
+    name = str(getattr(call, "name", None) or "tool")
+    return ToolRun(
+        name,
+        call_id=getattr(call, "id", None),
+        arguments=getattr(call, "args", None) or {},
+        functions=_functions(functions, name),
+    )
 
 
 def tool_call_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     """``ToolCall.execute(functions=None)``: the run of a tool call the model made, with its id."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            name = str(getattr(instance, "name", None) or "tool")
-            arguments = getattr(instance, "args", None) or {}
-            span = start_tool_span(
-                tracer,
-                name,
-                rt,
-                call_id=getattr(instance, "id", None),
-                arguments=dumps(arguments) if rt.capture_content else None,
-                argument_values=arguments,
-            )
-            token = framework_tool_run(*_functions(args[0] if args else kwargs.get("functions"), name))
-        except Exception as exc:
-            counters.fault("dspy.tool_start", exc)
-            return wrapped(*args, **kwargs)
-        result = run_in_tool_span(span, rt, lambda: wrapped(*args, **kwargs), token)
-        end_tool_span(span, result, rt)
-        return result
+        functions = args[0] if args else kwargs.get("functions")
+        return tool_runs.run(
+            tracer, rt, "dspy", lambda: _tool_call_run(instance, functions), lambda: wrapped(*args, **kwargs)
+        )
 
     return wrapper

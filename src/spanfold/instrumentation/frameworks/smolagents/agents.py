@@ -10,22 +10,16 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.agent_runs import ContextRun, open_run
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tools import (
-    end_tool_span,
-    fail_tool_span,
-    framework_tool_run,
-    framework_tool_run_end,
-    start_tool_span,
-)
+from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 
 #: The agent whose run is current (its :class:`AgentState`), set in the context its steps run in.
 _AGENT_KEY = otel_context.create_key("spanfold.smolagents.agent")
@@ -186,51 +180,26 @@ def observed(result: Any) -> str:
     return str(result).strip()
 
 
-def _start_tool(
-    tracer: Tracer, rt: Runtime, agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Span | None, Any]:
-    """The span of ``execute_tool_call(tool_name, arguments)`` and the token of the ``@spanfold.tool`` function the
-    tool runs (which makes no span of its own)."""
-    try:
-        name = args[0] if args else kwargs.get("tool_name")
-        arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
-        tool = {**getattr(agent, "tools", {}), **getattr(agent, "managed_agents", {})}.get(name)
-        description = getattr(tool, "description", None)
-        lines = description.strip().splitlines() if isinstance(description, str) else []
-        span = start_tool_span(
-            tracer,
-            str(name),
-            rt,
-            call_id=state_of(agent).claim(name, arguments),
-            arguments=dumps(arguments) if rt.capture_content else None,
-            attributes={semconv.TOOL_DESCRIPTION: lines[0]} if lines else None,
-            argument_values=arguments,
-        )
-        return span, framework_tool_run(getattr(tool, "forward", None))
-    except Exception as exc:
-        counters.fault("smolagents.tool_start", exc)
-        return None, None
+def _tool_run(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolRun:
+    """``execute_tool_call(tool_name, arguments)``: a tool or a managed agent, with the call id the agent's step
+    asked it by."""
+    name = args[0] if args else kwargs.get("tool_name")
+    arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
+    tool = {**getattr(agent, "tools", {}), **getattr(agent, "managed_agents", {})}.get(name)
+    return ToolRun(
+        str(name),
+        call_id=state_of(agent).claim(name, arguments),
+        arguments=arguments,
+        description=getattr(tool, "description", None),
+        functions=(getattr(tool, "forward", None),),
+    )
 
 
 def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        span, token = _start_tool(tracer, rt, instance, args, kwargs)
-        if span is None:
-            return wrapped(*args, **kwargs)
-        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            try:
-                result = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                fail_tool_span(span, exc, rt)
-                raise
-            finally:
-                framework_tool_run_end(token)
-        try:
-            text = observed(result)
-        except Exception as exc:
-            counters.fault("smolagents.tool_result", exc)
-            text = None
-        end_tool_span(span, text, rt)
-        return result
+        return tool_runs.run(
+            tracer, rt, "smolagents", lambda: _tool_run(instance, args, kwargs), lambda: wrapped(*args, **kwargs),
+            observed,
+        )  # fmt: skip
 
     return wrapper

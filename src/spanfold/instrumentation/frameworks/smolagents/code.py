@@ -14,10 +14,11 @@ from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.agents import AgentState, state_of
 from spanfold.instrumentation.frameworks.smolagents.model import StepSpan
+from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span, start_tool_span
+from spanfold.instrumentation.toolkit.tool_runs import ToolRun
+from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span
 
 #: The :class:`CodeStep` running now, set in the context a ``CodeAgent`` step runs in.
 _STEP_KEY = otel_context.create_key("spanfold.smolagents.code_step")
@@ -66,14 +67,9 @@ class CodeStep:
         if kind == "ToolCall" and getattr(item, "name", None) == INTERPRETER:
             self.release(item)
             self.call_id = item.id
-            code = item.arguments
-            self.tool = start_tool_span(
-                self.tracer,
-                INTERPRETER,
-                self.rt,
-                call_id=item.id,
-                arguments=dumps({"code": code}) if self.rt.capture_content else None,
-            )
+            run = ToolRun(INTERPRETER, call_id=item.id, arguments={"code": item.arguments})
+            started = tool_runs.start(self.tracer, self.rt, "smolagents", lambda: run)
+            self.tool = started.span if started is not None else None
         elif kind == "ActionOutput":
             self.end()
 
