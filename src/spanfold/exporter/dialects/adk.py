@@ -16,20 +16,27 @@ schema 1 (``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1``, and ADK 1.x)
     ``gcp.vertex.agent.tool_call_args`` / ``tool_response``.
 
 ADK wraps a tool's plain return value as ``{"result": value}``: a result (and a ``function_response``) that is
-exactly that is read as the value. ADK's tool spans carry ADK's own call id (``adk-...``), which the model's
-messages do not: the id is left out, and the fold pairs each tool span with the model's call by name and
-arguments. The span ADK opens around parallel tool runs (``execute_tool (merged)``) is not a tool run.
+exactly that is read as the value. Another producer's model spans under an ADK span (spanfold's litellm or
+google-genai patch of the calls ADK's model makes) send the same wrapper, ADK's ``LiteLlm`` as its JSON text in the
+``tool`` message: :func:`unwrap_sent_outputs` reads it the same way, so a run gives one trace however it was traced.
+Outside ADK (no ADK span above the call) a tool output is what the model was sent, whatever it looks like.
+
+ADK's tool spans carry ADK's own call id (``adk-...``) with Gemini, whose messages have none: the id is left out, and
+the fold pairs each tool span with the model's call by name and arguments. The span ADK opens around parallel tool
+runs (``execute_tool (merged)``) is not a tool run.
 Never imports :mod:`spanfold.instrumentation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.exporter.dialects.shapes import dumps, loads, tool_call
 from spanfold.exporter.records import SpanRecord
+from spanfold.exporter.steps import ModelStep, SemconvMessage, Step
 
 SCOPE: Final = semconv.ADK_SCOPE
 #: The operation a merged-tools span is given: not one the fold reads.
@@ -76,6 +83,103 @@ def _unwrap_responses(raw: Any) -> Any:
             if isinstance(part, dict) and part.get("type") == semconv.PART_TOOL_CALL_RESPONSE:
                 part["response"] = unwrap(part.get("response"))
     return dumps(messages)
+
+
+# --- other producers' model calls under ADK's spans ------------------------------------------------------------
+
+
+def _sent(value: Any) -> Any:
+    """A tool output as a model call under ADK sent it, the wrapper unwrapped: the wrapper itself (a Gemini
+    ``function_response``), or its JSON text (ADK's ``LiteLlm`` sends ``json.dumps`` of it as the ``tool`` message).
+    Anything else as it is (the same object)."""
+    if not isinstance(value, str):
+        return unwrap(value)
+    if '"result"' not in value:
+        return value
+    parsed = loads(value)
+    if isinstance(parsed, dict) and len(parsed) == 1 and "result" in parsed:
+        return parsed["result"]
+    return value
+
+
+def _sent_message(msg: SemconvMessage) -> SemconvMessage:
+    """A message with its tool outputs unwrapped (:func:`_sent`): a new message when one changes (the messages are
+    shared between steps: never mutated), else the same one."""
+    parts = msg.get("parts")
+    if not isinstance(parts, list):
+        return msg
+    out: list[Any] | None = None
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == semconv.PART_TOOL_CALL_RESPONSE:
+            key = "response"
+        elif kind == semconv.PART_TEXT and msg.get("role") == "tool":  # a tool message's plain text output
+            key = "content"
+        else:
+            continue
+        value = _sent(part.get(key))
+        if value is part.get(key):
+            continue
+        if key == "content" and not isinstance(value, str):
+            value = dumps(value)
+        out = out if out is not None else list(parts)
+        out[i] = {**part, key: value}
+    return msg if out is None else {**msg, "parts": out}
+
+
+def _below_adk(records: Sequence[SpanRecord]) -> dict[int, bool]:
+    """Each span: whether an ADK span is above it (its parent, or further up; cycles in bad input end the walk)."""
+    parents = {r.span_id: r.parent_id for r in records}
+    adk = {r.span_id for r in records if r.scope_name == SCOPE}
+    below: dict[int, bool] = {}  # span -> it, or a span above it, is ADK's
+    out: dict[int, bool] = {}
+    for r in records:
+        path: list[int] = []
+        seen: set[int] = set()
+        found = False
+        current = r.parent_id
+        while current is not None and current not in seen:
+            if current in below:
+                found = below[current]
+                break
+            if current in adk:
+                found = True
+                break
+            path.append(current)
+            seen.add(current)
+            current = parents.get(current)
+        for sid in path:
+            below[sid] = found
+        out[r.span_id] = found
+    return out
+
+
+def unwrap_sent_outputs(
+    records: Sequence[SpanRecord], steps: MutableMapping[int, Step | None], read: Iterable[int]
+) -> None:
+    """The model steps another producer made of the calls ADK's model sends (a span under an ADK span: spanfold's
+    litellm patch under ADK's ``generate_content``), among the steps just ``read`` (by span id; each unwrapped once),
+    with the tool outputs their inputs send unwrapped as ADK's own spans are (:func:`_sent`). The evidence is ADK's
+    span above the call: a trace with no ADK span is left as it is, at the cost of one comparison per span."""
+    if not any(r.scope_name == SCOPE for r in records):
+        return
+    scopes = {r.span_id: r.scope_name for r in records}
+    below = _below_adk(records)
+    done: dict[int, SemconvMessage] = {}  # by identity: a history shared by the steps that re-send it, read once
+    for span_id in read:
+        step = steps.get(span_id)
+        if not isinstance(step, ModelStep) or scopes.get(span_id) == SCOPE or not below.get(span_id):
+            continue
+        inputs = []
+        for msg in step.inputs:
+            new = done.get(id(msg))
+            if new is None:
+                new = done[id(msg)] = _sent_message(msg)
+            inputs.append(new)
+        if any(new is not old for new, old in zip(inputs, step.inputs, strict=True)):
+            steps[span_id] = dataclasses.replace(step, inputs=inputs)
 
 
 # --- schema 1: call_llm --------------------------------------------------------------------------------------

@@ -403,10 +403,21 @@ def safe_step(record: SpanRecord) -> Step | None:
 def steps_of(records: Iterable[SpanRecord], known: Mapping[int, Step | None] | None = None) -> Steps:
     """Each span's step by span id (:func:`safe_step`, in the records' order: a history parse continues the one
     before it); ``known``: steps already read, taken as they are. A span id given twice keeps the last step read for
-    it."""
+    it. Then what the trace's spans say together (:func:`~spanfold.exporter.dialects.adk.unwrap_sent_outputs`: the
+    model calls made under ADK's spans), for the steps read here."""
+    spans = records if isinstance(records, (list, tuple)) else list(records)
     steps: Steps = {}
-    for r in records:
-        step = known[r.span_id] if known is not None and r.span_id in known else safe_step(r)
+    read: list[int] = []
+    for r in spans:
+        if known is not None and r.span_id in known:
+            step = known[r.span_id]
+        else:
+            step = safe_step(r)
+            read.append(r.span_id)
         if step is not None or r.span_id not in steps:
             steps[r.span_id] = step
+    try:  # what a trace as a whole says about its spans: ADK's spans above another producer's model calls
+        dialect_adk.unwrap_sent_outputs(spans, steps, read)
+    except Exception as exc:
+        counters.fault("fold.span", exc)
     return steps

@@ -16,11 +16,16 @@ exp = InMemorySpanExporter()
 tp = TracerProvider()
 tp.add_span_processor(SimpleSpanProcessor(exp))
 trace.set_tracer_provider(tp)
-if os.environ.get("SPANFOLD_PATCH"):  # spanfold's google-genai patch beside ADK's own spans (spanfold installed here)
-    from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+LITELLM = os.environ.get("MODEL") == "litellm"  # ADK's LiteLlm model (OpenAI Chat Completions) instead of Gemini
+if os.environ.get("SPANFOLD_PATCH"):  # spanfold's provider patch beside ADK's own spans (spanfold installed here)
     from spanfold.content.runtime import Runtime
 
-    GeminiInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
+    if LITELLM:
+        from spanfold.instrumentation.providers.litellm import LiteLLMInstrumentor as Instrumentor
+    else:
+        from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor as Instrumentor
+
+    Instrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
 from google.adk.agents import LlmAgent
 from google.adk.models import Gemini
 from google.adk.runners import Runner
@@ -42,7 +47,12 @@ def convert_temperature(celsius: float, to: str) -> str:
 
 
 async def main():
-    model = Gemini(model="gemini-2.0-flash", base_url=os.environ["GEMINI_BASE_URL"])
+    if LITELLM:
+        from google.adk.models.lite_llm import LiteLlm
+
+        model = LiteLlm(model="openai/gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"], api_key="test-key")
+    else:
+        model = Gemini(model="gemini-2.0-flash", base_url=os.environ["GEMINI_BASE_URL"])
     agent = LlmAgent(
         name="weather_bot", model=model, instruction=os.environ["SYSTEM"], tools=[get_weather, convert_temperature]
     )

@@ -11,6 +11,7 @@ with MockLLMServer(scenarios.weather_agent) as server:
     env = dict(
         os.environ,
         GEMINI_BASE_URL=server.gemini_base_url,
+        OPENAI_BASE_URL=server.base_url,
         SYSTEM=WEATHER.system,
         QUESTION=WEATHER.question,
         GOOGLE_API_KEY="test-key",
@@ -18,7 +19,7 @@ with MockLLMServer(scenarios.weather_agent) as server:
     )
     env.update(dict(a.split("=", 1) for a in sys.argv[2:]))
     out = subprocess.run(
-        ["/work/venv-adk/bin/python", str(Path(__file__).with_name("adk_agent.py"))],
+        [os.environ.get("ADK_PYTHON", "/work/venv-adk/bin/python"), str(Path(__file__).with_name("adk_agent.py"))],
         env=env,
         capture_output=True,
         text=True,
