@@ -16,11 +16,11 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit.spans import ModelSpan, set_failure
+from spanfold.instrumentation.toolkit.spans import RunSpan, set_failure
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
 
 
@@ -52,7 +52,7 @@ def open_run(
     """The run's span (``gen_ai.agent.name`` ``name``, and ``attributes``), and the context its code runs in
     (``context`` with the span current). ``kind``: the fault counters' name of the framework's runs."""
     attrs = {semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT, semconv.AGENT_NAME: name, **(attributes or {})}
-    run = ModelSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, kind=SpanKind.INTERNAL, rt=rt)
+    run = RunSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, rt=rt)
     return StreamState(run, NoItems(), kind), otel_trace.set_span_in_context(run.span, context)
 
 

@@ -98,6 +98,57 @@ NO_USAGE: Final = (
 )
 
 
+class RunSpan:
+    """An invocation's started span (a framework's agent run: ``invoke_agent {name}``) and the promise to end it
+    exactly once; no model call's request, result or conversation (:class:`ModelSpan`)."""
+
+    __slots__ = ("_lock", "ended", "rt", "span")
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        name: str,
+        attributes: Mapping[str, Any],
+        *,
+        rt: Runtime,
+        context: otel_context.Context | None = None,
+    ) -> None:
+        self.rt = rt
+        self.span: Span = tracer.start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=clean(attributes))
+        self.ended = False
+        self._lock = threading.Lock()
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self.ended:
+                return False
+            self.ended = True
+            return True
+
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
+        """Set ``attributes`` and end the span (no-op when already ended)."""
+        if not self._claim():
+            return
+        try:
+            if attributes:
+                self.span.set_attributes(clean(attributes))
+        except Exception as exc:
+            counters.fault("span.finish", exc)
+        end_span(self.span)
+
+    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
+        """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""
+        if not self._claim():
+            return
+        try:
+            if attributes:
+                self.span.set_attributes(clean(attributes))
+            set_error(self.span, exc, self.rt)
+        except Exception as fault:
+            counters.fault("span.fail", fault)
+        end_span(self.span)
+
+
 class ModelSpan:
     """One started GenAI span and the promise to end it exactly once."""
 

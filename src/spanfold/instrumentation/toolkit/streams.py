@@ -18,7 +18,7 @@ import wrapt
 
 from spanfold import counters
 from spanfold.instrumentation.toolkit.invocation import Response
-from spanfold.instrumentation.toolkit.spans import ModelSpan
+from spanfold.instrumentation.toolkit.spans import ModelSpan, RunSpan
 
 if TYPE_CHECKING:
     ObjectProxy = wrapt.ObjectProxy[Any]
@@ -55,7 +55,7 @@ class StreamState:
 
     def __init__(
         self,
-        span: ModelSpan,
+        span: ModelSpan | RunSpan,
         accumulator: Accumulator | SpanAccumulator,
         kind: str,
         hide: Callable[[Any], bool] | None = None,
@@ -100,9 +100,9 @@ class StreamState:
         """A model call's result from its accumulator's typed response, another span's from its accumulator's
         attributes."""
         accumulator = self.accumulator
-        if hasattr(accumulator, "result"):
+        if hasattr(accumulator, "result") and isinstance(self.span, ModelSpan):
             return self.span.result(cast("Accumulator", accumulator).result())
-        return accumulator.attributes()
+        return cast("SpanAccumulator", accumulator).attributes()
 
 
 def _hidden(source: Iterator[Any], state: StreamState) -> Iterator[Any]:

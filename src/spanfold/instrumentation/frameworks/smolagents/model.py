@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -291,7 +291,7 @@ class DeltaStream(SyncStreamProxy):
 
     def __next__(self) -> Any:
         token = otel_context.attach(self._self_context)
-        claimed = claim(self._self_state.span)
+        claimed = claim(cast("ModelSpan", self._self_state.span))  # a model step's stream
         try:
             return super().__next__()
         finally:
