@@ -51,23 +51,24 @@ def fault(kind: str, exc: BaseException | None = None, detail: str = "") -> None
 def problem(kind: str, message: str) -> None:
     """Count, under ``kind``, a problem that is not spanfold's fault but the user's to fix (an output path that is
     unsafe or cannot be written); log ``message`` (one line, no traceback) the first time that kind happens."""
-    with _lock:
-        _counters[kind] += 1
-        first = kind not in _logged
-        _logged.add(kind)
-    if first:
+    if _counted_first(kind):
         logger.warning(message)
 
 
 def note(kind: str, message: str) -> None:
     """Count, under ``kind``, something the user may want to know and need not fix (a call that reported no token
     usage); log ``message`` at INFO the first time that kind happens."""
+    if _counted_first(kind):
+        logger.info(message)
+
+
+def _counted_first(kind: str) -> bool:
+    """Count one of ``kind``; whether it is the first said of that kind."""
     with _lock:
         _counters[kind] += 1
         first = kind not in _logged
         _logged.add(kind)
-    if first:
-        logger.info(message)
+    return first
 
 
 def snapshot() -> dict[str, Any]:

@@ -99,10 +99,10 @@ NO_USAGE: Final = (
 
 
 class RunSpan:
-    """An invocation's started span (a framework's agent run: ``invoke_agent {name}``) and the promise to end it
-    exactly once; no model call's request, result or conversation (:class:`ModelSpan`)."""
+    """A started span and the promise to end it exactly once: an invocation's (a framework's agent run,
+    ``invoke_agent {name}``) as it is; a model call's with its request, result and conversation (:class:`ModelSpan`)."""
 
-    __slots__ = ("_lock", "ended", "rt", "span")
+    __slots__ = ("_lock", "end_time", "ended", "rt", "span")
 
     def __init__(
         self,
@@ -112,10 +112,17 @@ class RunSpan:
         *,
         rt: Runtime,
         context: otel_context.Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        start_time: int | None = None,
     ) -> None:
         self.rt = rt
-        self.span: Span = tracer.start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=clean(attributes))
+        self.span: Span = tracer.start_span(
+            name, context=context, kind=kind, attributes=clean(attributes), start_time=start_time
+        )
         self.ended = False
+        #: When the span ends (nanoseconds since the epoch) if not at its finish: a call a framework reports after the
+        #: fact (the Claude Agent SDK's message stream), with ``start_time``.
+        self.end_time: int | None = None
         self._lock = threading.Lock()
 
     def _claim(self) -> bool:
@@ -125,34 +132,41 @@ class RunSpan:
             self.ended = True
             return True
 
-    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
-        """Set ``attributes`` and end the span (no-op when already ended)."""
+    def _values(self, attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What :meth:`finish` sets of its ``attributes``."""
+        return clean(attributes)
+
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> bool:
+        """Set ``attributes`` and end the span; False when it had ended already."""
         if not self._claim():
-            return
+            return False
         try:
             if attributes:
-                self.span.set_attributes(clean(attributes))
+                self.span.set_attributes(self._values(attributes))
         except Exception as exc:
             counters.fault("span.finish", exc)
-        end_span(self.span)
+        end_span(self.span, self.end_time)
+        return True
 
-    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
-        """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""
+    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> bool:
+        """Record ``exc`` (status set before the end) and end the span; False when it had ended already."""
         if not self._claim():
-            return
+            return False
         try:
             if attributes:
                 self.span.set_attributes(clean(attributes))
             set_error(self.span, exc, self.rt)
         except Exception as fault:
             counters.fault("span.fail", fault)
-        end_span(self.span)
+        end_span(self.span, self.end_time)
+        return True
 
 
-class ModelSpan:
-    """One started GenAI span and the promise to end it exactly once."""
+class ModelSpan(RunSpan):
+    """A model call's started span (its request's attributes shown, its result's written) and the promise to end it
+    exactly once; a zero-code call's conversation is told how it ended."""
 
-    __slots__ = ("_lock", "_token", "end_time", "ended", "full", "provider", "rt", "run", "span", "turn")
+    __slots__ = ("_token", "full", "provider", "run", "turn")
 
     def __init__(
         self,
@@ -166,7 +180,6 @@ class ModelSpan:
         start_time: int | None = None,
         provider: str = "",
     ) -> None:
-        self.rt = rt
         #: The API's provider (a model call's: which vendor attributes its typed response writes).
         self.provider = provider
         #: The run (its root's question and answer) this call belongs to; the call's own input and output shown
@@ -176,14 +189,7 @@ class ModelSpan:
             attributes = dict(attributes)
             root = not otel_trace.get_current_span(context).get_span_context().is_valid
             shown.model_request(attributes, context, root)
-        self.span: Span = tracer.start_span(
-            name, context=context, kind=kind, attributes=clean(attributes), start_time=start_time
-        )
-        self.ended = False
-        #: When the span ends (nanoseconds since the epoch) if not at its finish: a call a framework reports after the
-        #: fact (the Claude Agent SDK's message stream), with ``start_time``.
-        self.end_time: int | None = None
-        self._lock = threading.Lock()
+        super().__init__(tracer, name, attributes, rt=rt, context=context, kind=kind, start_time=start_time)
         self._token: object | None = None
         #: A zero-code call's place in its conversation (:mod:`~spanfold.instrumentation.toolkit.conversations`), told
         #: how the
@@ -203,28 +209,19 @@ class ModelSpan:
             except Exception as exc:  # a context switched under us (generators, threads): keep going
                 counters.fault("context.detach", exc)
 
-    def _claim(self) -> bool:
-        with self._lock:
-            if self.ended:
-                return False
-            self.ended = True
-            return True
+    def _values(self, attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+        values = clean(attributes)
+        if self.rt.capture_content:
+            values = {**values, **shown.model_result(attributes, self.run)}
+        return values
 
-    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
-        """Set the result attributes and end the span (no-op when already ended)."""
-        if not self._claim():
-            return
-        try:
-            if attributes:
-                values = clean(attributes)
-                if self.rt.capture_content:
-                    values = {**values, **shown.model_result(attributes, self.run)}
-                self.span.set_attributes(values)
-        except Exception as exc:
-            counters.fault("span.finish", exc)
-        end_span(self.span, self.end_time)
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> bool:
+        """Set the result attributes and end the span; False when it had ended already."""
+        if not super().finish(attributes):
+            return False
         if self.turn is not None:
             self._told(attributes or {})
+        return True
 
     def result(self, response: Response) -> Mapping[str, Any]:
         """The attributes of a typed response under this call's Runtime; a zero-code call's conversation is told it
@@ -247,19 +244,13 @@ class ModelSpan:
             result = {}
         self.finish(result)
 
-    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> None:
-        """Record ``exc`` (status set before the end) and end the span (no-op when already ended)."""
-        if not self._claim():
-            return
-        try:
-            if attributes:
-                self.span.set_attributes(clean(attributes))
-            set_error(self.span, exc, self.rt)
-        except Exception as fault:
-            counters.fault("span.fail", fault)
-        end_span(self.span, self.end_time)
+    def fail(self, exc: BaseException, attributes: Mapping[str, Any] | None = None) -> bool:
+        """Record ``exc`` (status set before the end) and end the span; False when it had ended already."""
+        if not super().fail(exc, attributes):
+            return False
         if self.turn is not None:
             self._told(None)
+        return True
 
     def _told(self, attributes: Mapping[str, Any] | None) -> None:
         """Tell the call's conversation how it ended (``None``: it failed)."""

@@ -134,14 +134,15 @@ class StepSpan(ModelSpan):
         self.holder = holder
         self.output: Output | None = None
 
-    def finish(self, attributes: Mapping[str, Any] | None = None) -> None:
+    def finish(self, attributes: Mapping[str, Any] | None = None) -> bool:
+        """End the span, unless its holder keeps it open (then False: :meth:`release` ends it)."""
         holder, self.holder = self.holder, None
         try:
             if holder is not None and self.output is not None and holder.hold(self):
-                return
+                return False
         except Exception as exc:
             counters.fault("smolagents.hold", exc)
-        super().finish(attributes)
+        return super().finish(attributes)
 
     def release(self) -> None:
         """Finish a held span from its output as it is now."""
