@@ -59,7 +59,8 @@ def init(
 
     * ``output`` (``SPANFOLD_OUTPUT``, default ``traces``): the directory the trace files are written to.
     * ``format`` (``SPANFOLD_FORMAT``, default ``invariant``): ``invariant`` (``traces.jsonl`` + ``traces.meta.jsonl``),
-      ``agentv`` (``traces.agentv.jsonl``) or ``otlp-json`` (each trace's spans as one OTLP/JSON line in
+      ``agentv`` (``traces.agentv.jsonl``), ``agentv-transcript`` (AgentV's transcript rows, what ``agentv eval run
+      --transcript`` grades) or ``otlp-json`` (each trace's spans as one OTLP/JSON line in
       ``traces.otlp.jsonl``, the Collector file exporter's layout).
     * ``capture_content`` (``SPANFOLD_CAPTURE_CONTENT``, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``;
       default on): record prompts, completions and tool arguments and results. Off, a trace still folds: roles, tool

@@ -6,6 +6,7 @@ never a traceback). A command lives in its own module; adding one is a line in :
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import click
@@ -18,7 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("spanfold.demo:command", "Run a tool-using agent against the embedded mock LLM server; show its trace."),
     "check": ("spanfold.commands.check:command", "Run a spec's trajectory and message checks over JSONL traces."),
     "validate": ("spanfold.commands.validate:command", "Check trace files against the formats' JSON Schemas."),
-    "convert": ("spanfold.commands.convert:command", "Convert traces between invariant, agentv and compact formats."),
+    "convert": (
+        "spanfold.commands.convert:command",
+        "Convert traces to invariant, agentv, agentv-transcript, compact or agentv-cli.",
+    ),
     "summary": ("spanfold.commands.summary:command", "One row per trace: events, tool calls, errors, tokens, time."),
     "show": ("spanfold.commands.show:command", "Show a trace for a person: messages, tool calls, outputs, errors."),
     "fold": ("spanfold.commands.fold:command", "Fold OTLP/JSON span files (Collector file exporter too) into traces."),
@@ -41,6 +45,17 @@ class LazyGroup(click.Group):
         module, _, attr = target[0].partition(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The subcommand named first in ``args``; a name that is none says which it may have meant."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, list(COMMANDS), n=2, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint} Commands: {', '.join(sorted(COMMANDS))}.")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items())]

@@ -143,3 +143,24 @@ def test_demo_without_openai_names_the_extra(tmp_path: Path) -> None:
         " (or pip install -e '.[openai]' in a checkout)"
     ]
     assert not (tmp_path / "traces").exists()
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [("sumary", "Did you mean 'summary'?"), ("shwo", "Did you mean 'show'?"), ("frobnicate", "Commands: check,")],
+)
+def test_a_mistyped_command_says_what_was_meant(typed: str, hint: str) -> None:
+    result = _invoke(typed)
+    assert result.exit_code == 2 and hint in result.stderr and "Traceback" not in result.output
+
+
+def test_show_reads_traces_here_by_default_and_says_how_traces_are_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _global_provider: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    before = _invoke("show")
+    assert before.exit_code == 2 and before.stdout == ""
+    assert before.stderr.startswith("traces: no such directory here.") and "spanfold demo" in before.stderr
+    assert _invoke("demo").exit_code == 0
+    after = _invoke("show")
+    assert after.exit_code == 0 and "get_weather" in after.stdout

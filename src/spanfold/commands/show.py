@@ -12,12 +12,20 @@ from spanfold.commands.terminal import color_choice, terminal_width
 from spanfold.text import visible
 from spanfold.trace.render import header, render_trace
 
+#: Where ``spanfold.init()`` writes, and what ``show`` reads when given nothing.
+DEFAULT_DIRECTORY = "traces"
+#: Said when there is nothing to show yet.
+HOW_TRACES_ARE_MADE = (
+    "Traces are written by a program that calls spanfold.init() (to ./traces by default), or that runs under "
+    "`spanfold run -- python app.py`; `spanfold demo` writes one without an API key."
+)
+
 #: Default cut of long contents (a fetched web page should not fill the terminal).
 MAX_CHARS = 2000
 
 
 @click.command("show")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--trace", "pick", metavar="N|ID", default=None, help=TRACE_HELP)
 @click.option(
     "--color/--no-color",
@@ -33,11 +41,17 @@ MAX_CHARS = 2000
 )
 @click.option("--full", is_flag=True, help="Show every content whole (no --max-chars).")
 def command(files: tuple[Path, ...], pick: str | None, color: bool | None, max_chars: int, full: bool) -> None:
-    """Show the traces in FILES (trace files or directories of them) for a person: roles, tool calls and their
-    arguments, tool outputs, errors, timings and tokens (from the .meta.jsonl beside an Invariant file).
+    """Show the traces in FILES (trace files or directories of them; default ./traces, where spanfold.init() writes)
+    for a person: roles, tool calls and their arguments, tool outputs, errors, timings and tokens (from the
+    .meta.jsonl beside an Invariant file).
 
     Exit status 0, or 2 on bad input or when --trace matches nothing.
     """
+    if not files:
+        files = (Path(DEFAULT_DIRECTORY),)
+        if not files[0].exists():
+            click.echo(f"{DEFAULT_DIRECTORY}: no such directory here. {HOW_TRACES_ARE_MADE}", err=True)
+            click.get_current_context().exit(2)
     picker = Picker(pick)
     reporter = Reporter()
     color = color_choice(color)

@@ -49,7 +49,7 @@ def allow_host_option(command: _F) -> _F:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
 @click.option("--port", default=8777, show_default=True, type=click.IntRange(0, 65535), help="0: any free port.")
-@click.option("--token", envvar="SPANFOLD_UI_TOKEN", default=None, help="Require this token (or env).")
+@click.option("--token", envvar="SPANFOLD_UI_TOKEN", show_envvar=True, default=None, help="Require this bearer token.")
 @allow_host_option
 def command(paths: tuple[Path, ...], host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Browse the traces in DIR (or files; default: ./traces) in a local web page, updated as traces are added.
