@@ -241,3 +241,16 @@ def test_the_testing_package_imports_no_client_library() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_without_prices_the_demo_says_how_to_get_the_cost(
+    tmp_path: Path, _global_provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanfold.pricing import table
+
+    monkeypatch.setattr(table, "available", lambda: False)
+    result = CliRunner().invoke(main, ["demo", "-o", str(tmp_path)])
+    assert result.exit_code == 0 and "pip install 'spanfold[cost]'" in result.output
+    monkeypatch.undo()  # the real table (the test environment has the cost extra): the cost, no hint
+    priced = CliRunner().invoke(main, ["demo", "-o", str(tmp_path / "real")])
+    assert priced.exit_code == 0 and "spanfold[cost]" not in priced.output and "$" in priced.output

@@ -16,6 +16,7 @@ import click
 
 import spanfold
 from spanfold.commands.terminal import color_choice, terminal_width
+from spanfold.pricing import table
 from spanfold.testing import WEATHER, MockLLMServer
 from spanfold.testing.agents import PROVIDERS, Provider
 from spanfold.trace.model import Trace
@@ -58,6 +59,12 @@ def _client_library(provider: Provider) -> None:
         ) from None
 
 
+#: Said under the trace when no cost could be shown.
+NO_PRICES = (
+    "(no cost shown: pip install 'spanfold[cost]' (Python 3.11+) prices each call from genai-prices' bundled table)"
+)
+
+
 def run(output: str | None = None, *, provider: str = "openai", stream: bool = False, echo: bool = True) -> Path:
     """Run the weather agent (:data:`spanfold.testing.WEATHER`) on ``provider`` (a key of
     :data:`spanfold.testing.agents.PROVIDERS`); return the trace file it appended to. Traces go to ``output`` (default
@@ -71,8 +78,10 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
     except OSError as exc:
         raise DemoError(f"{directory}: cannot write traces ({exc.strerror or exc})") from None
     handle = spanfold.init(output=str(directory), format="invariant")  # the demo shows the Invariant file
-    with MockLLMServer(WEATHER.replies) as server, spanfold.agent(WEATHER.name):
-        answer = chosen.run(chosen.client(server), stream=stream)
+    with MockLLMServer(WEATHER.replies) as server:
+        client = chosen.client(server)  # built before the run: the run's time is the agent's, not the SDK's import
+        with spanfold.agent(WEATHER.name):
+            answer = chosen.run(client, stream=stream)
     if not spanfold.flush() or not spanfold.stats().get("traces_written"):
         raise DemoError(f"{directory}: the trace was not written (see the warning above)")
     path = Path(handle.output) / "traces.jsonl"
@@ -83,6 +92,8 @@ def run(output: str | None = None, *, provider: str = "openai", stream: bool = F
         for line in render_trace(trace.events, trace.meta, color=True, max_chars=400, width=width):
             click.echo(line, color=color)
         click.echo(f"\nwritten to {path} (metadata: {path.with_name('traces.meta.jsonl')})")
+        if not table.available():
+            click.echo(NO_PRICES)
         if first_time:
             shown = Path(output or DEFAULT_OUTPUT)
             click.echo("\n" + LEGEND.format(path=shown / "traces.jsonl", directory=shown))
