@@ -312,6 +312,34 @@ def test_prices_given_in_code_and_a_provider_they_do_not_name(tmp_path: Path) ->
     assert {s["cost"]["priced_by"] for s in models(meta)} == {"genai-prices"}
 
 
+OPENAI_RATE = {"model": "GPT-4o-mini", "provider": "OpenAI", "input_mtok": 0.1, "output_mtok": 0.4}
+ANY_RATE = {"model": "gpt-4o-mini", "input_mtok": 3, "output_mtok": 5}
+OLLAMA_RATE = {"model": "gpt-4o-mini", "provider": "ollama", "input_mtok": 7, "output_mtok": 9}
+
+
+@pytest.mark.parametrize(
+    ("entries", "rates"),
+    [
+        ([ANY_RATE, OPENAI_RATE], ("0.1", "0.4")),  # the entry naming the call's provider wins, listed after ...
+        ([OPENAI_RATE, ANY_RATE], ("0.1", "0.4")),  # ... or before the one naming none
+        ([OLLAMA_RATE, ANY_RATE], ("3", "5")),  # an entry naming another provider never prices the call
+        ([ANY_RATE, OLLAMA_RATE], ("3", "5")),
+    ],
+    ids=["any-then-openai", "openai-then-any", "ollama-then-any", "any-then-ollama"],
+)
+def test_an_entry_naming_the_provider_wins_whatever_the_order(
+    tmp_path: Path, entries: list[dict[str, Any]], rates: tuple[str, str]
+) -> None:
+    """Two entries price the model: the one naming the call's provider (``openai``; names matched without regard to
+    case) prices it, listed first or last; one naming another provider never does, and one naming none then does."""
+    run_weather("openai", tmp_path, known_usage(), prices=entries)
+    (meta,) = metas(tmp_path)
+    rate_in, rate_out = map(Decimal, rates)
+    expected = [(Decimal(i) * rate_in + Decimal(o) * rate_out) / 1_000_000 for i, o in KNOWN]
+    assert [s["cost"]["amount"] for s in models(meta)] == [float(e) for e in expected]
+    assert {s["cost"]["priced_by"] for s in models(meta)} == {"override"}
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -53,6 +53,48 @@ def test_sessions_group_runs_in_order_with_their_totals(tmp_path: Path, ui_serve
     assert "session" not in server.json(f"/api/run/{trace_id(5)}")
 
 
+SESSIONS = 230  # past two pages of 100
+
+
+def _many_sessions(directory: Path) -> list[tuple[str, int]]:
+    """230 sessions of one or two runs, written in id order over two files, active last in another order (two at
+    each time: told apart by id); each session's id and runs, the one active last first."""
+    runs, expected, n = [], [], 0
+    for k in range(SESSIONS):
+        sid, last = f"conv-{k:03d}", 60 + (k * 37) % (SESSIONS // 2) * 10
+        for ago in range(1 + k % 2):
+            n += 1
+            events, record = trace(n)
+            record["metadata"].update(conversation_id=sid, start=_at(last - 5 * ago))
+            runs.append((events, record))
+        expected.append((-last, sid, 1 + k % 2))
+    write(directory, runs[: len(runs) // 2], name="one")
+    write(directory, runs[len(runs) // 2 :], name="two")
+    return [(sid, count) for _, sid, count in sorted(expected)]
+
+
+def _at(seconds: int) -> str:
+    return f"2026-02-01T{10 + seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.000Z"
+
+
+def test_sessions_past_the_first_page_come_on_the_next_ones_complete_and_in_order(
+    tmp_path: Path, ui_server: Any
+) -> None:
+    expected = _many_sessions(tmp_path)
+    server = ui_server([tmp_path])
+    server.wait_total(sum(count for _, count in expected))
+    for limit, query in ((100, "?offset={}"), (7, "?offset={}&limit=7")):  # the default page, and a small one
+        pages = [server.json("/api/sessions" + query.format(offset)) for offset in range(0, SESSIONS + limit, limit)]
+        assert [(p["total"], p["offset"]) for p in pages] == [(SESSIONS, o) for o in range(0, SESSIONS + limit, limit)]
+        assert [len(p["sessions"]) for p in pages[:-2]] == [limit] * (len(pages) - 2)
+        assert pages[-1]["sessions"] == []  # past the last one: none
+        listed = [(s["id"], s["runs"]) for p in pages for s in p["sessions"]]
+        assert listed == expected  # every session once, each with all its runs, the one active last first
+    tail = server.json("/api/sessions?offset=225")["sessions"]
+    assert [s["id"] for s in tail] == [sid for sid, _ in expected[225:]]
+    assert tail[-2]["last"] == tail[-1]["last"] == _at(60)  # two active last at the same time: told apart by id
+
+
 def test_a_run_leads_to_its_session_and_the_session_to_its_runs(tmp_path: Path, ui_server: Any, page: Any) -> None:
     _write(tmp_path)
     server = ui_server([tmp_path])

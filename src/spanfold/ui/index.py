@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from spanfold import counters
+from spanfold.codecs import jsonio
 from spanfold.exporter.pipeline.span_files import SHAPE, is_span_file
-from spanfold.trace.decode import Decoded, decode
+from spanfold.trace.decode import Decoded, decode, is_transcript_row
 from spanfold.trace.errors import TraceError
-from spanfold.trace.model import Trace, TraceMeta, TraceSummary
+from spanfold.trace.model import Message, ToolCall, Trace, TraceMeta, TraceSummary
 from spanfold.trace.read import (
     META_SUFFIX,
     Problem,
@@ -143,57 +144,53 @@ def _preview(trace: Trace | None) -> str:
     return ""
 
 
-@dataclass(slots=True)
-class _Glance:
-    """What the list needs of a bare Invariant event list, read from the JSON without building a Trace (the index
-    of a big file spends most of its time here); None from :func:`_glance` sends the value to the full decoder."""
-
-    summary: TraceSummary
-    steps: int
-    preview: str
-
-
-def _glance(value: Any) -> _Glance | None:
-    if not isinstance(value, list) or not value:
+def _listed(value: Any) -> Decoded | None:
+    """A bare Invariant event list read for the list: each event's role, content, error and tool call names, into
+    the trace model (its summary, steps and preview are then every row's), without what only the run's page reads
+    (arguments, ids, times, extra keys: most of a big file's index time when decoded whole). None when ``value`` is
+    anything else or holds an event the full decoder should judge: it reads the value then."""
+    if not isinstance(value, list) or (value and is_transcript_row(value[0])):
         return None
-    counts: dict[str, int] = {}
-    n_events = errors = steps = 0
-    preview: str | None = None
+    events: list[Message] = []
     for ev in value:
-        if not isinstance(ev, dict):
+        event = _listed_event(ev)
+        if event is None:
             return None
-        role = ev.get("role")
-        calls = ev.get("tool_calls") or []
-        error = ev.get("error")
-        content = ev.get("content")
-        if not isinstance(role, str) or not isinstance(calls, list) or not (error is None or isinstance(error, dict)):
+        events.append(event)
+    meta = TraceMeta(trace_id="")
+    return Decoded("invariant", Trace(events, meta), meta=meta)
+
+
+def _listed_event(ev: Any) -> Message | None:
+    """One event of :func:`_listed` (None: one the decoder would reject, or of another shape)."""
+    if not isinstance(ev, dict):
+        return None
+    role, content, error, calls = ev.get("role"), ev.get("content"), ev.get("error"), ev.get("tool_calls")
+    if not isinstance(role, str) or not (error is None or isinstance(error, dict)):
+        return None
+    if not (content is None or isinstance(content, str) or _chunks(content)):
+        return None
+    listed = _listed_calls(calls) if calls is not None else []
+    return None if listed is None else Message(role, content, listed, None, None, error)
+
+
+def _chunks(content: Any) -> bool:
+    """Whether content is a list of chunks with a type (as the decoder takes it)."""
+    return isinstance(content, list) and all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in content)
+
+
+def _listed_calls(calls: Any) -> list[ToolCall] | None:
+    """The tool calls by name (interned: the same few names in every row, held once); None when one is not an
+    Invariant call (a compact one has ``tool``: the decoder tells the shapes apart)."""
+    if not isinstance(calls, list):
+        return None
+    out: list[ToolCall] = []
+    for call in calls:
+        fn = call.get("function", call) if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or "tool" in fn:
             return None
-        for call in calls:
-            fn = call.get("function", call) if isinstance(call, dict) else None
-            name = fn.get("name") if isinstance(fn, dict) else None
-            # a call with "tool" is a compact one: the full decoder tells the shapes apart
-            if not isinstance(fn, dict) or not isinstance(name, str) or "tool" in fn:
-                return None
-            name = sys.intern(name)  # the same few tool names in every row: held once
-            counts[name] = counts.get(name, 0) + 1
-        n_events += len(calls)
-        if role in ("tool", "error") or content or not calls:
-            n_events += 1
-        if error is not None or role == "error":
-            errors += 1
-        if role in ("assistant", "tool"):  # a model call's answer, a tool run's output
-            steps += 1
-        elif role == "user" and preview is None:
-            if isinstance(content, str):
-                preview = content[:PREVIEW_CHARS]
-            elif isinstance(content, list):
-                text = "".join(
-                    str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text"
-                )
-                preview = text[:PREVIEW_CHARS]
-    names = sorted(counts)
-    summary = TraceSummary(n_events, names, {name: counts[name] for name in names}, errors)
-    return _Glance(summary, steps, preview or "")
+        out.append(ToolCall(None, sys.intern(fn["name"])))
+    return out
 
 
 def _shared(meta: TraceMeta) -> TraceMeta:
@@ -276,8 +273,10 @@ def _decoded(data: Any) -> Decoded | None:
 
 
 def _json(raw: bytes) -> Any:
+    """A line's JSON value (parsed as every reader parses it: :func:`spanfold.codecs.jsonio.loads`); None when it is
+    not JSON."""
     try:
-        return json.loads(raw)
+        return jsonio.loads(raw)
     except (ValueError, RecursionError):
         return None
 
@@ -413,14 +412,10 @@ class Index:
             entry.slots = 0
             entry.attached = (0, 0)
 
-    def _row(
-        self, entry: _File, line: int, offset: int, length: int, decoded: Decoded, glance: _Glance | None = None
-    ) -> Row:
+    def _row(self, entry: _File, line: int, offset: int, length: int, decoded: Decoded) -> Row:
         self.seq += 1
         trace = decoded.trace
-        if glance is None:
-            summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
-            glance = _Glance(summary, _steps(trace), _preview(trace))
+        summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
         meta = decoded.meta or TraceMeta(trace_id="")
         if meta.steps:  # a row holds no steps (read again with the run): the list stays small, their count kept
             meta = replace(meta, steps=[], step_count=len(meta.steps))
@@ -432,10 +427,10 @@ class Index:
             length=length,
             seq=self.seq,
             shape=decoded.shape,
-            summary=glance.summary,
+            summary=summary,
             meta=meta,
-            steps=glance.steps,
-            preview=glance.preview,
+            steps=_steps(trace),
+            preview=_preview(trace),
             own_meta=bool(meta.trace_id),
         )
 
@@ -469,15 +464,7 @@ class Index:
             return self._refresh_file(entry) or True
         for line, offset, length, raw in appended:
             data = _json(raw)
-            glance = _glance(data)
-            if glance is not None:
-                row = self._row(entry, line, offset, length, Decoded("invariant", None), glance)
-                row.slot = entry.slots
-                entry.slots += 1
-                self._add(entry, row)
-                changed = True
-                continue
-            decoded = _decoded(data)
+            decoded = _listed(data) or _decoded(data)
             if decoded is None:
                 entry.problems += 1
                 entry.slots += 1
