@@ -18,19 +18,16 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Tracer
 
-from spanfold import counters, semconv
+from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.dspy import messages, trajectory
-from spanfold.instrumentation.toolkit import attributes
-from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
+from spanfold.instrumentation.toolkit import model_steps
+from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.model_steps import ModelStep, StepSpan
 from spanfold.instrumentation.toolkit.reading import messages as m
-from spanfold.instrumentation.toolkit.spans import ModelSpan
-from spanfold.semconv import parts as p
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 
 #: The provider prefix of a DSPy model string (LiteLLM's names) -> ``gen_ai.provider.name``; others kept as they are.
@@ -82,8 +79,8 @@ def _sent(call: Any) -> list[Any]:
     return m.as_list(legacy.get("messages")) if isinstance(legacy, Mapping) else []
 
 
-def request(lm: Any, call: Any) -> tuple[Request, str]:
-    """The typed request of ``execute(lm, call)``, and the provider."""
+def step(lm: Any, call: Any) -> ModelStep:
+    """The model step of ``execute(lm, call)``."""
     provider, model = provider_and_model(getattr(lm, "model", None))
     legacy = getattr(call, "legacy", None)
     options: Mapping[str, Any] = legacy if isinstance(legacy, Mapping) else {}
@@ -107,7 +104,7 @@ def request(lm: Any, call: Any) -> tuple[Request, str]:
         provider=provider,
         endpoint=server_of(options.get("api_base") or options.get("base_url")),
     )
-    return invocation, provider
+    return ModelStep(invocation, provider)
 
 
 def _count(value: Any) -> int | None:
@@ -150,96 +147,32 @@ def response(result: Any) -> Response:
     )
 
 
-class StepSpan(ModelSpan):
-    """A model step's span; inside a ReAct step it stays open until ReAct has parsed the answer (:meth:`settle`)."""
-
-    __slots__ = ("answer",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.answer: Response | None = None
-
-    def settle(self, output: p.Message | None) -> None:
-        answer = self.answer
-        if answer is None:
-            self.finish()
-            return
-        if output is not None:
-            answer.messages = [output]
-        self.finish_with(answer)
+def _hold(span: StepSpan) -> bool:
+    """A ReAct step holds its model step until it has parsed the answer."""
+    react_step = trajectory.current_step()
+    if react_step is None:
+        return False
+    react_step.hold(span)
+    return True
 
 
-def start(tracer: Tracer, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepSpan | None:
-    """The span of ``execute(lm, call)``; None after a fault (counted)."""
-    try:
-        lm = args[0] if args else kwargs.get("lm")
-        call = args[1] if len(args) > 1 else kwargs.get("call")
-        invocation, provider = request(lm, call)
-        name, attrs = attributes.model_call(invocation, provider, semconv.OP_CHAT, rt)
-        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=provider)
-    except Exception as exc:
-        counters.fault("dspy.model_start", exc)
-        return None
-
-
-def finish(call: StepSpan, result: Any) -> None:
-    """End the step from the call's result; a ReAct step holds it until its answer is parsed."""
-    try:
-        call.answer = response(result)
-    except Exception as exc:
-        counters.fault("dspy.model_result", exc)
-    step = trajectory.current_step()
-    if step is not None:
-        step.hold(call)
-    else:
-        call.settle(None)
-
-
-def _entered(call: StepSpan) -> Callable[[], None]:
-    """Make ``call`` current and claim the client calls inside it; the returned function undoes both."""
-    token = otel_context.attach(otel_trace.set_span_in_context(call.span))
-    claimed = claim(call)
-
-    def leave() -> None:
-        release(claimed)
-        otel_context.detach(token)
-
-    return leave
+def _lm_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], ModelStep]:
+    lm = args[0] if args else kwargs.get("lm")
+    call = args[1] if len(args) > 1 else kwargs.get("call")
+    return lambda: step(lm, call)
 
 
 def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = start(tracer, rt, args, kwargs)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        leave = _entered(call)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        finally:
-            leave()
-        finish(call, result)
-        return result
+        call = lambda: wrapped(*args, **kwargs)  # noqa: E731
+        return model_steps.run(tracer, rt, "dspy", _lm_call(args, kwargs), call, response, _hold)
 
     return wrapper
 
 
 def aexecute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = start(tracer, rt, args, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        leave = _entered(call)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        finally:
-            leave()
-        finish(call, result)
-        return result
+        call = lambda: wrapped(*args, **kwargs)  # noqa: E731
+        return await model_steps.arun(tracer, rt, "dspy", _lm_call(args, kwargs), call, response, _hold)
 
     return wrapper

@@ -13,12 +13,14 @@ from opentelemetry.trace import Span, Tracer
 from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.agents import AgentState, state_of
-from spanfold.instrumentation.frameworks.smolagents.model import StepSpan
 from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.invocation import Response
+from spanfold.instrumentation.toolkit.model_steps import Hold, StepSpan
 from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span
+from spanfold.semconv import parts as p
 
 #: The :class:`CodeStep` running now, set in the context a ``CodeAgent`` step runs in.
 _STEP_KEY = otel_context.create_key("spanfold.smolagents.code_step")
@@ -50,16 +52,13 @@ class CodeStep:
         span, self.model = self.model, None
         if span is None:
             return
+        output = None
         try:
-            output = span.output
-            text = getattr(self.memory_step, "model_output", None)
-            if output is not None and isinstance(text, str):
-                output.text = text  # as smolagents keeps it (and re-sends it): its closing code tag added back
-            if output is not None and action is not None:
-                output.calls.append((action.id, INTERPRETER, {"code": action.arguments}))
+            if span.answer is not None:
+                output = _acted(span.answer, getattr(self.memory_step, "model_output", None), action)
         except Exception as exc:
             counters.fault("smolagents.code_action", exc)
-        span.release()
+        span.settle(output)
 
     def item(self, item: Any) -> None:
         """What the step yielded: its action (the tool run starts), its output (the run ends)."""
@@ -141,6 +140,18 @@ def code_step_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-def holder() -> CodeStep | None:
+def _acted(answer: Response, text: Any, action: Any) -> p.Message:
+    """The step's output message: its text as smolagents keeps it (and re-sends it: its closing code tag added back),
+    its tool calls, and the code action smolagents parsed as a ``python_interpreter`` call."""
+    said = answer.messages[0]["parts"] if answer.messages else []
+    parts: list[p.Part] = [p.text(text)] if isinstance(text, str) else [x for x in said if x["type"] == "text"]
+    parts += [part for part in said if part["type"] == "tool_call"]
+    if action is not None:
+        parts.append(p.tool_call(action.id, INTERPRETER, {"code": action.arguments}))
+    return p.message("assistant", parts)
+
+
+def holder() -> Hold | None:
+    """What holds the model step made now: the running ``CodeAgent`` step, until it has one."""
     step = otel_context.get_value(_STEP_KEY)
-    return step if isinstance(step, CodeStep) and step.model is None and step.tool is None else None
+    return step.hold if isinstance(step, CodeStep) and step.model is None and step.tool is None else None

@@ -11,32 +11,29 @@ Why smolagents' level and not the SDK's: smolagents re-sends earlier tool calls 
 step's input messages turn back into tool calls and outputs
 (:mod:`~spanfold.instrumentation.frameworks.smolagents.messages`), so each call's history extends the flat trace
 the earlier calls and tool runs made. A ``CodeAgent`` step's output holds the code action smolagents parsed from the
-text as a ``python_interpreter`` tool call: its span ends when the action is parsed (a :class:`Holder` keeps it
-until then).
+text as a ``python_interpreter`` tool call: its span ends when the action is parsed (the code step holds it until
+then: :mod:`~spanfold.instrumentation.toolkit.model_steps`).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Tracer
 
-from spanfold import counters, semconv
+from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
-from spanfold.instrumentation.toolkit import attributes
-from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release, server_of
+from spanfold.instrumentation.toolkit import model_steps
+from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
+from spanfold.instrumentation.toolkit.model_steps import Hold, ModelStep
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
-from spanfold.instrumentation.toolkit.spans import ModelSpan
-from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
 from spanfold.semconv import parts as p
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 
@@ -116,51 +113,12 @@ def output_of(message: Any) -> Output:
     )
 
 
-class Holder(Protocol):
-    """Keeps a step's span open past the model call (a ``CodeAgent`` step, until its action is parsed)."""
-
-    def hold(self, span: StepSpan) -> bool:
-        """Whether it keeps ``span`` (it then finishes it, :meth:`StepSpan.release`)."""
-        ...
-
-
-class StepSpan(ModelSpan):
-    """A model step's span; its :class:`Output` is set before it finishes, and a :class:`Holder` may keep it open."""
-
-    __slots__ = ("holder", "output")
-
-    def __init__(self, *args: Any, holder: Holder | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.holder = holder
-        self.output: Output | None = None
-
-    def finish(self, attributes: Mapping[str, Any] | None = None) -> bool:
-        """End the span, unless its holder keeps it open (then False: :meth:`release` ends it)."""
-        holder, self.holder = self.holder, None
-        try:
-            if holder is not None and self.output is not None and holder.hold(self):
-                return False
-        except Exception as exc:
-            counters.fault("smolagents.hold", exc)
-        return super().finish(attributes)
-
-    def release(self) -> None:
-        """Finish a held span from its output as it is now."""
-        try:
-            attrs = self.result(self.output.response()) if self.output is not None else {}
-        except Exception as exc:
-            counters.fault("smolagents.model_result", exc)
-            attrs = {}
-        ModelSpan.finish(self, attrs)
-
-
 class DeltaAccumulator:
     """``generate_stream``'s ``ChatMessageStreamDelta``s: text, tool calls by index, token usage."""
 
-    __slots__ = ("calls", "span", "text", "usage")
+    __slots__ = ("calls", "text", "usage")
 
-    def __init__(self, span: StepSpan) -> None:
-        self.span = span
+    def __init__(self) -> None:
         self.text: list[str] = []
         self.calls = IndexedBlocks()
         self.usage = Usage()
@@ -196,20 +154,9 @@ class DeltaAccumulator:
             (b.fields.get("id"), b.fields.get("name"), b.fields.get("arguments", b.text()))
             for b in self.calls.ordered()
         ]
-        out = self.span.output = Output(text="".join(self.text) or None, calls=calls, usage=self.usage)
-        return out.response()
+        return Output(text="".join(self.text) or None, calls=calls, usage=self.usage).response()
 
 
-# --- the step's span -----------------------------------------------------------------------------------------
-
-
-def inside(span: ModelSpan) -> otel_context.Context:
-    """The context a model call's client runs in: this step's span current."""
-    return otel_trace.set_span_in_context(span.span)
-
-
-def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
-    return args[index] if len(args) > index else kwargs.get(name)
 
 
 def _tool_definitions(tools: Any) -> list[Any] | None:
@@ -231,120 +178,49 @@ def _tool_definitions(tools: Any) -> list[Any] | None:
     return definitions
 
 
-def request(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], observations: Observations | None) -> Request:
-    """The typed request of ``model.generate(messages, stop_sequences, response_format, tools_to_call_from)``."""
+def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
+    return args[index] if len(args) > index else kwargs.get(name)
+
+
+def step(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], observations: Observations | None) -> ModelStep:
+    """The model step of ``model.generate(messages, stop_sequences, response_format, tools_to_call_from)``."""
     model_id = getattr(model, "model_id", None)
     stops = _argument(args, kwargs, 1, "stop_sequences")
-    return Request(
+    client = getattr(model, "client_kwargs", None)
+    request = Request(
         model=model_id if isinstance(model_id, str) else None,
         stop_sequences=list(stops) if stops else None,
         messages=input_messages(m.as_list(_argument(args, kwargs, 0, "messages")), observations),
         tools=_tool_definitions(_argument(args, kwargs, 3, "tools_to_call_from")),
+        endpoint=server_of(client.get("base_url")) if isinstance(client, Mapping) else None,
     )
+    return ModelStep(request, PROVIDERS.get(type(model).__name__, "smolagents"))
 
 
-def start(
-    tracer: Tracer,
-    rt: Runtime,
-    model: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    observations: Observations | None,
-    holder: Holder | None,
-) -> StepSpan | None:
-    """The span of ``model.generate(messages, stop_sequences, response_format, tools_to_call_from)``; None after a
-    fault (counted)."""
-    try:
-        provider = PROVIDERS.get(type(model).__name__, "smolagents")
-        invocation = request(model, args, kwargs, observations)
-        client = getattr(model, "client_kwargs", None)
-        server = server_of(client.get("base_url")) if isinstance(client, Mapping) else None
-        name, attrs = attributes.model_call(invocation, provider, semconv.OP_CHAT, rt, server)
-        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=provider, holder=holder)
-    except Exception as exc:
-        counters.fault("smolagents.model_start", exc)
-        return None
-
-
-def finish(call: StepSpan, message: Any) -> None:
-    try:
-        call.output = output_of(message)
-        attrs = call.result(call.output.response())
-    except Exception as exc:
-        counters.fault("smolagents.model_result", exc)
-        attrs = {}
-    call.finish(attrs)
-
-
-class DeltaStream(SyncStreamProxy):
-    """``generate_stream``'s generator: each delta read inside the step (its client's calls claimed by it), fed to the
-    step's accumulator."""
-
-    def __init__(self, wrapped: Any, state: StreamState, context: otel_context.Context) -> None:
-        super().__init__(wrapped, state)
-        self._self_context = context
-
-    def _self_copy(self, wrapped_copy: Any) -> Any:
-        return DeltaStream(wrapped_copy, self._self_state, self._self_context)
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        token = otel_context.attach(self._self_context)
-        claimed = claim(cast("ModelSpan", self._self_state.span))  # a model step's stream
-        try:
-            return super().__next__()
-        finally:
-            release(claimed)
-            otel_context.detach(token)
+def answer(message: Any) -> Response:
+    return output_of(message).response()
 
 
 def wrappers(
-    observations_of: Callable[[], Observations | None], holder_of: Callable[[], Holder | None]
+    observations_of: Callable[[], Observations | None], hold_of: Callable[[], Hold | None]
 ) -> tuple[WrapperFactory, WrapperFactory]:
     """The factories of ``generate``'s and ``generate_stream``'s wrappers; ``observations_of()`` gives the
-    :class:`Observations` of the agent running now, ``holder_of()`` the step that holds its model call's span (None
-    for none)."""
+    :class:`Observations` of the agent running now, ``hold_of()`` what holds its model step open (None for none)."""
 
     def generate(tracer: Tracer, rt: Runtime) -> Wrapper:
         def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            call = start(tracer, rt, instance, args, kwargs, observations_of(), holder_of())
-            if call is None:
-                return wrapped(*args, **kwargs)
-            token = otel_context.attach(inside(call))
-            claimed = claim(call)
-            try:
-                result = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                call.fail(exc)
-                raise
-            finally:
-                release(claimed)
-                otel_context.detach(token)
-            finish(call, result)
-            return result
+            read = lambda: step(instance, args, kwargs, observations_of())  # noqa: E731
+            call = lambda: wrapped(*args, **kwargs)  # noqa: E731
+            return model_steps.run(tracer, rt, "smolagents", read, call, answer, hold_of())
 
         return wrapper
 
     def generate_stream(tracer: Tracer, rt: Runtime) -> Wrapper:
         def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            call = start(tracer, rt, instance, args, kwargs, observations_of(), holder_of())
-            if call is None:
-                return wrapped(*args, **kwargs)
-            context = inside(call)
-            token = otel_context.attach(context)
-            claimed = claim(call)
-            try:
-                stream = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                call.fail(exc)
-                raise
-            finally:
-                release(claimed)
-                otel_context.detach(token)
-            state = StreamState(call, DeltaAccumulator(call), "smolagents.stream")
-            return DeltaStream(stream, state, context)
+            read = lambda: step(instance, args, kwargs, observations_of())  # noqa: E731
+            call = lambda: wrapped(*args, **kwargs)  # noqa: E731
+            accumulate = lambda span: DeltaAccumulator()  # noqa: E731
+            return model_steps.stream(tracer, rt, "smolagents", read, call, accumulate, hold_of())
 
         return wrapper
 
