@@ -14,6 +14,7 @@ name the provider ``openai`` and the host in ``server.address``. A call is price
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Final
 
@@ -31,6 +32,7 @@ def is_local(host: str) -> bool:
     return address.is_private or address.is_loopback or address.is_link_local or address.is_unspecified
 
 
+@functools.lru_cache(maxsize=1024)  # every priced step asks; a process talks to a few hosts
 def api_url(host: str | None, port: int | None) -> str | None:
     """The API URL of a call to ``host`` on ``port`` (what genai-prices matches providers by); None when the host is
     unknown or local (:func:`is_local`: the span's provider decides)."""
