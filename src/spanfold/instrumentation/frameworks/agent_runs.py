@@ -20,6 +20,8 @@ from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.spans import RunSpan, set_failure
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
 
@@ -149,3 +151,58 @@ def traced_run(
         counters.fault(f"{state.kind}.result", exc)
         state.finish()
     return result
+
+
+def name_of(instance: Any) -> str:
+    """An agent's name: its ``name`` when it has one, else its class's."""
+    name = getattr(instance, "name", None)
+    return name if isinstance(name, str) and name else type(instance).__name__
+
+
+def no_failure(result: Any) -> tuple[str, str | None] | None:
+    return None
+
+
+class AgentRuns:
+    """A framework's agent runs and the one handler of their spans: a patched run method (an agent's, a team's, a
+    crew's) opens a run named by ``name(instance)`` and hands its call to :func:`traced_run`, unless the call is part
+    of a run already: the same instance's run again (an async entry point calling the sync one), or a run the user
+    (``spanfold.agent``) or another producer named when none of this framework's is current. A run inside another of
+    this framework's (a team's member agent) is a run of its own, nested."""
+
+    __slots__ = ("failed", "framework", "key")
+
+    def __init__(
+        self, framework: str, failed: Callable[[Any], tuple[str, str | None] | None] = no_failure
+    ) -> None:
+        self.framework = framework
+        #: The instance whose run is current, in the context its code runs in.
+        self.key = otel_context.create_key(f"spanfold.{framework}.run")
+        #: ``(error.type, message)`` of a returned result that reports a failure (:func:`traced_run`).
+        self.failed = failed
+
+    def part_of_run(self, instance: Any) -> bool:
+        current = otel_context.get_value(self.key)
+        return current is instance or (current is None and in_agent_run())
+
+    def patch(self, name: Callable[[Any], str] = name_of) -> WrapperFactory:
+        """The wrapper factory of a run method whose runs ``name(instance)`` names."""
+
+        def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+            def wrapper(
+                wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+            ) -> Any:
+                opened = None
+                try:
+                    if not self.part_of_run(instance):
+                        within = otel_context.set_value(self.key, instance)
+                        opened = open_run(tracer, rt, name(instance), f"{self.framework}.run", context=within)
+                except Exception as exc:
+                    counters.fault(f"{self.framework}.run_start", exc)
+                if opened is None:
+                    return wrapped(*args, **kwargs)
+                return traced_run(wrapped, args, kwargs, *opened, self.failed)
+
+            return wrapper
+
+        return factory

@@ -25,13 +25,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.frameworks.agent_runs import AgentRuns
 from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
@@ -48,10 +47,6 @@ from spanfold.instrumentation.toolkit.tools import (
 
 SUPPORTED = "agno >= 3.1, < 4"
 
-#: Set in the context an Agno run's code runs in: an Agno run inside it is a member's (its own span).
-_RUN_KEY = otel_context.create_key("spanfold.agno.run")
-
-
 def _failure(result: Any) -> tuple[str, str | None] | None:
     status = get(result, "status")
     if getattr(status, "value", status) != "ERROR":
@@ -60,20 +55,8 @@ def _failure(result: Any) -> tuple[str, str | None] | None:
     return "agent_error", content if isinstance(content, str) else None
 
 
-def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            if in_agent_run() and otel_context.get_value(_RUN_KEY) is None:
-                return wrapped(*args, **kwargs)  # the user named the run (spanfold.agent), or another producer did
-            name = getattr(instance, "name", None)
-            name = name if isinstance(name, str) and name else type(instance).__name__
-            state, context = open_run(tracer, rt, name, "agno.run", context=otel_context.set_value(_RUN_KEY, True))
-        except Exception as exc:
-            counters.fault("agno.run_start", exc)
-            return wrapped(*args, **kwargs)
-        return traced_run(wrapped, args, kwargs, state, context, _failure)
-
-    return wrapper
+#: An agent's or a team's run, named after it; a member's run inside a team's is its own span, nested.
+RUNS = AgentRuns("agno", _failure)
 
 
 def _tool_run(call: Any) -> ToolRun:
@@ -226,10 +209,10 @@ def aexecute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 
 
 PATCHES = (
-    Patch("agno.agent.agent", "Agent.run", run_wrapper),
-    Patch("agno.agent.agent", "Agent.arun", run_wrapper),
-    Patch("agno.team.team", "Team.run", run_wrapper),
-    Patch("agno.team.team", "Team.arun", run_wrapper),
+    Patch("agno.agent.agent", "Agent.run", RUNS.patch()),
+    Patch("agno.agent.agent", "Agent.arun", RUNS.patch()),
+    Patch("agno.team.team", "Team.run", RUNS.patch()),
+    Patch("agno.team.team", "Team.arun", RUNS.patch()),
     Patch("agno.tools.function", "FunctionCall.execute", execute_wrapper),
     Patch("agno.tools.function", "FunctionCall.aexecute", aexecute_wrapper),
 )

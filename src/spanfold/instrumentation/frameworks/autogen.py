@@ -28,12 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 
-from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.frameworks.agent_runs import AgentRuns
 from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
@@ -42,27 +40,8 @@ from spanfold.semconv.parts import parse_json_arguments
 
 SUPPORTED = "autogen-agentchat >= 0.7, < 0.8"
 
-#: The team whose run is current, set in the context its code runs in.
-_RUN_KEY = otel_context.create_key("spanfold.autogen.team")
-
-
-def team_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            current = otel_context.get_value(_RUN_KEY)
-            if current is instance or (in_agent_run() and current is None):
-                return wrapped(*args, **kwargs)  # the user named the run (spanfold.agent), or another producer did
-            name = getattr(instance, "name", None)
-            name = name if isinstance(name, str) and name else type(instance).__name__
-            state, context = open_run(
-                tracer, rt, name, "autogen.run", context=otel_context.set_value(_RUN_KEY, instance)
-            )
-        except Exception as exc:
-            counters.fault("autogen.run_start", exc)
-            return wrapped(*args, **kwargs)
-        return traced_run(wrapped, args, kwargs, state, context)
-
-    return wrapper
+#: A team's ``run_stream`` (``run`` reads it) is one run, named after the team.
+RUNS = AgentRuns("autogen")
 
 
 def _tool_run(call: Any) -> ToolRun:
@@ -94,7 +73,7 @@ def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 
 
 PATCHES = (
-    Patch("autogen_agentchat.teams._group_chat._base_group_chat", "BaseGroupChat.run_stream", team_wrapper),
+    Patch("autogen_agentchat.teams._group_chat._base_group_chat", "BaseGroupChat.run_stream", RUNS.patch()),
     Patch("autogen_agentchat.agents._assistant_agent", "AssistantAgent._execute_tool_call", tool_wrapper),
 )
 

@@ -26,12 +26,10 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 
-from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.frameworks.agent_runs import AgentRuns
 from spanfold.instrumentation.toolkit import tool_runs
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
@@ -40,36 +38,16 @@ from spanfold.semconv.parts import parse_json_arguments
 
 SUPPORTED = "crewai >= 1.15, < 2"
 
-#: The crew or agent object whose run is current, set in the context its code runs in.
-_RUN_KEY = otel_context.create_key("spanfold.crewai.run")
+#: A crew's kickoff is one run named after the crew, an agent's (alone, or a crew's member: nested) after its role.
+RUNS = AgentRuns("crewai")
 
 
-def _name(instance: Any, attribute: str, default: str) -> str:
-    name = getattr(instance, attribute, None)
-    return name if isinstance(name, str) and name else default
+def _named(attribute: str, default: str) -> Callable[[Any], str]:
+    def name(instance: Any) -> str:
+        value = getattr(instance, attribute, None)
+        return value if isinstance(value, str) and value else default
 
-
-def _run_wrapper(attribute: str, default: str) -> Callable[[Tracer, Runtime], Wrapper]:
-    """A run's wrapper, naming it after ``instance.<attribute>`` (else ``default``)."""
-
-    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
-        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            try:
-                current = otel_context.get_value(_RUN_KEY)
-                if current is instance or (in_agent_run() and current is None):
-                    return wrapped(*args, **kwargs)  # its own run again (kickoff_async), or the user named the run
-                name = _name(instance, attribute, default)
-                state, context = open_run(
-                    tracer, rt, name, "crewai.run", context=otel_context.set_value(_RUN_KEY, instance)
-                )
-            except Exception as exc:
-                counters.fault("crewai.run_start", exc)
-                return wrapped(*args, **kwargs)
-            return traced_run(wrapped, args, kwargs, state, context)
-
-        return wrapper
-
-    return factory
+    return name
 
 
 def _call(tool_call: Any) -> tuple[str | None, str, Any]:
@@ -104,8 +82,8 @@ def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-_CREW = _run_wrapper("name", "crew")
-_AGENT = _run_wrapper("role", "Agent")
+_CREW = RUNS.patch(_named("name", "crew"))
+_AGENT = RUNS.patch(_named("role", "Agent"))
 
 PATCHES = (
     *(Patch("crewai.crew", f"Crew.{name}", _CREW) for name in ("kickoff", "kickoff_async", "akickoff")),
