@@ -18,6 +18,7 @@ ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold
 #: Each half's floors, lowest first: a floor imports only the floors below it (and modules of its own).
 INSTRUMENTATION_FLOORS = (
     ("spanfold.instrumentation.toolkit",),
+    ("spanfold.instrumentation.invocations",),
     ("spanfold.instrumentation.providers", "spanfold.instrumentation.frameworks"),
     ("spanfold.instrumentation.registry",),
 )

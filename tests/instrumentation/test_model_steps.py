@@ -16,9 +16,10 @@ from opentelemetry.trace import StatusCode
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import calls, model_steps
+from spanfold.instrumentation.invocations import model_steps
+from spanfold.instrumentation.invocations.model_steps import ModelStep, StepSpan
+from spanfold.instrumentation.toolkit import calls
 from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
-from spanfold.instrumentation.toolkit.model_steps import ModelStep, StepSpan
 from spanfold.semconv import parts as p
 
 ON = Runtime(capture_content=True)

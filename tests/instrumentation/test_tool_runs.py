@@ -14,8 +14,8 @@ from opentelemetry.trace import StatusCode
 import spanfold
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import tool_runs
-from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 
 ON, OFF = Runtime(capture_content=True), Runtime(capture_content=False)
 

@@ -30,13 +30,13 @@ from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import AgentRuns
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.agent_runs import AgentRuns
+from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.reading.messages import get
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.tools import (
     arun_in_tool_span,
     end_tool_span,

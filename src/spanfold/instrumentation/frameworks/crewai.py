@@ -29,11 +29,11 @@ from typing import Any
 from opentelemetry.trace import Tracer
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import AgentRuns
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.agent_runs import AgentRuns
+from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 from spanfold.semconv.parts import parse_json_arguments
 
 SUPPORTED = "crewai >= 1.15, < 2"

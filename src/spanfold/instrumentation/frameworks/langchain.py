@@ -21,11 +21,11 @@ from typing import Any
 from opentelemetry.trace import Span, Tracer
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import end_span
-from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.tools import (
     fail_tool_span,
 )

@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import AsyncContextRun, ContextRun
+from spanfold.instrumentation.invocations.agent_runs import AsyncContextRun, ContextRun
 from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor

@@ -29,12 +29,12 @@ from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.agent_runs import in_agent_run, open_run
+from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.streams import StreamState
-from spanfold.instrumentation.toolkit.tool_runs import Answered, ToolRun
 
 SUPPORTED = "llama-index-core >= 0.14, < 0.15"
 AGENT = "llama_index.core.agent.workflow.base_agent"

@@ -44,12 +44,12 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.spans import set_failure
-from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.tools import (
     CALL_ID_KEYWORD,
     end_tool_span,

@@ -32,9 +32,9 @@ from opentelemetry.trace import Span, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run
 from spanfold.instrumentation.frameworks.claude_agent_sdk import blocks
 from spanfold.instrumentation.frameworks.claude_agent_sdk.threads import Thread
+from spanfold.instrumentation.invocations.agent_runs import in_agent_run, open_run
 from spanfold.instrumentation.toolkit.calls import server_of
 from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.instrumentation.toolkit.spans import end_span, set_failure

@@ -23,10 +23,10 @@ from opentelemetry.trace import Tracer
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.dspy import messages, trajectory
-from spanfold.instrumentation.toolkit import model_steps
+from spanfold.instrumentation.invocations import model_steps
+from spanfold.instrumentation.invocations.model_steps import ModelStep, StepSpan
 from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response, Usage
-from spanfold.instrumentation.toolkit.model_steps import ModelStep, StepSpan
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 

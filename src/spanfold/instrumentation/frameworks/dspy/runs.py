@@ -19,7 +19,7 @@ from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import in_agent_run, open_run, traced_run
+from spanfold.instrumentation.invocations.agent_runs import in_agent_run, open_run, traced_run
 from spanfold.instrumentation.toolkit.calls import Wrapper
 
 #: The run's :class:`Run`, set in the context its modules run in.

@@ -14,12 +14,12 @@ from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.agent_runs import ContextRun, open_run
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.agent_runs import ContextRun, open_run
+from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 
 #: The agent whose run is current (its :class:`AgentState`), set in the context its steps run in.
 _AGENT_KEY = otel_context.create_key("spanfold.smolagents.agent")

@@ -13,12 +13,12 @@ from opentelemetry.trace import Span, Tracer
 from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.agents import AgentState, state_of
-from spanfold.instrumentation.toolkit import tool_runs
+from spanfold.instrumentation.invocations import tool_runs
+from spanfold.instrumentation.invocations.model_steps import Hold, StepSpan
+from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.invocation import Response
-from spanfold.instrumentation.toolkit.model_steps import Hold, StepSpan
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span
 from spanfold.semconv import parts as p
 

@@ -12,7 +12,7 @@ step's input messages turn back into tool calls and outputs
 (:mod:`~spanfold.instrumentation.frameworks.smolagents.messages`), so each call's history extends the flat trace
 the earlier calls and tool runs made. A ``CodeAgent`` step's output holds the code action smolagents parsed from the
 text as a ``python_interpreter`` tool call: its span ends when the action is parsed (the code step holds it until
-then: :mod:`~spanfold.instrumentation.toolkit.model_steps`).
+then: :mod:`~spanfold.instrumentation.invocations.model_steps`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from opentelemetry.trace import Tracer
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
-from spanfold.instrumentation.toolkit import model_steps
+from spanfold.instrumentation.invocations import model_steps
+from spanfold.instrumentation.invocations.model_steps import Hold, ModelStep
 from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
-from spanfold.instrumentation.toolkit.model_steps import Hold, ModelStep
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.reading import messages as m
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks

@@ -22,7 +22,7 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
-from spanfold.instrumentation.toolkit.spans import RunSpan, set_failure
+from spanfold.instrumentation.toolkit.spans import RunSpan, clean, set_failure
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
 
 
@@ -50,11 +50,14 @@ def open_run(
     kind: str,
     attributes: Mapping[str, Any] | None = None,
     context: otel_context.Context | None = None,
+    operation: str = semconv.OP_INVOKE_AGENT,
 ) -> tuple[StreamState, otel_context.Context]:
-    """The run's span (``gen_ai.agent.name`` ``name``, and ``attributes``), and the context its code runs in
-    (``context`` with the span current). ``kind``: the fault counters' name of the framework's runs."""
-    attrs = {semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT, semconv.AGENT_NAME: name, **(attributes or {})}
-    run = RunSpan(tracer, semconv.span_name(semconv.OP_INVOKE_AGENT, name), attrs, rt=rt)
+    """The run's span (``gen_ai.agent.name`` ``name``, or ``gen_ai.workflow.name`` for an ``invoke_workflow``
+    ``operation``, and ``attributes``), and the context its code runs in (``context`` with the span current).
+    ``kind``: the fault counters' name of the framework's runs."""
+    named = semconv.WORKFLOW_NAME if operation == semconv.OP_INVOKE_WORKFLOW else semconv.AGENT_NAME
+    attrs = {semconv.OPERATION_NAME: operation, named: name, **(attributes or {})}
+    run = RunSpan(tracer, semconv.span_name(operation, name), attrs, rt=rt)
     return StreamState(run, NoItems(), kind), otel_trace.set_span_in_context(run.span, context)
 
 
@@ -104,7 +107,22 @@ class AsyncContextRun(AsyncStreamProxy):
             self._self_state.finish()
 
 
-async def _awaited(coroutine: Any, state: StreamState, context: otel_context.Context) -> Any:
+#: What a run's returned result sets on its span (its output), given the result.
+Answered = Callable[[Any], Mapping[str, Any]]
+
+
+def _answered(state: StreamState, answered: Answered | None, result: Any) -> None:
+    if answered is None:
+        return
+    try:
+        state.span.span.set_attributes(clean(answered(result)))
+    except Exception as exc:
+        counters.fault(f"{state.kind}.output", exc)
+
+
+async def _awaited(
+    coroutine: Any, state: StreamState, context: otel_context.Context, answered: Answered | None = None
+) -> Any:
     token = otel_context.attach(context)
     try:
         result = await coroutine
@@ -113,6 +131,7 @@ async def _awaited(coroutine: Any, state: StreamState, context: otel_context.Con
         raise
     finally:
         otel_context.detach(token)
+    _answered(state, answered, result)
     state.finish()
     return result
 
@@ -124,10 +143,11 @@ def traced_run(
     state: StreamState,
     context: otel_context.Context,
     failed: Callable[[Any], tuple[str, str | None] | None] = lambda result: None,
+    answered: Answered | None = None,
 ) -> Any:
     """``wrapped(*args, **kwargs)`` run in ``context``, its result handed back as the module doc says. ``failed``:
     ``(error.type, message)`` of a returned result that reports a failure (a framework that returns its errors),
-    the span's error."""
+    the span's error; ``answered``: the attributes a result (returned or awaited) sets on the span."""
     token = otel_context.attach(context)
     try:
         result = wrapped(*args, **kwargs)
@@ -138,7 +158,7 @@ def traced_run(
         otel_context.detach(token)
     try:
         if inspect.iscoroutine(result):
-            return _awaited(result, state, context)
+            return _awaited(result, state, context, answered)
         if isinstance(result, AsyncIterator):
             return AsyncContextRun(result, state, context)
         if isinstance(result, Iterator):
@@ -146,6 +166,7 @@ def traced_run(
         failure = failed(result)
         if failure is not None:
             set_failure(state.span.span, failure[0], failure[1], state.span.rt)
+        _answered(state, answered, result)
         state.finish()
     except Exception as exc:
         counters.fault(f"{state.kind}.result", exc)
