@@ -12,6 +12,7 @@ SEPARATE = {
     "test_dspy.py": "dspy",
     "test_autogen.py": "autogen_ext.models.openai",
     "test_claude_agent_sdk.py": "claude_agent_sdk",
+    "test_instructor.py": "instructor",
 }
 
 

@@ -47,6 +47,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     ),
     "dspy": ("dspy", "spanfold.instrumentation.frameworks.dspy.instrumentor:DSPyInstrumentor"),
     "autogen": ("autogen_agentchat", "spanfold.instrumentation.frameworks.autogen:AutoGenInstrumentor"),
+    "instructor": ("instructor", "spanfold.instrumentation.frameworks.instructor:InstructorInstrumentor"),
 }
 
 _lock = threading.Lock()
