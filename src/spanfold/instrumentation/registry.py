@@ -33,6 +33,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "ollama": ("ollama", "spanfold.instrumentation.providers.ollama:OllamaInstrumentor"),
     "cohere": ("cohere", "spanfold.instrumentation.providers.cohere:CohereInstrumentor"),
     "litellm": ("litellm", "spanfold.instrumentation.providers.litellm:LiteLLMInstrumentor"),
+    "portkey": ("portkey_ai", "spanfold.instrumentation.providers.portkey:PortkeyInstrumentor"),
     "mcp": ("mcp", "spanfold.instrumentation.frameworks.mcp:MCPInstrumentor"),
     "openai_agents": ("agents", "spanfold.instrumentation.frameworks.openai_agents:OpenAIAgentsInstrumentor"),
     "langchain": ("langchain_core", "spanfold.instrumentation.frameworks.langchain:LangChainInstrumentor"),

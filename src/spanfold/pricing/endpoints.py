@@ -9,7 +9,8 @@ name the provider ``openai`` and the host in ``server.address``. A call is price
   still apply, by the span's provider name); never the SDK's provider's prices;
 * no host, or a host on this machine or the local network (``localhost``, a private address, a one-label name such as
   a container's, ``*.local``, ``*.internal``): the span's provider, as it says (a local proxy in front of it, a test
-  double).
+  double);
+* a gateway that routes each call to the provider its span names (:data:`GATEWAYS`: Portkey): that provider.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from typing import Final
 
 #: Host name suffixes of a local network (mDNS, Docker's host.docker.internal, ``*.localhost``).
 LOCAL_SUFFIXES: Final = (".local", ".localhost", ".internal", ".lan", ".home.arpa")
+
+
+#: Gateways whose calls' spans name the provider they were routed to (spanfold's Portkey instrumentation does).
+GATEWAYS: Final = frozenset({"api.portkey.ai"})
 
 
 def is_local(host: str) -> bool:
@@ -35,8 +40,8 @@ def is_local(host: str) -> bool:
 @functools.lru_cache(maxsize=1024)  # every priced step asks; a process talks to a few hosts
 def api_url(host: str | None, port: int | None) -> str | None:
     """The API URL of a call to ``host`` on ``port`` (what genai-prices matches providers by); None when the host is
-    unknown or local (:func:`is_local`: the span's provider decides)."""
-    if not host or is_local(host):
+    unknown, local (:func:`is_local`) or a gateway (:data:`GATEWAYS`): the span's provider decides."""
+    if not host or is_local(host) or host.rstrip(".").lower() in GATEWAYS:
         return None
     address = f"[{host}]" if ":" in host and not host.startswith("[") else host
     return f"https://{address}" if port in (None, 443) else f"https://{address}:{port}"

@@ -55,15 +55,23 @@ RESPONSES = ModelApi(
 
 #: The sync and async classes of each API.
 _COMPLETIONS, _RESPONSES = ("Completions", "AsyncCompletions"), ("Responses", "AsyncResponses")
+_CHAT_HELPERS = ("ChatCompletionStream", "AsyncChatCompletionStream")
+_RESPONSE_HELPERS = ("ResponseStream", "AsyncResponseStream")
 
-PATCHES: tuple[Patch, ...] = (
-    *model_methods("openai.resources.chat.completions.completions", _COMPLETIONS, ("create", "parse"), CHAT),
-    *model_methods("openai.resources.chat.completions", _COMPLETIONS, ("create",), CHAT),  # a module before 1.66
-    *model_methods("openai.resources.beta.chat.completions", _COMPLETIONS, ("parse",), CHAT),  # before 1.92
-    *model_methods("openai.resources.responses.responses", _RESPONSES, ("create", "parse"), RESPONSES),
-    *helper_closes("openai.lib.streaming.chat._completions", ("ChatCompletionStream", "AsyncChatCompletionStream")),
-    *helper_closes("openai.lib.streaming.responses._responses", ("ResponseStream", "AsyncResponseStream")),
-)
+
+def table(package: str, chat: ModelApi, responses: ModelApi) -> tuple[Patch, ...]:
+    """The SDK's patches under ``package``: ``openai``, or a copy of it another SDK ships (Portkey's)."""
+    return (
+        *model_methods(f"{package}.resources.chat.completions.completions", _COMPLETIONS, ("create", "parse"), chat),
+        *model_methods(f"{package}.resources.chat.completions", _COMPLETIONS, ("create",), chat),  # before 1.66
+        *model_methods(f"{package}.resources.beta.chat.completions", _COMPLETIONS, ("parse",), chat),  # before 1.92
+        *model_methods(f"{package}.resources.responses.responses", _RESPONSES, ("create", "parse"), responses),
+        *helper_closes(f"{package}.lib.streaming.chat._completions", _CHAT_HELPERS),
+        *helper_closes(f"{package}.lib.streaming.responses._responses", _RESPONSE_HELPERS),
+    )
+
+
+PATCHES: tuple[Patch, ...] = table("openai", CHAT, RESPONSES)
 
 
 class OpenAIInstrumentor(TableInstrumentor, library="openai", supported=SUPPORTED, table=PATCHES):
