@@ -48,6 +48,10 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     ),
     "dspy": ("dspy", "spanfold.instrumentation.frameworks.dspy.instrumentor:DSPyInstrumentor"),
     "autogen": ("autogen_agentchat", "spanfold.instrumentation.frameworks.autogen:AutoGenInstrumentor"),
+    "agent_framework": (
+        "agent_framework",
+        "spanfold.instrumentation.frameworks.agent_framework:AgentFrameworkInstrumentor",
+    ),
     "instructor": ("instructor", "spanfold.instrumentation.frameworks.instructor:InstructorInstrumentor"),
 }
 

@@ -189,22 +189,27 @@ class AgentRuns:
     crew's) opens a run named by ``name(instance)`` and hands its call to :func:`traced_run`, unless the call is part
     of a run already: the same instance's run again (an async entry point calling the sync one), or a run the user
     (``spanfold.agent``) or another producer named when none of this framework's is current. A run inside another of
-    this framework's (a team's member agent) is a run of its own, nested."""
+    this framework's (a team's member agent) is a run of its own, nested. A framework that traces its runs itself
+    when its own telemetry is on (``own_spans()``) gets none of spanfold's then."""
 
-    __slots__ = ("failed", "framework", "key")
+    __slots__ = ("failed", "framework", "key", "own_spans")
 
     def __init__(
-        self, framework: str, failed: Callable[[Any], tuple[str, str | None] | None] = no_failure
+        self,
+        framework: str,
+        failed: Callable[[Any], tuple[str, str | None] | None] = no_failure,
+        own_spans: Callable[[], bool] = lambda: False,
     ) -> None:
         self.framework = framework
         #: The instance whose run is current, in the context its code runs in.
         self.key = otel_context.create_key(f"spanfold.{framework}.run")
         #: ``(error.type, message)`` of a returned result that reports a failure (:func:`traced_run`).
         self.failed = failed
+        self.own_spans = own_spans
 
     def part_of_run(self, instance: Any) -> bool:
         current = otel_context.get_value(self.key)
-        return current is instance or (current is None and in_agent_run())
+        return current is instance or (current is None and in_agent_run()) or self.own_spans()
 
     def patch(self, name: Callable[[Any], str] = name_of) -> WrapperFactory:
         """The wrapper factory of a run method whose runs ``name(instance)`` names."""

@@ -1,0 +1,146 @@
+"""Microsoft Agent Framework under spanfold.init(): the weather agent as an ``Agent`` on ``OpenAIChatCompletionClient``
+against the embedded mock server, run and streamed, with Agent Framework's own instrumentation on (its default: its
+``invoke_agent`` / ``execute_tool`` / ``chat`` spans are folded, spanfold adds no run or tool span of its own) and off
+(spanfold makes them). Either way one trace named after the agent, every tool call paired with its run, each model
+call one step, asserted event by event."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agent_framework import Agent
+from agent_framework.observability import disable_instrumentation, enable_instrumentation
+from agent_framework.openai import OpenAIChatCompletionClient
+
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
+
+from ..conftest import Traced
+from ..semconv.names_check import unlisted
+
+
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    if city == "Atlantis":
+        raise ValueError(f"no forecast for {city}")
+    return scenarios.get_weather(city)
+
+
+def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
+    """Convert a temperature in degrees Celsius to another unit."""
+    return scenarios.convert_temperature(celsius, to)
+
+
+def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+ANSWER = "Here is the weather: Paris: 18°C, sunny; Tokyo: 24°C, cloudy. In Fahrenheit: 18°C is 64.4°F."
+WEATHER_RUN = [
+    {"role": "system", "content": WEATHER.system},
+    {"role": "user", "content": WEATHER.question},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            call("call_mock_1", "get_weather", {"city": "Paris"}),
+            call("call_mock_2", "get_weather", {"city": "Tokyo"}),
+        ],
+    },
+    {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"},
+    {"role": "tool", "content": "Tokyo: 24°C, cloudy", "tool_call_id": "call_mock_2"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call("call_mock_3", "convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
+    },
+    {"role": "tool", "content": "18°C is 64.4°F", "tool_call_id": "call_mock_3"},
+    {"role": "assistant", "content": ANSWER},
+]
+STEPS = ["model", "tool", "tool", "model", "tool", "model"]
+
+
+@pytest.fixture(params=["own_spans", "spanfolds"])
+def telemetry(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Agent Framework's own instrumentation on (its default) or off."""
+    if request.param == "spanfolds":
+        disable_instrumentation()
+    try:
+        yield str(request.param)
+    finally:
+        enable_instrumentation(force=True)
+
+
+def agent(server: MockLLMServer) -> Agent:
+    client = OpenAIChatCompletionClient(model="weather-model", base_url=server.base_url, api_key="test")
+    return Agent(
+        client=client, name="weather_agent", instructions=WEATHER.system, tools=[get_weather, convert_temperature]
+    )
+
+
+def producers(global_spans: Any, prefix: str) -> set[str]:
+    """Who made the spans whose name starts with ``prefix``: spanfold, or Agent Framework."""
+    return {
+        "spanfold" if s.instrumentation_scope.name.startswith("spanfold") else "agent_framework"
+        for s in global_spans.get_finished_spans()
+        if s.name.startswith(prefix)
+    }
+
+
+def assert_weather_run(traced: Traced, global_spans: Any, telemetry: str) -> None:
+    assert traced.one() == WEATHER_RUN
+    meta = traced.metas()[0]["metadata"]
+    assert meta["name"] == "weather_agent" and meta["status"] == "complete"
+    assert [s["kind"] for s in meta["steps"]] == STEPS
+    calls = [s.get("call_id") for s in meta["steps"] if s["kind"] == "tool"]
+    assert calls == ["call_mock_1", "call_mock_2", "call_mock_3"]
+    expected = {"spanfold"} if telemetry == "spanfolds" else {"agent_framework"}
+    assert producers(global_spans, "invoke_agent") == expected
+    assert producers(global_spans, "execute_tool") == expected
+    ours = [s for s in global_spans.get_finished_spans() if s.instrumentation_scope.name.startswith("spanfold")]
+    assert not unlisted(ours)
+
+
+def test_a_run_is_one_trace_named_after_its_agent(traced: Traced, global_spans: Any, telemetry: str) -> None:
+    with MockLLMServer(WEATHER.replies) as server:
+        result = asyncio.run(agent(server).run(WEATHER.question))
+    assert result.text == ANSWER
+    assert_weather_run(traced, global_spans, telemetry)
+
+
+def test_a_streamed_run_is_the_same_trace(traced: Traced, global_spans: Any, telemetry: str) -> None:
+    async def streamed(server: MockLLMServer) -> str:
+        text = []
+        async for update in agent(server).run(WEATHER.question, stream=True):
+            text.append(update.text or "")
+        return "".join(text)
+
+    with MockLLMServer(WEATHER.replies) as server:
+        assert asyncio.run(streamed(server)) == ANSWER
+        assert all(r.body.get("stream") is True for r in server.requests)
+    assert_weather_run(traced, global_spans, telemetry)
+
+
+def test_a_failing_tool_is_an_error_output(traced: Traced, telemetry: str) -> None:
+    with MockLLMServer() as server:
+        server.script(Reply.tools([ToolCallSpec("get_weather", {"city": "Atlantis"})]), Reply.text("No forecast."))
+        asyncio.run(agent(server).run("Weather in Atlantis?"))
+    events = traced.one()
+    assert [e["role"] for e in events] == ["system", "user", "assistant", "tool", "assistant"]
+    failed = events[3]
+    assert failed["tool_call_id"] == "call_mock_1" and failed["error"]["type"] == "ValueError"
+    assert traced.metas()[0]["summary"]["errorCount"] == 1
+
+
+def test_with_content_capture_off_the_run_keeps_its_roles_tools_and_ids(
+    traced_off: Traced, global_spans: Any, telemetry: str
+) -> None:
+    with MockLLMServer(WEATHER.replies) as server:
+        asyncio.run(agent(server).run(WEATHER.question))
+    events = traced_off.one()
+    shape = [(e["role"], e.get("tool_call_id")) for e in events]
+    assert shape == [(e["role"], e.get("tool_call_id")) for e in WEATHER_RUN]
+    assert not any(e.get("content") for e in events if e["role"] == "tool")
+    assert traced_off.metas()[0]["metadata"]["name"] == "weather_agent"
