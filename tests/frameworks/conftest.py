@@ -13,6 +13,7 @@ SEPARATE = {
     "test_autogen.py": "autogen_ext.models.openai",
     "test_claude_agent_sdk.py": "claude_agent_sdk",
     "test_instructor.py": "instructor",
+    "test_semantic_kernel.py": "semantic_kernel",
 }
 
 

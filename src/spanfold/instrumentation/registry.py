@@ -52,6 +52,10 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
         "agent_framework",
         "spanfold.instrumentation.frameworks.agent_framework:AgentFrameworkInstrumentor",
     ),
+    "semantic_kernel": (
+        "semantic_kernel",
+        "spanfold.instrumentation.frameworks.semantic_kernel:SemanticKernelInstrumentor",
+    ),
     "instructor": ("instructor", "spanfold.instrumentation.frameworks.instructor:InstructorInstrumentor"),
 }
 
