@@ -7,6 +7,7 @@ call one step, asserted event by event."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from agent_framework.openai import OpenAIChatCompletionClient
 
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
 
-from ..conftest import Traced
+from ..conftest import Traced, traced_into
 from ..semconv.names_check import unlisted
 
 
@@ -144,3 +145,12 @@ def test_with_content_capture_off_the_run_keeps_its_roles_tools_and_ids(
     assert shape == [(e["role"], e.get("tool_call_id")) for e in WEATHER_RUN]
     assert not any(e.get("content") for e in events if e["role"] == "tool")
     assert traced_off.metas()[0]["metadata"]["name"] == "weather_agent"
+
+
+def test_redaction_applies_to_every_event(tmp_path: Any, _global_provider: Any, telemetry: str) -> None:
+    with traced_into(tmp_path / "traces", redact=lambda text: text.replace("Paris", "[city]")) as traced:
+        with MockLLMServer(WEATHER.replies) as server:
+            asyncio.run(agent(server).run(WEATHER.question))
+        events = traced.one()
+    assert "Paris" not in json.dumps(events, ensure_ascii=False)
+    assert events[3] == {"role": "tool", "content": "[city]: 18°C, sunny", "tool_call_id": "call_mock_1"}

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 import spanfold
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
-from ..conftest import Traced
+from ..conftest import Traced, traced_into
 from ..semconv.names_check import unlisted
 
 
@@ -143,3 +143,31 @@ def test_with_content_capture_off_the_output_is_not_recorded(traced_off: Traced,
     (span,) = workflow_spans(global_spans)
     assert "output.value" not in span.attributes
     assert traced_off.metas()[0]["metadata"]["name"] == "extract User"
+
+
+def test_redaction_applies_to_the_events_and_the_parsed_output(
+    tmp_path: Any, _global_provider: Any, global_spans: Any
+) -> None:
+    with traced_into(tmp_path / "traces", redact=lambda text: text.replace("Jason", "[name]")) as traced:
+        with MockLLMServer() as server:
+            server.script(Reply.tools([ToolCallSpec("User", RIGHT)]))
+            assert extract(server).name == "Jason"  # the application's own result untouched
+        events = traced.one()
+    assert "Jason" not in json.dumps(events)
+    (span,) = workflow_spans(global_spans)
+    assert json.loads(span.attributes["output.value"]) == {"name": "[name]", "age": 25}
+
+
+def test_a_streamed_partial_extraction_is_one_run(traced: Traced, global_spans: Any) -> None:
+    with MockLLMServer() as server:
+        server.script(Reply.tools([ToolCallSpec("User", RIGHT)]))
+        partials = list(
+            client(server).chat.completions.create_partial(
+                model="gpt-4o-mini", response_model=User, messages=[QUESTION]
+            )
+        )
+        assert server.requests[0].body.get("stream") is True
+    assert partials[-1].model_dump() == RIGHT
+    assert traced.one() == [QUESTION, extraction("call_mock_1", RIGHT)]
+    assert traced.metas()[0]["metadata"]["name"].startswith("extract")
+    assert len(workflow_spans(global_spans)) == 1

@@ -8,6 +8,7 @@ model's call id, asserted event by event."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +22,7 @@ from semantic_kernel.utils.telemetry.model_diagnostics import decorators as mode
 
 from spanfold.testing import WEATHER, MockLLMServer, scenarios
 
-from ..conftest import Traced
+from ..conftest import Traced, traced_into
 
 
 class Weather:
@@ -136,3 +137,12 @@ def test_with_content_capture_off_the_run_keeps_its_roles_tools_and_ids(traced_o
     assert shape == [(e["role"], e.get("tool_call_id")) for e in WEATHER_RUN]
     assert not any(e.get("content") for e in events if e["role"] == "tool")
     assert traced_off.metas()[0]["metadata"]["name"] == "weather_agent"
+
+
+def test_redaction_applies_to_every_event(tmp_path: Any, _global_provider: Any, diagnostics: str) -> None:
+    with traced_into(tmp_path / "traces", redact=lambda text: text.replace("Paris", "[city]")) as traced:
+        with MockLLMServer(WEATHER.replies) as server:
+            asyncio.run(agent(server).get_response(messages=WEATHER.question))
+        events = traced.one()
+    assert "Paris" not in json.dumps(events, ensure_ascii=False)
+    assert events[3] == {"role": "tool", "content": "[city]: 18°C, sunny", "tool_call_id": "call_mock_1"}
