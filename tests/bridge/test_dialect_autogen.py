@@ -2,15 +2,15 @@
 (tests/recordings/frameworks/autogen_team.otlp.json: autogen-agentchat 0.7.5, ``RoundRobinGroupChat`` of the weather
 agent and a critic, against the mock server, with spanfold's openai and AutoGen instrumentors; autogen-core pins
 protobuf 5, so it does not install here). In a team each agent's turn is an ``invoke_agent`` span of its own while
-the agent keeps one model context: ``dialects.autogen`` makes an agent's turns one thread (its ``gen_ai.agent.id``),
-so its history is shown once, under its name."""
+the agent keeps one model context: ``dialects.microsoft.autogen`` makes an agent's turns one thread (its
+``gen_ai.agent.id``), so its history is shown once, under its name."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from spanfold import counters
-from spanfold.exporter.dialects import autogen as dialect_autogen
+from spanfold.exporter.dialects import microsoft as dialect_microsoft
 from spanfold.exporter.dialects.dispatch import REWRITERS
 from spanfold.exporter.records import SpanRecord
 from spanfold.testing import WEATHER
@@ -49,12 +49,13 @@ def events(records: list[SpanRecord]) -> list[tuple[str, str | None, Any]]:
 
 
 def test_the_rewriter_is_dispatched() -> None:
-    assert dialect_autogen.rewrite in REWRITERS
+    assert dialect_microsoft.autogen in REWRITERS
 
 
 def test_a_team_run_is_one_thread_per_agent_under_its_name() -> None:
     records = recording(RECORDED)
-    turns = [r for r in records if r.scope_name == dialect_autogen.SCOPE and r.name.startswith("invoke_agent")]
+    scope = dialect_microsoft.AUTOGEN_SCOPE
+    turns = [r for r in records if r.scope_name == scope and r.name.startswith("invoke_agent")]
     assert sorted(r.name for r in turns) == ["invoke_agent critic", *["invoke_agent weather_agent"] * 2]
     trace = folded(records)
     assert events(records) == TEAM_RUN
@@ -68,7 +69,7 @@ def test_autogen_s_tool_spans_fold_into_spanfold_s() -> None:
     each, at spanfold's span."""
     records = recording(RECORDED)
     tools = [r for r in records if r.name.startswith("execute_tool")]
-    assert sorted(r.scope_name for r in tools) == [dialect_autogen.SCOPE] * 2 + [SPANFOLD_AUTOGEN] * 2
+    assert sorted(r.scope_name for r in tools) == [dialect_microsoft.AUTOGEN_SCOPE] * 2 + [SPANFOLD_AUTOGEN] * 2
     counters.reset()
     steps = [s for s in folded(records).meta.steps if s.kind == "tool"]
     assert counters.snapshot().get("fold.nested_tool_steps") == 2
@@ -88,7 +89,7 @@ def test_autogen_s_own_spans_carry_no_tool_result() -> None:
 
 def test_an_agent_s_turns_without_the_dialect_repeat_its_history(monkeypatch: Any) -> None:
     """What the dialect mends: each turn a thread of its own shows the agent's history again, its calls twice."""
-    monkeypatch.setattr(dialect_autogen, "SCOPE", "not-autogen")
+    monkeypatch.setattr(dialect_microsoft, "AUTOGEN_SCOPE", "not-autogen")
     trace = folded(recording(RECORDED))
     assert len(trace.events) > len(TEAM_RUN)
     assert trace.summary().tool_calls_by_name == {"get_weather": 2, "convert_temperature": 1}

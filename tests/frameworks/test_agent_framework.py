@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_framework import Agent
+from agent_framework import Agent, WorkflowBuilder
 from agent_framework.observability import disable_instrumentation, enable_instrumentation
 from agent_framework.openai import OpenAIChatCompletionClient
 
@@ -154,3 +154,31 @@ def test_redaction_applies_to_every_event(tmp_path: Any, _global_provider: Any, 
         events = traced.one()
     assert "Paris" not in json.dumps(events, ensure_ascii=False)
     assert events[3] == {"role": "tool", "content": "[city]: 18°C, sunny", "tool_call_id": "call_mock_1"}
+
+
+def test_a_workflow_is_one_trace_named_after_it(traced: Traced, global_spans: Any, telemetry: str) -> None:
+    """A writer and a reviewer agent in a two-step workflow: one run named after the workflow (Agent Framework's own
+    ``workflow.run`` span names no operation: read as the workflow's run), each agent's call one step."""
+    with MockLLMServer() as server:
+        server.script(Reply.text("Draft: Paris is sunny."), Reply.text("Reviewed: Paris is sunny today."))
+        client = OpenAIChatCompletionClient(model="weather-model", base_url=server.base_url, api_key="test")
+        writer = Agent(client=client, name="writer", instructions="Write.")
+        reviewer = Agent(client=client, name="reviewer", instructions="Review.")
+        workflow = WorkflowBuilder(name="pipeline", start_executor=writer, output_from=[reviewer])
+        result = asyncio.run(workflow.add_edge(writer, reviewer).build().run("Weather in Paris?"))
+    assert str(result.get_outputs()[-1]) == "Reviewed: Paris is sunny today."
+    question = {"role": "user", "content": "Weather in Paris?"}
+    draft = {"role": "assistant", "content": "Draft: Paris is sunny."}
+    assert traced.one() == [
+        {"role": "system", "content": "Write."},
+        question,
+        draft,
+        {"role": "system", "content": "Review."},
+        question,
+        draft,
+        {"role": "assistant", "content": "Reviewed: Paris is sunny today."},
+    ]
+    meta = traced.metas()[0]["metadata"]
+    assert meta["name"] == "pipeline" and [s["kind"] for s in meta["steps"]] == ["model", "model"]
+    agents = sorted(s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent"))
+    assert agents == ["invoke_agent reviewer", "invoke_agent writer"]

@@ -25,9 +25,9 @@ from spanfold.codecs import jsonio
 from spanfold.codecs.json_prefix import ArrayPrefixCache
 from spanfold.exporter.dialects import adk as dialect_adk
 from spanfold.exporter.dialects import anthropic_native
-from spanfold.exporter.dialects import autogen as dialect_autogen
 from spanfold.exporter.dialects import genai_events as dialect_genai_events
 from spanfold.exporter.dialects import langsmith as dialect_langsmith
+from spanfold.exporter.dialects import microsoft as dialect_microsoft
 from spanfold.exporter.dialects import openinference as dialect_openinference
 from spanfold.exporter.dialects import openllmetry as dialect_openllmetry
 from spanfold.exporter.dialects import pydantic_ai as dialect_pydantic_ai
@@ -337,7 +337,8 @@ REWRITERS: list[Rewriter] = [
     dialect_pydantic_ai.rewrite,  # scope pydantic-ai
     dialect_strands.rewrite,  # scope strands.telemetry.tracer
     dialect_adk.rewrite,  # scope gcp.vertex.agent
-    dialect_autogen.rewrite,  # scope autogen-core
+    dialect_microsoft.autogen,  # scope autogen-core
+    dialect_microsoft.agent_framework,  # scope agent_framework
     dialect_vercel_ai.rewrite,  # ai.operationId
     dialect_langsmith.rewrite,  # langsmith.span.kind
 ]

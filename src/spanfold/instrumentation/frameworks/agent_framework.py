@@ -7,9 +7,11 @@ each tool run an ``execute_tool {name}`` span with the model's call id, each mod
 folds those as they are and adds none of its own: the client's model calls, traced by spanfold's provider patch (with
 their content, which Agent Framework records only with its sensitive-data switch on), nest under Agent Framework's
 model spans and are one step with them (``fold.drop_nested_calls``). With its instrumentation off, spanfold makes the
-run and tool spans: ``Agent.run`` (a coroutine; a streamed run's ``ResponseStream`` iterated in the run's context)
-and ``FunctionTool.invoke`` (the call id, the arguments, the text the model is sent). Supported:
-``agent-framework-core`` >= 1.23, < 2.
+run and tool spans: ``Agent.run`` (a coroutine; a streamed run's ``ResponseStream`` iterated in the run's context),
+``Workflow.run`` (``invoke_workflow {name}``, its agents' runs nested) and ``FunctionTool.invoke`` (the call id, the
+arguments, the text the model is sent). Agent Framework's own ``workflow.run`` span names no operation: the fold reads
+it as the workflow's run (:mod:`spanfold.exporter.dialects.agent_framework`). Supported: ``agent-framework-core``
+>= 1.23, < 2.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Final
 
 from opentelemetry.trace import Tracer
 
+from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.agent_runs import AgentRuns
@@ -37,8 +40,13 @@ def own_spans() -> bool:
     return bool(getattr(settings, "ENABLED", False))
 
 
-#: An agent's run (``Agent.run``), named after the agent.
+#: An agent's run (``Agent.run``), named after the agent, and a workflow's (``Workflow.run``): its agents' runs nested.
 RUNS: Final = AgentRuns("agent_framework", own_spans=own_spans)
+
+
+def workflow_name(workflow: Any) -> str:
+    name = getattr(workflow, "name", None)
+    return name if isinstance(name, str) and name else "workflow"
 
 
 def _tool_run(tool: Any, kwargs: dict[str, Any]) -> ToolRun | None:
@@ -72,8 +80,10 @@ def invoke_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
+WORKFLOWS: Final = "agent_framework._workflows._workflow"
 PATCHES: Final = (
     Patch("agent_framework._agents", "Agent.run", RUNS.patch()),
+    Patch(WORKFLOWS, "Workflow.run", RUNS.patch(workflow_name, semconv.OP_INVOKE_WORKFLOW)),
     Patch("agent_framework._tools", "FunctionTool.invoke", invoke_wrapper),
 )
 

@@ -211,8 +211,11 @@ class AgentRuns:
         current = otel_context.get_value(self.key)
         return current is instance or (current is None and in_agent_run()) or self.own_spans()
 
-    def patch(self, name: Callable[[Any], str] = name_of) -> WrapperFactory:
-        """The wrapper factory of a run method whose runs ``name(instance)`` names."""
+    def patch(
+        self, name: Callable[[Any], str] = name_of, operation: str = semconv.OP_INVOKE_AGENT
+    ) -> WrapperFactory:
+        """The wrapper factory of a run method whose runs ``name(instance)`` names (``operation``: an
+        ``invoke_workflow`` for a workflow's runs)."""
 
         def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
             def wrapper(
@@ -222,7 +225,8 @@ class AgentRuns:
                 try:
                     if not self.part_of_run(instance):
                         within = otel_context.set_value(self.key, instance)
-                        opened = open_run(tracer, rt, name(instance), f"{self.framework}.run", context=within)
+                        kind = f"{self.framework}.run"
+                        opened = open_run(tracer, rt, name(instance), kind, context=within, operation=operation)
                 except Exception as exc:
                     counters.fault(f"{self.framework}.run_start", exc)
                 if opened is None:
