@@ -123,6 +123,11 @@ def _size(name: str, raw: str) -> int:
         raise ConfigError(f"{name}={shown(raw)}: expected a size in bytes, such as 104857600 or 100MiB") from None
 
 
+#: Said where no trace exists yet (``spanfold show``, ``spanfold ui``): how traces are made.
+HOW_TRACES_ARE_MADE = (
+    "Traces are written by a program that calls spanfold.init() (to ./traces by default), or that runs under "
+    "`spanfold run -- python app.py`; `spanfold demo` writes one without an API key."
+)
 #: When ``rotate_when`` starts a new trace file.
 ROTATE_WHEN = ("midnight",)
 

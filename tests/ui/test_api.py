@@ -158,10 +158,3 @@ def test_page_references_only_its_own_assets() -> None:
         assert "http://" not in text and "https://" not in text, name
     assert "innerHTML" not in static.joinpath("app.js").read_text()
     assert "<script>" not in static.joinpath("index.html").read_text()  # no inline script
-
-
-def test_missing_directory_is_named(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "spanfold", "ui", str(tmp_path / "nope"), "--port", "0"], capture_output=True, text=True
-    )
-    assert done.returncode == 2 and "nope: no such file or directory" in done.stderr and "Traceback" not in done.stderr

@@ -39,7 +39,8 @@ def test_spans_sent_to_serve_appear_in_the_open_page(tmp_path: Path, otlp_dir: P
         ui = next(line.split("ui on ", 1)[1].strip() for line in lines if "ui on " in line)
         otlp = next(line.split("listening on ", 1)[1].split(",")[0] for line in lines if "listening on " in line)
         page.goto(ui)
-        expect(page.locator("#count")).to_contain_text("0")
+        expect(page.locator("#waiting")).to_contain_text("No traces yet")  # and how the receiver makes them
+        expect(page.locator("#waiting")).to_contain_text("This receiver writes each trace here")
         body = (otlp_dir / "traces.otlp.jsonl").read_bytes()  # one OTLP/JSON export request: a real run's spans
         request = urllib.request.Request(otlp, data=body, method="POST", headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:

@@ -17,7 +17,7 @@ from spanfold.checks.errors import SpecError
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
-from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, trace_files
+from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, Reporter, trace_files
 from spanfold.exporter.pipeline.span_files import read_any
 from spanfold.text import clip, clip_left, plural, visible
 from spanfold.trace.read import Problem
@@ -215,8 +215,10 @@ def command(
     rows = [(trace, result) for n, trace in enumerate(inputs.traces) for result in spec.run(trace.view, n)]
     for line in _table(rows, verbose):
         click.echo(visible(line))  # reasons quote the trace: model and tool text
+    said = Reporter()  # lines that are not JSON past the first few of a file: counted, not each named
     for file, number, problem in inputs.errors:
-        click.echo(visible(f"{file}:{number}: {problem}" if number is not None else f"{file}: {problem}"), err=True)
+        said.problem(Problem(file, number, problem))
+    said.file_done()
     failed = sum(1 for _, r in rows if not r.passed)
     summary = f"{len(rows) - failed} passed, {failed} failed ({len(spec.checks)} checks x {len(inputs.traces)} traces)"
     if inputs.errors:

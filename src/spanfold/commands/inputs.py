@@ -19,7 +19,7 @@ from typing import IO, Final
 import click
 
 from spanfold.exporter.pipeline.span_files import read_any
-from spanfold.text import visible
+from spanfold.text import plural, visible
 from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_values
 
 #: Exit statuses of every command.
@@ -30,18 +30,44 @@ BAD_INPUT: Final = 2
 PROGRESS_MIN_BYTES: Final = 32 * 1024 * 1024
 
 
+#: Lines of one file that are not JSON named one by one; past these they are only counted (a README or a binary
+#: file given as a trace file is one short verdict, not an error per line).
+NOT_JSON_SHOWN: Final = 5
+#: How a line that is not JSON is named (:func:`spanfold.trace.read.json_problem`, the UTF-8 check before it).
+_NOT_JSON: Final = ("not valid JSON", "not valid UTF-8")
+
+
 class Reporter:
-    """Prints each problem as one line on stderr and remembers whether there was any."""
+    """Prints each problem as one line on stderr and remembers whether there was any. Of the lines of one file that
+    are not JSON, the first :data:`NOT_JSON_SHOWN` are printed and the rest counted, said in one line when the file
+    is done (:meth:`file_done`, or :func:`finish`)."""
 
     def __init__(self) -> None:
         self.problems = 0
+        self._not_json: dict[str, int] = {}  # file -> lines that are not JSON
 
     def problem(self, item: Problem | str) -> None:
         self.problems += 1
+        if isinstance(item, Problem) and item.line is not None and item.text.startswith(_NOT_JSON):
+            seen = self._not_json[item.file] = self._not_json.get(item.file, 0) + 1
+            if seen > NOT_JSON_SHOWN:
+                return
         click.echo(visible(str(item)), err=True)
 
     def file_problem(self, file: str, text: str) -> None:
         self.problem(Problem(file, None, text))
+
+    def file_done(self, read: int | None = None) -> None:
+        """Say how many lines that are not JSON went unprinted, per file; ``read``: how many values the file held,
+        when it was read to its end (fewer than the lines that are not JSON: likely no trace file at all, and the
+        line asks)."""
+        for file, seen in self._not_json.items():
+            if seen > NOT_JSON_SHOWN:
+                line = f"{file}: ... and {plural(seen - NOT_JSON_SHOWN, 'more line')} that are not JSON"
+                if read is not None and read < seen:
+                    line += ": is this a trace file?"
+                click.echo(visible(line), err=True)
+        self._not_json.clear()
 
 
 @contextlib.contextmanager
@@ -113,23 +139,29 @@ def read_paths(paths: Iterable[Path], reporter: Reporter, *, siblings: bool = Tr
 def values(path: str | os.PathLike[str], reporter: Reporter) -> Iterator[Value]:
     """The JSON values of a file (or an input :func:`~spanfold.trace.read.open_input` opened); problems go to
     ``reporter``."""
+    read = 0
     with progress(path) as advance:
         for item in read_values(path, advance):
             if isinstance(item, Problem):
                 reporter.problem(item)
             else:
+                read += 1
                 yield item
+    reporter.file_done(read)
 
 
 def records(path: str, reporter: Reporter, *, siblings: bool = True) -> Iterator[Record]:
     """The decoded records of a file (metadata from its ``.meta.jsonl`` sibling), or the traces folded from an OTLP
     JSON span file (:mod:`.spanfiles`); problems go to ``reporter``."""
+    read = 0
     with progress(path) as advance:
         for item in read_any(path, advance, siblings=siblings):
             if isinstance(item, Problem):
                 reporter.problem(item)
             else:
+                read += 1
                 yield item
+    reporter.file_done(read)
 
 
 #: What ``json.dumps(ensure_ascii=False)`` leaves raw that a terminal acts on: DEL, C1 controls, bidi controls.
@@ -146,7 +178,8 @@ def no_traces(path: str) -> str:
 
 
 def finish(reporter: Reporter, failed: bool = False) -> None:
-    """Exit with the status the run earned."""
+    """Exit with the status the run earned (after saying what went uncounted)."""
+    reporter.file_done()
     click.get_current_context().exit(BAD_INPUT if reporter.problems else FAILED if failed else OK)
 
 

@@ -64,6 +64,13 @@ class TracePrinter:
         self.flush()
 
 
+#: What the ``--ui`` page says while no trace is written yet.
+SERVE_HINT = (
+    "This receiver writes each trace here once the spans sent to it are folded: point an OTLP/HTTP exporter at it "
+    "(OTEL_EXPORTER_OTLP_ENDPOINT), or a Collector's otlphttp exporter."
+)
+
+
 def _ui_companion(
     output: str, host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]
 ) -> Callable[[Receiver], Awaitable[Any]]:
@@ -74,7 +81,8 @@ def _ui_companion(
         from spanfold.ui.server import UiOptions, start
 
         try:
-            runner, url = await start(Index([Path(output)]), UiOptions(host, port, token, allowed_hosts=allowed_hosts))
+            options = UiOptions(host, port, token, allowed_hosts=allowed_hosts, waiting_hint=SERVE_HINT)
+            runner, url = await start(Index([Path(output)]), options)
         except OSError as exc:
             click.echo(f"spanfold serve: cannot listen on {host}:{port} for --ui: {exc.strerror or exc}", err=True)
             raise SystemExit(2) from None

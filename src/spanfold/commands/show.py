@@ -9,16 +9,12 @@ import click
 from spanfold.commands.inputs import Reporter, finish, no_traces, read_paths
 from spanfold.commands.select import TRACE_HELP, Picker
 from spanfold.commands.terminal import color_choice, terminal_width
+from spanfold.config import HOW_TRACES_ARE_MADE
 from spanfold.text import visible
 from spanfold.trace.render import header, render_trace
 
 #: Where ``spanfold.init()`` writes, and what ``show`` reads when given nothing.
 DEFAULT_DIRECTORY = "traces"
-#: Said when there is nothing to show yet.
-HOW_TRACES_ARE_MADE = (
-    "Traces are written by a program that calls spanfold.init() (to ./traces by default), or that runs under "
-    "`spanfold run -- python app.py`; `spanfold demo` writes one without an API key."
-)
 
 #: Default cut of long contents (a fetched web page should not fill the terminal).
 MAX_CHARS = 2000

@@ -18,6 +18,8 @@ from typing import TypeVar
 import click
 
 from spanfold import host_check
+from spanfold.commands.show import DEFAULT_DIRECTORY
+from spanfold.config import HOW_TRACES_ARE_MADE
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
@@ -53,19 +55,15 @@ def allow_host_option(command: _F) -> _F:
 @allow_host_option
 def command(paths: tuple[Path, ...], host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Browse the traces in DIR (or files; default: ./traces) in a local web page, updated as traces are added.
-    Every format spanfold reads opens, OTLP JSON span files too (folded on read)."""
+    Every format spanfold reads opens, OTLP JSON span files too (folded on read). A path with nothing there yet is
+    waited on: its runs are listed as soon as they are written."""
     try:
         from spanfold.ui.index import Index
         from spanfold.ui.server import UiOptions, start
     except ImportError as exc:
         click.echo(f"spanfold ui needs aiohttp: pip install 'spanfold[ui]' ({exc})", err=True)
         sys.exit(2)
-    chosen = list(paths) or [Path("traces")]
-    missing = [p for p in chosen if not p.exists()]
-    if missing:
-        for p in missing:
-            click.echo(f"{p}: no such file or directory", err=True)
-        sys.exit(2)
+    chosen = list(paths) or [Path(DEFAULT_DIRECTORY)]
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         click.echo(
             f"spanfold ui: warning: listening on {host} without --token: anyone who reaches it reads the traces",
@@ -81,6 +79,9 @@ def command(paths: tuple[Path, ...], host: str, port: int, token: str | None, al
             click.echo(f"spanfold ui: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
             sys.exit(2)
         click.echo(f"spanfold ui: {url}" + ("?token=..." if token else ""), err=True)
+        for path in chosen:
+            if not path.exists():  # not yet: the page says so, and lists the runs once they are written there
+                click.echo(f"spanfold ui: {path}: no traces yet; waiting for them. {HOW_TRACES_ARE_MADE}", err=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

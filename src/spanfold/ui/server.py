@@ -24,6 +24,7 @@ from aiohttp import web
 
 from spanfold import counters
 from spanfold.codecs import jsonio
+from spanfold.config import HOW_TRACES_ARE_MADE
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.formats import writable
 from spanfold.ui.catalog import Catalog
@@ -66,6 +67,8 @@ class UiOptions:
     refresh: float = REFRESH_SECONDS
     #: Names the page answers to beside loopback and ``host`` (``--allow-host``).
     allowed_hosts: tuple[str, ...] = ()
+    #: How traces are made, said while there is none (``spanfold serve --ui`` says its own).
+    waiting_hint: str = HOW_TRACES_ARE_MADE
 
 
 def _asset(name: str) -> bytes:
@@ -202,9 +205,22 @@ class Ui:
     def _row_json(self, row: Row) -> dict[str, Any]:
         return row.to_json(self.catalog().id_of(row))
 
+    def waiting(self, catalog: Catalog) -> dict[str, Any] | None:
+        """While no run is listed: the paths the page waits on (``missing``: those not there yet) and how traces are
+        made, for the page to say; None once there is a run."""
+        if catalog.shown:
+            return None
+        paths = self.index.paths
+        return {
+            "paths": [str(p) for p in paths],
+            "missing": [str(p) for p in paths if not p.exists()],
+            "hint": self.options.waiting_hint,
+        }
+
     async def state(self, request: web.Request) -> web.Response:
         """How many records are indexed (``total``), how many runs are listed (``runs``: copies in other files
-        counted once), and how many lines and files could not be read (``problems``)."""
+        counted once), how many lines and files could not be read (``problems``), and while there is no run what
+        the page waits on (``waiting``: :meth:`waiting`)."""
         catalog = await asyncio.get_running_loop().run_in_executor(None, self.catalog)
         total = len(set(map(id, catalog.by_id.values())))
         return _json(
@@ -213,6 +229,7 @@ class Ui:
                 "total": total,
                 "runs": len(catalog.shown),
                 "problems": self.index.problems(),
+                "waiting": self.waiting(catalog),
             }
         )
 
@@ -231,6 +248,7 @@ class Ui:
             "offset": query.offset,
             "runs": [r.to_json(catalog.id_of(r)) for r in page],
             "facets": self._facets[1],
+            "waiting": self.waiting(catalog),
         }
 
     async def runs(self, request: web.Request) -> web.Response:

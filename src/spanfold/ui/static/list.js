@@ -138,8 +138,24 @@ export function currentRow() {
   return list.current >= 0 && list.current < rows.length ? rows[list.current] : null;
 }
 
+// No run yet: the paths the page watches and how traces are made; the list takes its place as soon as a run is
+// written there (the poll sees the index's generation change).
+function waitingNote(waiting) {
+  const where = waiting.paths.map((p) => (waiting.missing.includes(p) ? `${p} (not there yet)` : p)).join(", ");
+  return el("section", { id: "waiting", class: "waiting" },
+    el("h2", {}, "No traces yet"),
+    el("p", {}, `Watching ${where}: runs are listed here as soon as they are written, no reload needed.`),
+    el("p", {}, waiting.hint.split("`").map((part, i) => (i % 2 ? el("code", {}, part) : part))));
+}
+
 function renderList(data) {
   const main = document.getElementById("main");
+  if (data.waiting) {
+    list.total = 0;
+    list.current = -1;
+    main.replaceChildren(waitingNote(data.waiting));
+    return;
+  }
   const priced = data.facets.priced;
   const columns = COLUMNS.filter(([key]) => key !== "cost" || priced);
   const head = el("tr", {}, el("th", {}, ""), columns.map(([key, label]) => el("th", {
