@@ -16,11 +16,28 @@ def test_init_names_every_option_and_its_environment_variable() -> None:
 
 
 def test_the_public_names_are_the_documented_ones() -> None:
-    assert set(spanfold.__all__) == {"Handle", "__version__", "agent", "flush", "init", "shutdown", "stats", "tool"}
-    for name in ("init", "flush", "shutdown", "stats", "tool", "agent"):
+    assert set(spanfold.__all__) == {
+        "Handle",
+        "__version__",
+        "agent",
+        "context",
+        "flush",
+        "init",
+        "shutdown",
+        "stats",
+        "tool",
+    }
+    for name in ("init", "flush", "shutdown", "stats", "tool", "agent", "context"):
         assert (getattr(spanfold, name).__doc__ or "").strip(), name
-    for parameter in ("name", "conversation_id", "traceparent"):
+    context_keywords = ("user_id", "session_id", "tags", "metadata", "prompt")
+    for parameter in ("name", "conversation_id", "traceparent", *context_keywords):
         assert f"``{parameter}``" in (spanfold.agent.__doc__ or ""), parameter
+    for parameter in context_keywords:
+        assert f"``{parameter}``" in (spanfold.context.__doc__ or ""), parameter
+    # spanfold.agent takes every keyword spanfold.context does
+    import inspect
+
+    assert set(inspect.signature(spanfold.context).parameters) <= set(inspect.signature(spanfold.agent).parameters)
 
 
 def test_the_package_says_which_of_its_modules_are_public_and_which_internal() -> None:

@@ -9,8 +9,12 @@ def get_weather(city: str) -> str: ...
 with spanfold.agent("weather-bot"):  # optional: one trace for the whole run
     ...
 
+with spanfold.context(user_id="u-42", session_id="chat-7", tags=["beta"]):  # optional: who and what it belongs to
+    ...
+
 The public surface is this module's ``__all__`` and these packages:
 
+* ``spanfold.api``: the public API's home (``context``, and the span processor that writes its values on every span);
 * ``spanfold.testing``: MockLLMServer (every provider's wire format, no network), scenarios and ``run_agent``;
 * ``spanfold.checks``: trajectory and expected-message checks, and the pytest plugin (``spanfold_traces``);
 * ``spanfold.trace``: reading, validating and rendering trace files (``trace.read``, ``trace.model``);
@@ -30,13 +34,14 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from spanfold import counters as _counters
+from spanfold.api.context import context
 from spanfold.instrumentation.toolkit.tools import agent, tool
 from spanfold.version import __version__
 
 if TYPE_CHECKING:  # the SDK-side modules load on first init(), not on import
     from spanfold.setup import Handle
 
-__all__ = ["Handle", "__version__", "agent", "flush", "init", "shutdown", "stats", "tool"]
+__all__ = ["Handle", "__version__", "agent", "context", "flush", "init", "shutdown", "stats", "tool"]
 
 
 def __getattr__(name: str) -> Any:
@@ -78,6 +83,11 @@ def init(
       one trace, when the evidence names one run only (never two users' runs); ``stitch_idle``
       (``SPANFOLD_STITCH_IDLE``, 30 s): how long such a run stays open without a call (ten times as long while it
       waits on tools).
+    * ``threads`` (``SPANFOLD_THREADS``, default on): carry the OpenTelemetry context (the current span, and
+      ``spanfold.context``'s values) into threads and thread pools with OpenTelemetry's own
+      ``opentelemetry-instrumentation-threading`` when it is installed (``pip install 'spanfold[threads]'``), so a
+      run whose tools run in a ``ThreadPoolExecutor`` stays one trace. (Left to ``opentelemetry-instrument`` when it
+      already turned it on.)
     * ``instrument`` (``SPANFOLD_INSTRUMENT``): the client libraries to patch: all installed (default), ``none``, or
       a list such as ``"openai,anthropic"``.
     * ``prices`` (``SPANFOLD_PRICES``): your own prices, over the table's (a model on your own hardware, a negotiated

@@ -268,6 +268,14 @@ class Config:
         "give the model calls and tool runs of one zero-code run (no invoke_agent span) one trace id, in every "
         "backend, and stitch other producers' un-parented calls in the trace files",
     )
+    threads: bool = _option(
+        ("SPANFOLD_THREADS",),
+        _bool,
+        True,
+        "carry the OpenTelemetry context (the current span, spanfold.context's values) into threads and thread pools "
+        "with opentelemetry-instrumentation-threading, when installed (pip install 'spanfold[threads]'), so a run "
+        "whose tools run in a ThreadPoolExecutor stays one trace",
+    )
     instrument: tuple[str, ...] | None = _option(
         ("SPANFOLD_INSTRUMENT",),
         _names,

@@ -49,6 +49,8 @@ class Handle:
     instrumented: list[str] = field(default_factory=list)
     owns_provider: bool = False
     otlp_processor: SpanProcessor | None = None  # raw spans also exported over OTLP/HTTP
+    #: Whether this init() turned on opentelemetry-instrumentation-threading (``threads``); shutdown() turns it off.
+    threads: bool = False
 
     @property
     def otlp(self) -> bool:
@@ -88,6 +90,9 @@ class Handle:
         """Flush, stop the worker and the OTLP export, restore the patched libraries. (The provider keeps the
         processors, shut: it has no way to remove one; a later ``init()`` adds fresh ones.)"""
         registry.uninstrument_all()
+        if self.threads:
+            _threads_off()
+            self.threads = False
         if self.processor is not None:
             self.processor.shutdown()
         if self.otlp_processor is not None:
@@ -150,6 +155,50 @@ def _listen_to_genai_events() -> None:
         counters.fault("setup.log_events", exc)
 
 
+_context_on: set[int] = set()  # ids of the TracerProviders the context processor is on (never removed)
+
+
+def _add_context_processor(provider: TracerProvider) -> None:
+    """``spanfold.context``'s values on every span the provider starts (:mod:`spanfold.api.processor`): once per
+    provider (a provider keeps its processors for good; a later ``init()`` on it adds none)."""
+    if id(provider) in _context_on:
+        return
+    from spanfold.api.processor import ContextSpanProcessor
+
+    provider.add_span_processor(ContextSpanProcessor())
+    _context_on.add(id(provider))
+
+
+def _threads_on(cfg: Config) -> bool:
+    """Carry the OpenTelemetry context into threads and thread pools (``threads``): OpenTelemetry's own
+    ``opentelemetry-instrumentation-threading`` (the ``threads`` extra), when installed and not already on (as
+    ``opentelemetry-instrument`` turns it on). True when this call turned it on."""
+    if not cfg.threads:
+        return False
+    try:
+        from opentelemetry.instrumentation.threading import ThreadingInstrumentor
+    except ImportError:
+        return False
+    try:
+        instrumentor = ThreadingInstrumentor()
+        if instrumentor.is_instrumented_by_opentelemetry:
+            return False
+        instrumentor.instrument()
+    except Exception as exc:  # a release whose patching fails: threads start with an empty context, as without it
+        counters.fault("setup.threads", exc)
+        return False
+    return True
+
+
+def _threads_off() -> None:
+    try:
+        from opentelemetry.instrumentation.threading import ThreadingInstrumentor
+
+        ThreadingInstrumentor().uninstrument()
+    except Exception as exc:
+        counters.fault("setup.threads", exc)
+
+
 _OTLP_ENV = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
@@ -203,9 +252,11 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         runtime.activate(rt)
         conversations.activate(conversations.from_environment(cfg=cfg))
         provider, owns = _provider()
+        _add_context_processor(provider)
         processor = FoldingSpanProcessor(writers_for(cfg) if to_files else [], cfg)
         provider.add_span_processor(processor)
         handle = Handle(config=cfg, enabled=True, provider=provider, processor=processor, owns_provider=owns)
+        handle.threads = _threads_on(cfg)
         endpoint = _otlp_endpoint(cfg, owns)
         if endpoint is not None:
             handle.otlp_processor = _add_otlp(provider, endpoint)

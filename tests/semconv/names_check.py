@@ -19,7 +19,11 @@ def unlisted(spans: Iterable[Any]) -> set[str]:
         if scope != "spanfold" and not scope.startswith("spanfold."):
             continue
         attributes = dict(span.attributes or {})
-        out |= {f"attribute: {k}" for k in attributes if k not in written.ATTRIBUTES}
+        out |= {
+            f"attribute: {k}"
+            for k in attributes
+            if k not in written.ATTRIBUTES and not k.startswith(tuple(written.ATTRIBUTE_PREFIXES))
+        }
         op = attributes.get("gen_ai.operation.name")
         if op is not None and op not in written.OPERATIONS:
             out.add(f"operation: {op}")

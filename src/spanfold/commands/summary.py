@@ -9,6 +9,11 @@ reported tokens no price covers (the total is of the others). Its tokens likewis
 any (unknown, not 0); ``120/20+`` when some did not (``usage.unreported_steps``: the total is of the others). A run's
 steps are the entries of its metadata's ``steps`` (model calls and tool runs), as everywhere spanfold counts steps.
 
+``--by user|session|tag|prompt``: one row per user (``user_id``), session (``session_id``, else the run's
+``conversation_id``), tag (a run with two tags counts under each) or prompt (``name@version``) instead, as
+``spanfold.context`` and other producers' spans name them in the metadata: runs, runs that ended with an error, error
+events, tool calls, tokens and cost per group, runs that name none under ``(none)``; the totals of every run last.
+
 The table fits the terminal (``COLUMNS`` or its width): long paths are cut in the middle, the tool list wraps
 under its column or, on a narrow terminal, goes on a line of its own. Piped, rows are never cut. The widths come
 from the first :data:`SIZING_ROWS` rows (memory stays bounded whatever the number of traces).
@@ -251,6 +256,104 @@ class Totals:
         return lines
 
 
+#: ``--by`` choices -> the metadata they group runs by.
+GROUPINGS = ("user", "session", "tag", "prompt")
+#: The group of the runs that name no user, session, tag or prompt.
+NONE_GROUP = "(none)"
+#: Number columns of a grouped table: header and width.
+GROUP_NUMBERS = (("RUNS", 5), ("FAILED", 6), ("ERRORS", 6), ("CALLS", 5), ("TOKENS IN/OUT", 13), ("COST", 9))
+#: Widest group column on a terminal (a longer user or session id is cut in the middle).
+MAX_GROUP = 40
+
+
+def group_keys(meta: TraceMeta, by: str) -> list[str]:
+    """The groups a run counts under (``by``: one of :data:`GROUPINGS`); :data:`NONE_GROUP` when it names none."""
+    extra = meta.extra
+    keys: list[str] = []
+    if by == "user":
+        keys = [extra["user_id"]] if isinstance(extra.get("user_id"), str) else []
+    elif by == "session":
+        session = extra.get("session_id") or extra.get("conversation_id")
+        keys = [session] if isinstance(session, str) and session else []
+    elif by == "tag":
+        tags = extra.get("tags")
+        keys = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+    elif by == "prompt":
+        prompt = extra.get("prompt")
+        if isinstance(prompt, dict) and isinstance(prompt.get("name"), str):
+            version = prompt.get("version")
+            keys = [prompt["name"] + (f"@{version}" if version is not None else "")]
+    return keys or [NONE_GROUP]
+
+
+def group_json(by: str, key: str, totals: Totals) -> dict[str, Any]:
+    """One group of ``summary --by ... --json``: its runs and what they add up to."""
+    return {
+        "by": by,
+        by: None if key == NONE_GROUP else key,
+        "runs": totals.traces,
+        "failed": totals.failed,
+        "errors": totals.errors,
+        "tool_calls": totals.calls,
+        "usage": {"input_tokens": totals.tokens_in, "output_tokens": totals.tokens_out},
+        "unreported_steps": totals.unreported,
+        "cost": dict(sorted(totals.costs.items())) or None,
+        "unpriced_runs": totals.unpriced,
+    }
+
+
+def _group_numbers(totals: Totals) -> list[str]:
+    tokens = f"{totals.tokens_in}/{totals.tokens_out}" if totals.tokens_in or totals.tokens_out else "-"
+    if tokens != "-" and totals.unreported:
+        tokens += "+"
+    cost = " + ".join(visible(format_cost(v, c)) for c, v in sorted(totals.costs.items())) or "-"
+    if totals.costs and totals.unpriced:
+        cost += "+"
+    return [str(totals.traces), str(totals.failed), str(totals.errors), str(totals.calls), tokens, cost]
+
+
+def grouped_table(by: str, groups: dict[str, Totals], width: int | None) -> list[str]:
+    """The groups as a table: the group, then :data:`GROUP_NUMBERS`."""
+    names = {key: visible(key) for key in groups}
+    column = max([len(by.upper()), *(len(n) for n in names.values())])
+    if width is not None:
+        column = min(column, MAX_GROUP)
+    numbers = {key: _group_numbers(t) for key, t in groups.items()}
+    widths = [max([w, *(len(n[i]) for n in numbers.values())]) for i, (_, w) in enumerate(GROUP_NUMBERS)]
+
+    def line(name: str, cells: list[str]) -> str:
+        return GAP.join([name.ljust(column), *(c.rjust(w) for c, w in zip(cells, widths, strict=True))]).rstrip()
+
+    lines = [line(by.upper(), [name for name, _ in GROUP_NUMBERS])]
+    for key in groups:
+        name = names[key] if width is None else clip_middle(names[key], column)
+        lines.append(line(name, numbers[key]))
+    return lines
+
+
+def _grouped(rows: Iterator[Row], by: str, as_json: bool, reporter: Reporter) -> None:
+    """``summary --by``: every run read into its groups (first seen first), then the table (or JSON lines) and the
+    totals of every run."""
+    totals = Totals()
+    groups: dict[str, Totals] = {}
+    for row in rows:
+        totals.add(row)
+        for key in dict.fromkeys(group_keys(row.meta, by)):
+            groups.setdefault(key, Totals()).add(row)
+    if as_json:
+        for key, group in groups.items():
+            click.echo(json_line(group_json(by, key, group)))
+        finish(reporter)
+    width = terminal_width()
+    if groups:
+        for line in grouped_table(by, groups, width):
+            click.echo(line)
+    if totals.traces or not reporter.problems:
+        for line in totals.lines(width):
+            click.echo(line)
+    finish(reporter)
+
+
 def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:
     for path in files:
         before, seen = reporter.problems, 0
@@ -265,9 +368,17 @@ def _rows(files: list[Path], reporter: Reporter) -> Iterator[Row]:
 @click.command("summary")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per trace (JSONL) instead of a table.")
-def command(files: tuple[Path, ...], as_json: bool) -> None:
+@click.option(
+    "--by",
+    type=click.Choice(GROUPINGS),
+    default=None,
+    help="One row per user, session, tag or prompt (as spanfold.context names them): runs, failed runs, errors, "
+    "tool calls, tokens and cost per group.",
+)
+def command(files: tuple[Path, ...], as_json: bool, by: str | None) -> None:
     """Summarise every trace in FILES (trace files or directories of them): events, tool calls by name, errors,
-    tokens, duration, cost, and how a run that did not end normally ended.
+    tokens, duration, cost, and how a run that did not end normally ended; with --by, per user, session, tag or
+    prompt instead.
 
     Token counts, durations and costs come from the trace's metadata (the .meta.jsonl beside an Invariant file); a
     cost ending in + leaves out model calls no price covers.
@@ -276,6 +387,9 @@ def command(files: tuple[Path, ...], as_json: bool) -> None:
     reporter = Reporter()
     totals = Totals()
     rows = _rows(trace_files(files, reporter.file_problem), reporter)
+    if by is not None:
+        _grouped(rows, by, as_json, reporter)
+        return
     if as_json:
         for row in rows:
             totals.add(row)

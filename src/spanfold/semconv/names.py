@@ -40,7 +40,8 @@ OPERATION_NAME: Final = "gen_ai.operation.name"
 PROVIDER_NAME: Final = "gen_ai.provider.name"
 SYSTEM_LEGACY: Final = "gen_ai.system"  # older conventions; read, never written
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
-#: The end user a span acts for, read (never written): the current name and the older convention's.
+#: The end user a span acts for: the current name (written from ``spanfold.context(user_id=)``; OpenInference, Arize
+#: Phoenix and Langfuse read it too) and the older convention's (read).
 USER_ID: Final = "user.id"
 ENDUSER_ID: Final = "enduser.id"
 ERROR_TYPE: Final = "error.type"
@@ -150,6 +151,25 @@ SPANFOLD_RUN_ID: Final = "spanfold.run.id"
 #: On a span spanfold ended itself because the process was stopping while it ran (``SIGTERM``, ``SIGHUP``, ``exit``):
 #: what stopped it. Its run is written ``incomplete``, with ``ended_by`` in its metadata.
 SPANFOLD_ENDED_BY: Final = "spanfold.ended_by"
+
+# --- a run's context (spanfold.context): who it is for, its session, tags, metadata and prompt ------------
+#: The named prompt template a model call used, and its version (the conventions' names).
+PROMPT_NAME: Final = "gen_ai.prompt.name"
+PROMPT_VERSION: Final = "gen_ai.prompt.version"
+#: OpenInference's (``using_tags`` / ``using_metadata``; read by Arize Phoenix): the tags as a list of strings, the
+#: metadata as the JSON text of an object. (Its session and user: ``session.id``, ``user.id``.)
+OPENINFERENCE_TAGS: Final = "tag.tags"
+OPENINFERENCE_METADATA: Final = "metadata"
+#: Langfuse's trace-level names (its SDK's ``propagate_attributes`` writes ``user.id``, ``session.id``, these tags and
+#: one ``langfuse.trace.metadata.<key>`` per metadata key; the JSON text of an object under the bare name is read
+#: too). The user and session under Langfuse's older names, and its prompt link, are read, never written.
+LANGFUSE_TRACE_TAGS: Final = "langfuse.trace.tags"
+LANGFUSE_TRACE_METADATA: Final = "langfuse.trace.metadata"
+LANGFUSE_TRACE_METADATA_PREFIX: Final = "langfuse.trace.metadata."
+LANGFUSE_USER_ID: Final = "langfuse.user.id"
+LANGFUSE_SESSION_ID: Final = "langfuse.session.id"
+LANGFUSE_PROMPT_NAME: Final = "langfuse.observation.prompt.name"
+LANGFUSE_PROMPT_VERSION: Final = "langfuse.observation.prompt.version"
 
 # --- Google Gemini (google-genai): provider names and usage ----------------------------------------------
 #: gen_ai.provider.name of the Gemini Developer API (AI Studio keys) and of Vertex AI, as the conventions name them.

@@ -28,6 +28,12 @@ SPANFOLD: Final = vendor("spanfold")
 #: OpenInference's span attributes, the ones Arize Phoenix and Langfuse show a span's input and output from.
 OPENINFERENCE: Final = vendor("OpenInference (read by Arize Phoenix and Langfuse)")
 
+#: Langfuse's trace-level names, as its own SDKs' ``propagate_attributes`` writes them.
+LANGFUSE: Final = vendor("Langfuse (its SDKs' propagate_attributes)")
+#: ``user.id``: OpenTelemetry's general registry (not referenced by the GenAI spans at the pinned commit); what
+#: OpenInference's ``using_user`` writes and Arize Phoenix and Langfuse read.
+USER: Final = vendor("OpenTelemetry's general registry (user.id), not the GenAI one; read by Phoenix and Langfuse")
+
 #: A model call's cost, as open-telemetry/semantic-conventions-genai pull request 443 proposes (not in the registry at
 #: the pinned commit).
 PROPOSED_COST: Final = vendor("spanfold, as semantic-conventions-genai pull request 443 proposes gen_ai.usage.cost.*")
@@ -104,7 +110,19 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.OPENAI_AGENTS_HANDOFF_TO: vendor("OpenAI Agents SDK (a handoff's target agent; no registry name)"),
     n.OPENAI_AGENTS_WORKFLOW_NAME: vendor("OpenAI Agents SDK (RunConfig.workflow_name)"),
     n.OPENAI_AGENTS_TRACE_ID: vendor("OpenAI Agents SDK (its trace id)"),
+    # a run's context (spanfold.context), on every span started inside; gen_ai.conversation.id (above) for its session
+    n.USER_ID: USER,
+    n.OPENINFERENCE_SESSION_ID: OPENINFERENCE,
+    n.OPENINFERENCE_TAGS: OPENINFERENCE,
+    n.OPENINFERENCE_METADATA: OPENINFERENCE,
+    n.LANGFUSE_TRACE_TAGS: LANGFUSE,
+    n.PROMPT_NAME: r.GENAI,
+    n.PROMPT_VERSION: r.GENAI,
 }
+
+#: Attribute keys written as a prefix and a key of the application's -> the registry entry each follows
+#: (``langfuse.trace.metadata.<key>``: one per ``spanfold.context`` metadata key, with content capture on).
+ATTRIBUTE_PREFIXES: Final[Mapping[str, str]] = {n.LANGFUSE_TRACE_METADATA_PREFIX: LANGFUSE}
 
 #: Span event name -> the registry entry it follows.
 SPAN_EVENTS: Final[Mapping[str, str]] = {

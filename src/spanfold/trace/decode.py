@@ -31,6 +31,7 @@ from typing import Any
 
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import (
+    CONTEXT_KEYS,
     TIMESTAMP_INFERRED,
     Content,
     Message,
@@ -355,6 +356,7 @@ def _transcript_meta(rows: list[Any]) -> TraceMeta:
     }
     if facts.get("status") is not None:
         raw["status"] = facts["status"]
+    raw.update({key: facts[key] for key in CONTEXT_KEYS if facts.get(key) is not None})
     if first.get("transcript_cost_usd") is not None:
         raw["transcript_cost_usd"] = first["transcript_cost_usd"]
     meta = TraceMeta.from_dict({k: v for k, v in raw.items() if v is not None})

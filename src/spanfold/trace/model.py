@@ -266,6 +266,12 @@ class StepTime:
         )
 
 
+#: Who a run is for and what it belongs to (``spanfold.context``; read off other producers' spans too): the metadata
+#: keys, each written only when set: ``user_id`` and ``session_id`` (text), ``tags`` (a list of text), ``metadata``
+#: (an object), ``prompt`` (``{"name", "version"}``). In :attr:`TraceMeta.extra`; :meth:`TraceMeta.context`.
+CONTEXT_KEYS = ("user_id", "session_id", "tags", "metadata", "prompt")
+
+
 @dataclass(slots=True)
 class TraceMeta:
     """Trace-level facts, written beside the events (never inside them)."""
@@ -301,6 +307,10 @@ class TraceMeta:
     #: :class:`RunCost` record, :attr:`run_cost`; ``cost_usd``: its total in US dollars, AgentV's name, when every
     #: model call that reported tokens was priced), ...
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def context(self) -> dict[str, Any]:
+        """Who the run is for and what it belongs to, as its metadata states it (:data:`CONTEXT_KEYS` present)."""
+        return {key: self.extra[key] for key in CONTEXT_KEYS if self.extra.get(key) is not None}
 
     @property
     def run_cost(self) -> RunCost | None:

@@ -14,7 +14,10 @@ The messages are :func:`spanfold.trace.agentv.agentv_messages` (each tool's outp
 AgentV groups rows by ``test_id``; ``agentv eval run --transcript`` hands the N-th run to the N-th test of the eval
 file. A run's ``test_id`` is its agent's name and its trace id (``weather-4bf92f35...``; the trace id alone when the
 run has no agent name) unless the caller names it. The run-level fields (``transcript_token_usage``,
-``transcript_duration_ms``, ``transcript_cost_usd``) are on every row, as AgentV writes them, and only when known.
+``transcript_duration_ms``, ``transcript_cost_usd``) are on every row, as AgentV writes them, and only when known;
+who the run is for and what it belongs to (``user_id``, ``session_id``, ``tags``, ``metadata``, ``prompt``, when set)
+ride in ``source.metadata``, the row's run-level facts (``source.session_id`` stays the run's id: AgentV's one
+transcript per session).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def _source(trace: Trace) -> dict[str, Any]:
     if meta.start is not None:
         source["timestamp"] = meta.start
     facts = {"name": meta.name, "service": meta.service, "models": meta.models or None, "status": meta.status}
-    source["metadata"] = {k: v for k, v in facts.items() if v is not None}
+    source["metadata"] = {**{k: v for k, v in facts.items() if v is not None}, **meta.context()}
     return source
 
 

@@ -14,6 +14,10 @@ A run ended with an error (status ``error``) when a root agent span failed (an e
 (:attr:`~spanfold.exporter.runs.run.Run.status`), and the less complete of the two is the trace's
 (:func:`~spanfold.exporter.runs.run.worst`).
 
+Who the run is for and what it belongs to (``spanfold.context``, ``spanfold.agent``'s keywords, OpenInference's
+``using_session`` / ``using_user`` / ``using_tags`` / ``using_metadata``, Langfuse's ``propagate_attributes``), read
+off its spans: ``user_id``, ``session_id``, ``tags``, ``metadata``, ``prompt`` (:class:`_RunContext`), only those set.
+
 What the run cost (:mod:`~.cost`): ``cost`` (the total, by kind of token and by model, and how many model calls that
 reported tokens no price covers) and, when every one was priced in US dollars, ``cost_usd`` (the total, as AgentV
 names it); each model step's ``cost`` in ``steps``.
@@ -31,6 +35,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from spanfold import semconv
+from spanfold.codecs import jsonio
 from spanfold.exporter.fold.cost import Costs, annotate
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run, worst
@@ -193,31 +198,115 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     return meta
 
 
-#: The span attributes that name the end user, newest first (``enduser.id`` is the older convention's).
-_USER_ID_ATTRIBUTES: Final = (semconv.USER_ID, semconv.ENDUSER_ID)
+#: The span attributes that name the end user, newest first (``enduser.id`` is the older convention's; Langfuse's older
+#: SDKs' own name last).
+_USER_ID_ATTRIBUTES: Final = (semconv.USER_ID, semconv.ENDUSER_ID, semconv.LANGFUSE_USER_ID)
+#: The span attributes that name the session (OpenInference's, which Langfuse reads too; Langfuse's older name).
+_SESSION_ID_ATTRIBUTES: Final = (semconv.OPENINFERENCE_SESSION_ID, semconv.LANGFUSE_SESSION_ID)
+_TAG_ATTRIBUTES: Final = (semconv.OPENINFERENCE_TAGS, semconv.LANGFUSE_TRACE_TAGS)
+_METADATA_ATTRIBUTES: Final = (semconv.OPENINFERENCE_METADATA, semconv.LANGFUSE_TRACE_METADATA)
+_PROMPT_ATTRIBUTES: Final = (
+    (semconv.PROMPT_NAME, semconv.PROMPT_VERSION),
+    (semconv.LANGFUSE_PROMPT_NAME, semconv.LANGFUSE_PROMPT_VERSION),
+)
 
 
-def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str, str]:
-    """The run's root agent span (``root_span_id``), the conversation the run belongs to and its end user, as the
-    application or framework named them
-    (``conversation_id``: the earliest root agent's ``gen_ai.conversation.id``, else the first span that carries one;
-    ``user_id``), so runs can be grouped by session and user. Nothing is made up: absent, not written."""
-    out: dict[str, str] = {}
+def _first_text(attrs: Any, keys: tuple[str, ...]) -> str | None:
+    return next((attrs[k] for k in keys if isinstance(attrs.get(k), str) and attrs[k]), None)
+
+
+class _RunContext:
+    """Who a run is for and what it belongs to, as its spans say (``spanfold.context`` writes them; OpenInference's
+    ``using_*`` and Langfuse's ``propagate_attributes`` too), gathered over the spans in the order they started: the
+    first span that names a user, a session or a prompt names the run's (the outermost context: the run's own);
+    tags add up (no repeats, in order); each metadata key is the first span's that states it."""
+
+    __slots__ = ("_parsed", "metadata", "prompt", "session_id", "tags", "user_id")
+
+    def __init__(self) -> None:
+        self.user_id: str | None = None
+        self.session_id: str | None = None
+        self.tags: list[str] = []
+        self.metadata: dict[str, Any] = {}
+        self.prompt: dict[str, str] | None = None
+        self._parsed: dict[str, Any] = {}  # JSON text -> its value: every span of a context carries the same text
+
+    def _json(self, text: str) -> Any:
+        if text not in self._parsed:
+            try:
+                self._parsed[text] = jsonio.loads(text)
+            except ValueError:
+                self._parsed[text] = None
+        return self._parsed[text]
+
+    def read(self, attrs: Any) -> None:
+        if self.user_id is None:
+            self.user_id = _first_text(attrs, _USER_ID_ATTRIBUTES)
+        if self.session_id is None:
+            self.session_id = _first_text(attrs, _SESSION_ID_ATTRIBUTES)
+        if self.prompt is None:
+            for name_key, version_key in _PROMPT_ATTRIBUTES:
+                name = attrs.get(name_key)
+                if isinstance(name, str) and name:
+                    version = attrs.get(version_key)
+                    self.prompt = {"name": name}
+                    if isinstance(version, (str, int)) and not isinstance(version, bool) and version != "":
+                        self.prompt["version"] = str(version)
+                    break
+        for key in _TAG_ATTRIBUTES:
+            tags = attrs.get(key)
+            if isinstance(tags, str):  # a producer that writes the list as JSON text
+                tags = self._json(tags)
+            if isinstance(tags, (list, tuple)):
+                self.tags.extend(t for t in tags if isinstance(t, str) and t and t not in self.tags)
+        found = False
+        for key in _METADATA_ATTRIBUTES:
+            raw = attrs.get(key)
+            value = self._json(raw) if isinstance(raw, str) else None
+            if isinstance(value, dict):
+                found = True
+                for name, item in value.items():
+                    self.metadata.setdefault(str(name), item)
+        if not found:  # Langfuse's SDKs: one attribute per key (spanfold writes the JSON too: read once, above)
+            prefix = semconv.LANGFUSE_TRACE_METADATA_PREFIX
+            for key, item in attrs.items():
+                if key.startswith(prefix) and len(key) > len(prefix):
+                    self.metadata.setdefault(key[len(prefix) :], item)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.user_id is not None:
+            out["user_id"] = self.user_id
+        if self.session_id is not None:
+            out["session_id"] = self.session_id
+        if self.tags:
+            out["tags"] = self.tags
+        if self.metadata:
+            out["metadata"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.metadata.items()}
+        if self.prompt is not None:
+            out["prompt"] = self.prompt
+        return out
+
+
+def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str, Any]:
+    """The run's root agent span (``root_span_id``), the conversation the run belongs to, and who it is for and what
+    it belongs to, as the application or framework named them: ``conversation_id`` (the earliest root agent's
+    ``gen_ai.conversation.id``, else the first span that carries one), ``user_id``, ``session_id``, ``tags``,
+    ``metadata``, ``prompt`` (``{"name", "version"}``): :class:`_RunContext`. So runs can be grouped by session, user,
+    tag and prompt. Nothing is made up: absent, not written."""
+    out: dict[str, Any] = {}
     if roots:  # the run's root span, where a backend shows what is said of the whole run (a check's outcome)
         out["root_span_id"] = span_hex(min(roots, key=lambda a: (a.start_ns, a.span_id)).span_id)
     named = [a for a in roots if a.conversation_id]
     if named:
         out["conversation_id"] = min(named, key=lambda a: (a.start_ns, a.span_id)).conversation_id or ""
+    context = _RunContext()
     for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)):
         attrs = record.attributes
         if "conversation_id" not in out and isinstance(attrs.get(semconv.CONVERSATION_ID), str):
             out["conversation_id"] = attrs[semconv.CONVERSATION_ID]
-        if "user_id" not in out:
-            user = next((attrs[k] for k in _USER_ID_ATTRIBUTES if isinstance(attrs.get(k), str)), None)
-            if user:
-                out["user_id"] = user
-        if "conversation_id" in out and "user_id" in out:
-            break
+        context.read(attrs)
+    out.update(context.to_dict())
     return out
 
 

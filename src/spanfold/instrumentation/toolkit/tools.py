@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -19,6 +19,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
+from spanfold.api.context import Prompt, Scalar
+from spanfold.api.context import context as run_context
 from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import asked, conversations, shown
@@ -437,14 +439,35 @@ class agent:
     * ``traceparent``: a W3C ``traceparent`` header (``00-<trace id>-<span id>-<flags>``) to start the run under, so
       it joins a trace begun elsewhere (an incoming request, a parent process); otherwise the current span, else the
       ``TRACEPARENT`` environment variable ``init()`` read, else a new trace.
+    * ``user_id``, ``session_id``, ``tags``, ``metadata``, ``prompt``: as :class:`spanfold.context` takes them (checked
+      alike), open around the run: on its span, every span inside it and its metadata line.
     """
 
-    def __init__(self, name: str, *, conversation_id: str | None = None, traceparent: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        conversation_id: str | None = None,
+        traceparent: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        tags: Iterable[str] | None = None,
+        metadata: Mapping[str, Scalar] | None = None,
+        prompt: Prompt | None = None,
+    ) -> None:
         self.name = name
         self.conversation_id = conversation_id
         self.traceparent = traceparent
+        given = (user_id, session_id, tags, metadata, prompt)
+        self._context = (
+            None
+            if all(v is None for v in given)
+            else run_context(user_id=user_id, session_id=session_id, tags=tags, metadata=metadata, prompt=prompt)
+        )
 
     def __enter__(self) -> agent:
+        if self._context is not None:  # before the span, which carries its values; a bound passed raises here
+            self._context.__enter__()
         try:
             attrs: dict[str, AttributeValue] = {
                 semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
@@ -484,6 +507,7 @@ class agent:
     ) -> None:
         stack = _OPEN_AGENTS.get()
         if not stack or stack[-1][0] is not self:  # entering failed, or exits out of order: nothing of ours is open
+            self._exit_context(exc_type, exc, tb)
             return
         _, span, token, run = stack[-1]
         _OPEN_AGENTS.set(stack[:-1])
@@ -495,6 +519,13 @@ class agent:
         except Exception as fault:
             counters.fault("agent.end", fault)
         end_span(span)
+        self._exit_context(exc_type, exc, tb)
+
+    def _exit_context(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._context is not None:
+            self._context.__exit__(exc_type, exc, tb)
 
     async def __aenter__(self) -> agent:
         return self.__enter__()
@@ -506,22 +537,27 @@ class agent:
 
     def __call__(self, fn: F) -> F:
         """Use as a decorator: each call of ``fn`` is one agent run (a fresh span per call)."""
-        name, conversation_id, traceparent = self.name, self.conversation_id, self.traceparent
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                async with agent(name, conversation_id=conversation_id, traceparent=traceparent):
+                async with self._fresh():
                     return await fn(*args, **kwargs)
 
             return run_async  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            with agent(name, conversation_id=conversation_id, traceparent=traceparent):
+            with self._fresh():
                 return fn(*args, **kwargs)
 
         return run  # type: ignore[return-value]
+
+    def _fresh(self) -> agent:
+        """An agent like this one, for one call of a decorated function (its context's values checked once)."""
+        fresh = agent(self.name, conversation_id=self.conversation_id, traceparent=self.traceparent)
+        fresh._context = self._context
+        return fresh
 
 
 # --- for instrumentors of frameworks that run tools themselves (LangChain, MCP, ...) ---------------------------------
