@@ -3,8 +3,10 @@ openai-v2``, latest experimental attributes, no agent span) exported over OTLP/H
 
 The fold decides for un-parented calls of other producers by the same rule as the source
 (:mod:`spanfold.stitching.evidence`): two users whose conversations open alike (one system prompt, "Hi", the same
-greeting back) are never merged, and a user's failed call never adopts another user's identical opening. A run whose
-history names one conversation still joins it.
+greeting back) are never merged, and a user's failed call never adopts another user's identical opening. The fold
+cannot see where a call was made, so a later call joins a conversation only on evidence no other user could bring (a
+tool-call id its model made, a response id, a conversation id): a plain chat's next turn, whose history a stored
+transcript could read alike, is a trace of its own, counted (``stitch_splits``, ``no_context``).
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def _run_users(endpoint: str) -> None:
             d: list[dict[str, Any]] = []
             assert _chat(client, d, "Hi there") == GREETING  # user D opens as C did: never C's retry
             _chat(client, d, "D goes on")
-            _chat(client, b, B_MORE)  # B's history extends B's own call alone: it joins
+            _chat(client, b, B_MORE)  # B's history is plain text: the fold cannot tell it from a stored transcript
     finally:
         provider.shutdown()
 
@@ -147,13 +149,14 @@ def test_users_who_open_alike_are_never_merged_by_the_fold(serve: Serve) -> None
     assert [t for t in texts if any(isinstance(x, str) and A_PRIVATE in x for x in t)] == [
         [SYSTEM, "Hi", GREETING, A_PRIVATE, f"Noted: {A_PRIVATE}"]
     ]
-    # B's later turn extends B's own call alone: one trace for B's two private turns
+    # B's later turn extends B's own call, by text alone: a trace of its own (what it was handed, then its turn)
     assert [t for t in texts if any(isinstance(x, str) and "B-987" in x for x in t)] == [
-        [SYSTEM, "Hi", GREETING, B_PRIVATE, f"Noted: {B_PRIVATE}", B_MORE, f"Noted: {B_MORE}"]
+        [SYSTEM, "Hi", GREETING, B_PRIVATE, f"Noted: {B_PRIVATE}"],
+        [SYSTEM, "Hi", GREETING, B_PRIVATE, f"Noted: {B_PRIVATE}", B_MORE, f"Noted: {B_MORE}"],
     ]
     # C's failed call is a trace of its own, with nobody else's messages in it; D's run is one trace
     (failed,) = [events for events in traces if any(e["role"] == "error" for e in events)]
     assert [e["role"] for e in failed] == ["system", "user", "error"]
     assert [e.get("content") for e in failed][:2] == [SYSTEM, "Hi there"]
     assert [t for t in texts if "D goes on" in t] == [[SYSTEM, "Hi there", GREETING, "D goes on", "Noted: D goes on"]]
-    assert len(traces) == 6  # A's and B's greetings, A's turn, B's turns, C's failure, D's run
+    assert len(traces) == 8  # A's and B's greetings, A's turn, B's two turns, C's failure, D's greeting and turn

@@ -205,8 +205,12 @@ def test_a_final_answer_waits_while_its_process_still_has_a_trace_buffered() -> 
     assembler = Assembler([written], config.load({"stitch_idle": 600}, environ={}), policy)
     first = [_text("user", "hi")]
     answer = [_text("assistant", "hello")]
-    assembler.add(_chat(1, first, answer, 1), 0.0)  # a final answer
-    assembler.add(_chat(2, [*first, *answer, _text("user", "and?")], [_text("assistant", "bye")], 2), 0.5)
+    one = _chat(1, first, answer, 1)
+    two = _chat(2, [*first, *answer, _text("user", "and?")], [_text("assistant", "bye")], 2)
+    for call in (one, two):  # the evidence that they are one run (their text alone is not: a stored chat reads alike)
+        call.attributes["gen_ai.conversation.id"] = "chat-1"
+    assembler.add(one, 0.0)  # a final answer
+    assembler.add(two, 0.5)
     assembler.expire(1.2)  # the first is folded and answered; the second (same process) still buffered
     assert written.traces == []
     assembler.expire(1.6)  # the second is folded: it continues the same run

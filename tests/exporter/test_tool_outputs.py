@@ -95,8 +95,9 @@ def test_ollama_outputs_pair_by_the_tool_they_name(spans: Spans) -> None:
         {**tool_msg(None, "64.4°F"), "name": "convert_temperature"},
         {**tool_msg(None, "sunny"), "name": "get_weather"},
     ]
-    spans.chat([user("Q")], [out])
-    spans.chat([user("Q"), out, *named], [assistant("Done.")])
+    with spans.agent("bot"):  # (calls without ids, un-parented, are one run only by where they were made)
+        spans.chat([user("Q")], [out])
+        spans.chat([user("Q"), out, *named], [assistant("Done.")])
     events = spans.one().to_invariant()
     weather, convert = calls_of(events)
     assert outputs_of(events) == [(convert, "64.4°F"), (weather, "sunny")]

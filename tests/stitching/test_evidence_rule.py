@@ -49,8 +49,38 @@ def test_a_history_held_by_one_conversation_joins_it() -> None:
     index: Index[Conv] = Index()
     a = Conv("a")
     answered(index, a, HI, HELLO)
-    decision = index.find([], history(*HI, *HELLO, text("user", "private A")))
+    decision = index.find([], history(*HI, *HELLO, text("user", "private A")), here=[a])
     assert decision.conversation is a and decision.split is None
+
+
+def test_in_the_fold_only_a_distinctive_history_joins() -> None:
+    """The fold (``here`` unknown) cannot tell the holder going on from anyone whose history reads alike (a user
+    resumed from a stored history): a history past a plain answer is a counted split; past an output whose tool-call
+    id no other conversation's model made, it joins."""
+    index: Index[Conv] = Index()
+    a, b = Conv("a"), Conv("b")
+    answered(index, a, HI, HELLO)
+    assert index.find([], history(*HI, *HELLO, text("user", "private"))).split == evidence.NO_CONTEXT
+    assert counters.snapshot()["stitch_splits.no_context"] == 1
+    asked = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_b1", "name": "f", "arguments": {}}]}]
+    origin = history(*HI)[-1]
+    outputs = evidence.history_prints(asked)
+    index.hold(b, evidence.made_keys(outputs)[0])
+    assert index.distinctive(evidence.made_keys(outputs))
+    index.hold(b, evidence.chain(origin, outputs)[-1])  # distinctive: no origin
+    result = [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_b1", "response": "1"}]}]
+    assert index.find([], history(*HI, *asked, *result)).conversation is b
+
+
+def test_in_the_fold_a_failed_calls_request_sent_again_is_a_counted_split() -> None:
+    """The fold holds the history a failed call sent (:func:`evidence.failed_key`): the same request again may be
+    its retry or another run's identical opening; it cannot tell, so it keeps it apart and counts the split."""
+    index: Index[Conv] = Index()
+    a = Conv("a")
+    index.hold(a, evidence.failed_key(history(*HI)[-1]))
+    assert index.find([], history(*HI)).split == evidence.NO_CONTEXT
+    assert index.find([], history(text("user", "Hello"))).split is None  # another request: nothing pointed
+    assert counters.snapshot()["stitch_splits"] == 1
 
 
 def test_a_history_two_conversations_hold_is_a_counted_split() -> None:
@@ -66,7 +96,7 @@ def test_a_history_two_conversations_hold_is_a_counted_split() -> None:
     assert index.find([], history(*HI, *HELLO, text("user", "x")), owner=b).conversation is b
     # once the other closes, the history names one again
     index.release(b, history(*HI, *HELLO)[-1])
-    assert index.find([], history(*HI, *HELLO, text("user", "x"))).conversation is a
+    assert index.find([], history(*HI, *HELLO, text("user", "x")), here=[a]).conversation is a
 
 
 def test_the_longest_history_decides_and_an_ambiguous_one_never_falls_back_to_a_shorter() -> None:
@@ -85,12 +115,12 @@ def test_a_twin_call_in_flight_makes_the_history_ambiguous() -> None:
     answered(index, a, HI, HELLO)
     origin = history(*HI)[-1]
     index.begin(origin, None)  # B's first call, in flight
-    assert index.find([], history(*HI, *HELLO, text("user", "x"))).split == evidence.IN_FLIGHT
+    assert index.find([], history(*HI, *HELLO, text("user", "x")), here=[a]).split == evidence.IN_FLIGHT
     index.begin(origin, a)  # a call of A's own with the same history is no twin of another run
     index.end(origin, None)
-    assert index.find([], history(*HI, *HELLO, text("user", "x"))).conversation is a
+    assert index.find([], history(*HI, *HELLO, text("user", "x")), here=[a]).conversation is a
     index.end(origin, a)
-    assert index.find([], history(*HI, *HELLO, text("user", "x"))).conversation is a
+    assert index.find([], history(*HI, *HELLO, text("user", "x")), here=[a]).conversation is a
 
 
 def test_a_list_of_another_conversation_conflicts_with_the_history() -> None:
@@ -177,7 +207,7 @@ def test_a_history_anyone_could_give_joins_only_from_its_own_context() -> None:
     later = history(*HI, *HELLO, text("user", "private"))
     assert index.find([], later, here=[a]).conversation is a
     assert index.find([], later, here=[]).split == evidence.NO_CONTEXT
-    assert index.find([], later).conversation is a  # the fold, which cannot know: the round-2 rule
+    assert index.find([], later).split == evidence.NO_CONTEXT  # the fold, which cannot know: no evidence there
 
 
 def test_a_runs_own_list_from_its_own_context_joins_it_when_nothing_else_does() -> None:

@@ -7,8 +7,9 @@ A conversation *holds* keys, each the evidence a later call of the same run brin
   ``previous_response_id``; the source names the endpoint too: ids are one server's, and test doubles and local
   servers number theirs from 1),
   ``("conversation", id)`` for the ``gen_ai.conversation.id`` its calls carry, ``("made", id)`` for a tool-call id
-  its model made, and at the source ``("retry", ...)``: the very request list of a call of its that failed, re-sent
-  from the same thread or asyncio task with the same history (a retry);
+  its model made, and at the source ``("retry", ...)``: the very request list (or Responses API input text) of a call
+  of its that failed, re-sent from the same thread or asyncio task with the same history (a retry); in the fold
+  ``("failed", origin)`` (:func:`failed_key`): the history a call of its failed with;
 * **histories** (ints): the chained hash (:func:`chain`) of a call's inputs followed by the first choice of its
   outputs. A later call whose input history starts with that is past the conversation's own model output. An output
   whose tool-call ids no other live conversation's model made (and this process never saw made twice) is
@@ -22,9 +23,11 @@ conversation only when the evidence names exactly one:
    continuation of it while the first stands is a fork, a trace of its own (``fork``);
 2. else the longest history the call's inputs extend, when exactly one live conversation holds it, no call still in
    flight could give another conversation that same history (:meth:`Index.begin`: a twin whose answer has not been
-   read yet, e.g. an identical greeting to another user; never for a distinctive history), and the request's own
+   read yet, e.g. an identical greeting to another user; never for a distinctive history), the request's own
    list (``owner``, the conversation that last sent this very list object from this execution context: the source
-   knows it, the fold does not) names no other conversation;
+   knows it, the fold does not) names no other conversation, and, for a history that is not distinctive (text
+   anyone's call could give, or a stored history could read), the holder's calls were made in this execution context
+   (``here``: known at the source only; the fold joins on distinctive histories alone);
 3. among several holders of that history, the one ``owner`` names (the same list object re-sent: one run's loop);
 4. no history at all: ``owner``, when its list changed since it last sent it (``changed``: the run trimmed or
    summarised its own list; the same list sent again unchanged is a new run asking the same).
@@ -36,7 +39,8 @@ evidence.
 Anything else starts a new conversation, and when evidence pointed at more than one the split is counted
 (``stitch_splits`` in :func:`spanfold.stats`, by reason): two users merged is a privacy breach, one run split in two
 a lesser fault. A failed call adds no history: equal text never makes a retry (another user's identical opening
-would pass for one); only the ``retry`` name does.
+would pass for one); only the ``retry`` name does (in the fold, which cannot tell, the failed call's request sent
+again is a counted split).
 
 Not thread-safe: the owner holds its lock around every call.
 """
@@ -58,7 +62,9 @@ AMBIGUOUS = "ambiguous"  # several live conversations hold the history it extend
 IN_FLIGHT = "in_flight"  # a call with the same history as the holder's is still in flight elsewhere
 CONFLICT = "conflict"  # its evidence (a name, a tool-call id, its request list) is held by another conversation too
 FORK = "fork"  # it continues a response another call already continued
-NO_CONTEXT = "no_context"  # a tool run without an id, not run where the call that asked for it was made
+#: evidence only the execution context (or the request's own list) could confirm, not seen there, or not seen at all
+#: (the fold): a tool run without an id, a history anyone's call could give, a failed call's request sent again
+NO_CONTEXT = "no_context"
 
 
 def seed(system_parts: Any) -> int:
@@ -81,6 +87,13 @@ def chain(start: int, prints: Iterable[Fingerprint]) -> list[int]:
 def history_prints(messages: Iterable[Any]) -> list[Fingerprint]:
     """The fingerprints of parsed semconv messages, in order."""
     return [fp for message in messages for fp in message_prints(message)]
+
+
+def failed_key(origin: int) -> Hashable:
+    """The name a failed call's conversation holds in the fold: a later call sending the very same history (its
+    inputs' chained hash, ``origin``) may be its retry or another run's identical request; the fold, which sees
+    neither the request's list nor where it was sent, keeps it apart and counts the split (:meth:`Index.find`)."""
+    return ("failed", origin)
 
 
 def made_keys(outputs: Iterable[Fingerprint]) -> list[Hashable]:
@@ -224,13 +237,17 @@ class Index(Generic[C]):
             origin = self._origins.get(h)
             if origin is None:  # a distinctive history: only its holder's model could have made it
                 return decision
-            if here is not None and not any(c is conv for c in here):  # text another call could give, sent elsewhere
-                return self._split(NO_CONTEXT)
+            if here is None or not any(c is conv for c in here):  # text another call could give, sent elsewhere
+                return self._split(NO_CONTEXT)  # (the fold: from where, nobody knows; a stored history reads alike)
             pending = self._pending.get(origin)
             if pending and any(w != id(conv) for w in pending):
                 return self._split(IN_FLIGHT)
             return decision
-        return Decision(owner if changed else None)  # no history it extends: its own list, trimmed or summarised
+        if changed:  # no history it extends: its own list, trimmed or summarised
+            return Decision(owner)
+        if history and self._holders.get(failed_key(history[-1])):  # a failed call's very request, sent again
+            return self._split(NO_CONTEXT)
+        return Decision(None)
 
     def unclaim(self, key: Hashable) -> None:
         """The call that continued the response ``key`` failed: a retry may continue it."""

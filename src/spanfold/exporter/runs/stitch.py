@@ -6,10 +6,10 @@ Calls and tool runs whose run the source decided (:mod:`spanfold.instrumentation
 so: ``spanfold.stitched``) carry their run's trace id, and a call the source kept apart has a trace of its own: the
 stitcher follows those trace ids and decides nothing for them. Other producers' un-parented calls are decided here: a
 call joins the one live conversation its evidence names (a ``previous_response_id`` of one of its responses, its
-``gen_ai.conversation.id``, or a history past one of its model outputs that no other live conversation holds); a tool
-span joins the conversation waiting on its call id, or, without an id, the conversation that has waited longest on a
-call with its name and arguments (else its name): each waiting call takes one tool run, so concurrent runs making
-the same call get one each (:mod:`~spanfold.stitching.pairing`, the unit the fold pairs tool results with). Lookups are
+``gen_ai.conversation.id``, or a *distinctive* history past one of its model outputs: one whose tool-call ids no other
+live conversation's model made; text anyone's call could give, or a stored history could read, is no evidence here,
+where nobody knows which thread sent it: a counted split); a tool span joins the conversation waiting on its call id
+when exactly one does, and without an id none (:func:`~spanfold.stitching.evidence.tool_call`). Lookups are
 hashes, never a comparison with every open conversation.
 
 A conversation whose latest call gave a final answer (outputs, none of them a tool call, no error) is *answered*: the
@@ -177,6 +177,8 @@ class Stitcher:
             origin = history[-1] if history else evidence.seed(step.system_instructions)
             if step.error is None:  # a failed call adds no history: equal text is no retry
                 self._live.answered(conv, origin, evidence.history_prints(outs))
+            elif history:  # its request sent again is its retry or another run's: a counted split, never a join
+                self._live.hold(conv, evidence.failed_key(origin))
             if step.response_id is not None:
                 self._live.hold(conv, ("response", step.response_id))
             if step.conversation_id is not None:

@@ -101,6 +101,10 @@ def _caller() -> Hashable:
     return task if task is not None else threading.get_ident()
 
 
+#: The object a request's history is in (:func:`request_list`): its identity is evidence.
+Sent = list[Any] | str
+
+
 class Conversation:
     """One stitched run: the context its later calls start in, its keys, the tool calls it waits on, and the request
     list its latest call sent."""
@@ -134,7 +138,7 @@ class Conversation:
         self.asking = False
         #: The request list its latest call sent (kept: its id is the identity evidence), and the retry key of its
         #: latest call when that failed.
-        self.sent: list[Any] | None = None
+        self.sent: Sent | None = None
         self.sent_origin = 0  # the history it held then (a list re-sent unchanged is no run's trimmed list)
         self.retry: Hashable | None = None
 
@@ -167,7 +171,7 @@ class Conversation:
         return self._context
 
 
-def _retry_key(sent: list[Any], caller: Hashable, origin: int) -> Hashable:
+def _retry_key(sent: Sent, caller: Hashable, origin: int) -> Hashable:
     """The name a failed call leaves for its retry: the very list, from the same caller, with the same history."""
     return ("retry", id(sent), caller, origin)
 
@@ -183,7 +187,7 @@ class Turn:
         conversation: Conversation | None,
         origin: int,
         names: list[Hashable],
-        sent: list[Any] | None,
+        sent: Sent | None,
     ) -> None:
         self._owner = owner
         self.conversation = conversation
@@ -233,11 +237,12 @@ def _parsed(value: Any) -> list[Any]:
     return parsed if isinstance(parsed, list) else []
 
 
-def request_list(request: Mapping[str, Any]) -> list[Any] | None:
-    """The list object holding a request's history (``messages``, ``input``, ``contents``), when it is one."""
+def request_list(request: Mapping[str, Any]) -> Sent | None:
+    """The object holding a request's history (``messages``, ``input``, ``contents``): its list, or the text a
+    Responses API ``input`` (a ``contents``) is given as, whose very object a retry sends again too."""
     for key in ("messages", "input", "contents"):
         value = request.get(key)
-        if type(value) is list:
+        if type(value) is list or type(value) is str:
             return value
     return None
 
@@ -289,7 +294,7 @@ class Conversations:
 
     # --- the calling thread ------------------------------------------------------------------------------
 
-    def turn(self, attrs: Mapping[str, Any], sent: list[Any] | None = None) -> Turn:
+    def turn(self, attrs: Mapping[str, Any], sent: Sent | None = None) -> Turn:
         """Where an un-parented model call with these request attributes (capture on, no redaction) belongs;
         ``sent``: the list object the request's history is in (:func:`request_list`)."""
         seed = _seed(attrs.get(semconv.SYSTEM_INSTRUCTIONS))
@@ -325,7 +330,7 @@ class Conversations:
         contexts.remember(here, turn)
         return turn
 
-    def _owner_of(self, sent: list[Any] | None, here: tuple[contexts.Placed, ...]) -> Conversation | None:
+    def _owner_of(self, sent: Sent | None, here: tuple[contexts.Placed, ...]) -> Conversation | None:
         """The open conversation whose latest call sent the very list ``sent``, when that call was made in this
         execution context (a list object two users' code shares, a constant, names no one)."""
         if sent is None:
@@ -420,7 +425,7 @@ class Conversations:
                 self._touch(conv)
             return conv
 
-    def _remember_sent(self, conv: Conversation, sent: list[Any] | None) -> None:
+    def _remember_sent(self, conv: Conversation, sent: Sent | None) -> None:
         if conv.sent is not None and conv.sent is not sent and self._sent.get(id(conv.sent)) is conv:
             del self._sent[id(conv.sent)]
         conv.sent = sent
