@@ -16,50 +16,12 @@ from agent_framework import Agent, WorkflowBuilder
 from agent_framework.observability import disable_instrumentation, enable_instrumentation
 from agent_framework.openai import OpenAIChatCompletionClient
 
-from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced, traced_into
 from ..semconv.names_check import unlisted
+from .weather import ANSWER, WEATHER_RUN, convert_temperature, get_weather
 
-
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    if city == "Atlantis":
-        raise ValueError(f"no forecast for {city}")
-    return scenarios.get_weather(city)
-
-
-def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
-    """Convert a temperature in degrees Celsius to another unit."""
-    return scenarios.convert_temperature(celsius, to)
-
-
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-ANSWER = "Here is the weather: Paris: 18°C, sunny; Tokyo: 24°C, cloudy. In Fahrenheit: 18°C is 64.4°F."
-WEATHER_RUN = [
-    {"role": "system", "content": WEATHER.system},
-    {"role": "user", "content": WEATHER.question},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            call("call_mock_1", "get_weather", {"city": "Paris"}),
-            call("call_mock_2", "get_weather", {"city": "Tokyo"}),
-        ],
-    },
-    {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"},
-    {"role": "tool", "content": "Tokyo: 24°C, cloudy", "tool_call_id": "call_mock_2"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [call("call_mock_3", "convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
-    },
-    {"role": "tool", "content": "18°C is 64.4°F", "tool_call_id": "call_mock_3"},
-    {"role": "assistant", "content": ANSWER},
-]
 STEPS = ["model", "tool", "tool", "model", "tool", "model"]
 
 

@@ -14,24 +14,13 @@ from agno.models.openai import OpenAIChat
 from agno.team import Team
 
 import spanfold
-from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent
 
 from ..conftest import Traced
 from .helpers import folded
+from .weather import convert_temperature, get_weather
 
 NAME = "weather-bot"
-
-
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    if city == "Atlantis":
-        raise ValueError(f"no forecast for {city}")
-    return scenarios.get_weather(city)
-
-
-def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
-    """Convert a temperature in degrees Celsius to another unit."""
-    return scenarios.convert_temperature(celsius, to)
 
 
 def chat(server: MockLLMServer) -> OpenAIChat:

@@ -22,27 +22,15 @@ from autogen_core.models import ModelInfo
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 
 import spanfold
-from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced
 from ..semconv.names_check import unlisted
 from .helpers import folded
+from .weather import ANSWER, FIRST_STEP, QUESTION, SYSTEM, WEATHER_RUN, call, convert_temperature, get_weather
 
 MODEL = "weather-model"
 INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family="unknown", structured_output=False)
-ANSWER = "Here is the weather: Paris: 18°C, sunny; Tokyo: 24°C, cloudy. In Fahrenheit: 18°C is 64.4°F."
-
-
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    if city == "Atlantis":
-        raise ValueError(f"no forecast for {city}")
-    return scenarios.get_weather(city)
-
-
-def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
-    """Convert a temperature in degrees Celsius to another unit."""
-    return scenarios.convert_temperature(celsius, to)
 
 
 def client(server: MockLLMServer) -> OpenAIChatCompletionClient:
@@ -55,40 +43,6 @@ def weather_agent(server: MockLLMServer, name: str = "weather_agent", **kwargs: 
     kwargs.setdefault("tools", [get_weather, convert_temperature])
     kwargs.setdefault("system_message", WEATHER.system)
     return AssistantAgent(name, model_client=client(server), **kwargs)
-
-
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-SYSTEM = {"role": "system", "content": WEATHER.system}
-QUESTION = {"role": "user", "content": WEATHER.question}
-#: The first model step's calls and their outputs.
-FIRST_STEP = [
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            call("call_mock_1", "get_weather", {"city": "Paris"}),
-            call("call_mock_2", "get_weather", {"city": "Tokyo"}),
-        ],
-    },
-    {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"},
-    {"role": "tool", "content": "Tokyo: 24°C, cloudy", "tool_call_id": "call_mock_2"},
-]
-#: The whole weather run, three model steps.
-WEATHER_RUN = [
-    SYSTEM,
-    QUESTION,
-    *FIRST_STEP,
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [call("call_mock_3", "convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
-    },
-    {"role": "tool", "content": "18°C is 64.4°F", "tool_call_id": "call_mock_3"},
-    {"role": "assistant", "content": ANSWER},
-]
 
 
 def spans_named(global_spans: Any, prefix: str) -> list[Any]:

@@ -19,28 +19,19 @@ from crewai import LLM, Agent, Crew, Task
 from crewai.tools import tool
 
 import spanfold
-from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
+from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced
+from . import weather
 from .helpers import folded
+from .weather import ANSWER
 
 ROLE = "Weather reporter"
 CREW = "weather-crew"
-ANSWER = "Here is the weather: Paris: 18°C, sunny; Tokyo: 24°C, cloudy. In Fahrenheit: 18°C is 64.4°F."
 
 
-@tool("get_weather")
-def get_weather(city: str) -> str:
-    """Get the current weather in a city."""
-    if city == "Atlantis":
-        raise ValueError(f"no forecast for {city}")
-    return scenarios.get_weather(city)
-
-
-@tool("convert_temperature")
-def convert_temperature(celsius: float, to: str = "fahrenheit") -> str:
-    """Convert a temperature in degrees Celsius to another unit."""
-    return scenarios.convert_temperature(celsius, to)
+get_weather = tool("get_weather")(weather.get_weather)
+convert_temperature = tool("convert_temperature")(weather.convert_temperature)
 
 
 def llm(server: MockLLMServer) -> LLM:
@@ -58,39 +49,13 @@ def weather_crew(server: MockLLMServer) -> Crew:
     return Crew(agents=[agent], tasks=[task], name=CREW)
 
 
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-#: The weather run after CrewAI's own system and user messages.
-WEATHER_STEPS = [
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            call("call_mock_1", "get_weather", {"city": "Paris"}),
-            call("call_mock_2", "get_weather", {"city": "Tokyo"}),
-        ],
-    },
-    {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"},
-    {"role": "tool", "content": "Tokyo: 24°C, cloudy", "tool_call_id": "call_mock_2"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [call("call_mock_3", "convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
-    },
-    {"role": "tool", "content": "18°C is 64.4°F", "tool_call_id": "call_mock_3"},
-    {"role": "assistant", "content": ANSWER},
-]
-
-
 def assert_weather_trace(events: list[dict[str, Any]]) -> None:
     assert events[0] == {
         "role": "system",
         "content": f"You are {ROLE}. You know weather.\nYour personal goal is: Report the weather",
     }
     assert events[1]["role"] == "user" and WEATHER.question in events[1]["content"]
-    assert events[2:] == WEATHER_STEPS
+    assert events[2:] == weather.WEATHER_STEPS
 
 
 def spans_named(global_spans: Any, prefix: str) -> list[Any]:
@@ -142,7 +107,7 @@ def test_an_agent_on_its_own_is_one_trace_named_after_its_role(traced: Traced, g
     with MockLLMServer(WEATHER.replies) as server:
         assert str(reporter(server).kickoff(WEATHER.question)) == ANSWER
     events = traced.one()
-    assert events[2:] == WEATHER_STEPS
+    assert events[2:] == weather.WEATHER_STEPS
     assert traced.metas()[0]["metadata"]["name"] == ROLE
     assert [s.name for s in spans_named(global_spans, "invoke_agent")] == [f"invoke_agent {ROLE}"]
 

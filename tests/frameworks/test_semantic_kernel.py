@@ -20,47 +20,20 @@ from semantic_kernel.functions import kernel_function
 from semantic_kernel.utils.telemetry.agent_diagnostics import decorators as agent_diagnostics
 from semantic_kernel.utils.telemetry.model_diagnostics import decorators as model_diagnostics
 
-from spanfold.testing import WEATHER, MockLLMServer, scenarios
+from spanfold.testing import WEATHER, MockLLMServer
 
 from ..conftest import Traced, traced_into
+from .weather import ANSWER, WEATHER_RUN, convert_temperature, get_weather
 
 
 class Weather:
     @kernel_function(description="Get the current weather in a city.")
     def get_weather(self, city: str) -> str:
-        return scenarios.get_weather(city)
+        return get_weather(city)
 
     @kernel_function(description="Convert a temperature in degrees Celsius to another unit.")
     def convert_temperature(self, celsius: float, to: str = "fahrenheit") -> str:
-        return scenarios.convert_temperature(celsius, to)
-
-
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-ANSWER = "Here is the weather: Paris: 18°C, sunny; Tokyo: 24°C, cloudy. In Fahrenheit: 18°C is 64.4°F."
-WEATHER_RUN = [
-    {"role": "system", "content": WEATHER.system},
-    {"role": "user", "content": WEATHER.question},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            call("call_mock_1", "get_weather", {"city": "Paris"}),
-            call("call_mock_2", "get_weather", {"city": "Tokyo"}),
-        ],
-    },
-    {"role": "tool", "content": "Paris: 18°C, sunny", "tool_call_id": "call_mock_1"},
-    {"role": "tool", "content": "Tokyo: 24°C, cloudy", "tool_call_id": "call_mock_2"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [call("call_mock_3", "convert_temperature", {"celsius": 18, "to": "fahrenheit"})],
-    },
-    {"role": "tool", "content": "18°C is 64.4°F", "tool_call_id": "call_mock_3"},
-    {"role": "assistant", "content": ANSWER},
-]
+        return convert_temperature(celsius, to)
 
 
 @pytest.fixture(params=["spanfolds", "own_spans"])
