@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.invocations.agent_runs import AsyncContextRun, ContextRun
+from spanfold.instrumentation.invocations.agent_runs import AsyncContextRun, ContextRun, called_in
 from spanfold.instrumentation.toolkit import shown
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
@@ -134,14 +134,7 @@ def _wrapper(proxy: type[ContextRun | AsyncContextRun]) -> Callable[[Tracer, Run
             if opened is None:
                 return wrapped(*args, **kwargs)
             state, context = opened
-            token = otel_context.attach(context)  # a subclass's stream that is not a generator runs here
-            try:
-                stream = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                state.finish(exc)
-                raise
-            finally:
-                otel_context.detach(token)
+            stream = called_in(context, state, wrapped, args, kwargs)  # a subclass's stream not a generator runs now
             return proxy(stream, state, context)
 
         return wrapper

@@ -24,13 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.invocations import tool_runs
-from spanfold.instrumentation.invocations.agent_runs import in_agent_run, open_run
+from spanfold.instrumentation.invocations.agent_runs import called_in, in_agent_run, open_run
 from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
@@ -66,21 +65,16 @@ def _end_with(handler: Any, state: StreamState) -> None:
 
 def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        opened = None
         try:
-            if in_agent_run():
-                return wrapped(*args, **kwargs)
-            state, context = open_run(tracer, rt, _name(instance), "llama_index.run")
+            if not in_agent_run():
+                opened = open_run(tracer, rt, _name(instance), "llama_index.run")
         except Exception as exc:
             counters.fault("llama_index.run_start", exc)
+        if opened is None:
             return wrapped(*args, **kwargs)
-        token = otel_context.attach(context)
-        try:
-            handler = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            state.finish(exc)
-            raise
-        finally:
-            otel_context.detach(token)
+        state, context = opened
+        handler = called_in(context, state, wrapped, args, kwargs)
         try:
             _end_with(handler, state)
         except Exception as exc:

@@ -136,6 +136,25 @@ async def _awaited(
     return result
 
 
+def called_in(
+    context: otel_context.Context,
+    state: StreamState,
+    wrapped: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """``wrapped(*args, **kwargs)`` with ``context`` current; what it raises ends the run's span, failed, and is
+    raised unchanged. What it returns is the caller's to follow (a coroutine, a stream, a framework's handler)."""
+    token = otel_context.attach(context)
+    try:
+        return wrapped(*args, **kwargs)
+    except BaseException as exc:
+        state.finish(exc)
+        raise
+    finally:
+        otel_context.detach(token)
+
+
 def traced_run(
     wrapped: Callable[..., Any],
     args: tuple[Any, ...],
@@ -148,14 +167,7 @@ def traced_run(
     """``wrapped(*args, **kwargs)`` run in ``context``, its result handed back as the module doc says. ``failed``:
     ``(error.type, message)`` of a returned result that reports a failure (a framework that returns its errors),
     the span's error; ``answered``: the attributes a result (returned or awaited) sets on the span."""
-    token = otel_context.attach(context)
-    try:
-        result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        state.finish(exc)
-        raise
-    finally:
-        otel_context.detach(token)
+    result = called_in(context, state, wrapped, args, kwargs)
     try:
         if inspect.iscoroutine(result):
             return _awaited(result, state, context, answered)
