@@ -59,8 +59,8 @@ def calling_thread() -> list[tuple[str, float]]:
     from spanfold.content.runtime import Runtime
     from spanfold.instrumentation.providers.openai import chat as openai_chat
     from spanfold.instrumentation.toolkit import attributes
-    from spanfold.instrumentation.toolkit.conversations import Conversations
     from spanfold.instrumentation.toolkit.spans import ModelSpan
+    from spanfold.stitching.conversations import Conversations
 
     rt = Runtime(capture_content=True)
 
@@ -113,9 +113,9 @@ def calling_thread() -> list[tuple[str, float]]:
 def in_process(calls: int) -> dict[str, float]:
     """The calling thread's pieces timed inside the real process (sync calls of the workload, spanfold set up as
     ``spanfold.init()`` does): CPU µs per call, the timers' own cost taken off. Patches spanfold: run it last."""
-    from spanfold.instrumentation.providers.openai import instrumentor as sf_openai
-    from spanfold.instrumentation.toolkit import conversations
+    from spanfold.instrumentation.providers.openai import patches as sf_openai
     from spanfold.instrumentation.toolkit.spans import ModelSpan
+    from spanfold.stitching import conversations
 
     totals: dict[str, int] = {}
 

@@ -34,7 +34,7 @@ from opentelemetry.trace import SpanContext, set_tracer_provider
 
 import spanfold
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, run_agent, scenarios
 
 

@@ -58,7 +58,7 @@ def recorded(provider: Any = None) -> Iterator[Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
     provider = provider if provider is not None else TracerProvider()
     memory = InMemorySpanExporter()

@@ -31,9 +31,9 @@ def rows() -> list[tuple[str, float, float]]:
 
     from spanfold.content.runtime import Runtime
     from spanfold.instrumentation.providers.openai import chat as openai_chat
-    from spanfold.instrumentation.providers.openai import instrumentor as sf_openai
+    from spanfold.instrumentation.providers.openai import patches as sf_openai
     from spanfold.instrumentation.toolkit.calls import _Classifier, server_of
-    from spanfold.instrumentation.toolkit.reading import messages as m
+    from spanfold.instrumentation.toolkit.reading import fields as m
     from spanfold.instrumentation.toolkit.reading.history import History
 
     rt = Runtime(capture_content=True)

@@ -379,7 +379,7 @@ def setup_spanfold_serve() -> None:
     """The out-of-process fold: spanfold's instrumentation in the app, spans exported over OTLP to ``spanfold serve``
     (which folds and writes; its CPU is not the app's)."""
     from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=_otlp_provider(), runtime=Runtime(capture_content=True))
 

@@ -100,7 +100,7 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
 def _fresh_conversations() -> None:
     """Each test starts with no zero-code conversation open: the mock server's call ids repeat from one test to the
     next, so a run of one test could extend a run of the last (as two identical runs of one process may)."""
-    from spanfold.instrumentation.toolkit import conversations
+    from spanfold.stitching import conversations
 
     if conversations.active() is not None:
         conversations.activate(conversations.from_environment())

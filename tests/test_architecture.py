@@ -16,7 +16,12 @@ GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.con
           "spanfold.api.context", "spanfold.api.processor")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold.demo", "spanfold.commands",
-         "spanfold.cli", "spanfold.checks", "spanfold.ui", "spanfold.run_report")  # fmt: skip
+         "spanfold.cli", "spanfold.checks", "spanfold.ui", "spanfold.run_report",
+         # the public API's decorators, over the instrumentation's tool spans
+         "spanfold.api.tool", "spanfold.api.agent")  # fmt: skip
+#: The source's stitching state (the process's conversations, the tool calls its runs asked): the exporter folds spans
+#: from any process and must never read this one's.
+SOURCE_STATE = ("spanfold.stitching.conversations", "spanfold.stitching.asked")
 #: Each half's floors, lowest first: a floor imports only the floors below it (and modules of its own).
 INSTRUMENTATION_FLOORS = (
     ("spanfold.instrumentation.toolkit",),
@@ -109,6 +114,8 @@ def test_floors() -> None:
                 problems.append(f"{module} imports {target}")
             if _under(module, ("spanfold.exporter",)) and _under(target, ("spanfold.instrumentation", *ABOVE)):
                 problems.append(f"{module} imports {target}")
+            if _under(module, ("spanfold.exporter",)) and _under(target, SOURCE_STATE):
+                problems.append(f"{module} reads the source's stitching state {target}")
     assert problems == []
 
 

@@ -34,8 +34,9 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from spanfold import counters as _counters
+from spanfold.api.agent import agent
 from spanfold.api.context import context
-from spanfold.instrumentation.toolkit.tools import agent, tool
+from spanfold.api.tool import tool
 from spanfold.version import __version__
 
 if TYPE_CHECKING:  # the SDK-side modules load on first init(), not on import

@@ -29,7 +29,7 @@ from spanfold.content.redaction import from_option
 from spanfold.exporter.files.writers import MemoryWriter, report_unwritten, writers_for
 from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.instrumentation import registry
-from spanfold.instrumentation.toolkit import asked, conversations
+from spanfold.stitching import asked, conversations
 from spanfold.trace.model import Trace
 
 logger = logging.getLogger("spanfold")

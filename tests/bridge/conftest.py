@@ -18,7 +18,7 @@ import spanfold
 from spanfold.content.runtime import Runtime
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.records import from_readable
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, run_agent, scenarios
 
 #: The weather agent's folded trace, role by role (two parallel get_weather calls, then convert_temperature).
@@ -68,7 +68,7 @@ def run_weather_agent(provider: Any, agent: str | None = "bridge-bot", *, source
     and tool run is its own trace (as another producer makes them) unless ``source_stitch``."""
     import openai
 
-    from spanfold.instrumentation.toolkit import conversations
+    from spanfold.stitching import conversations
 
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))

@@ -14,7 +14,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.exporter.fold.folding import fold
 from spanfold.exporter.otlp.json_in import decode_request
 from spanfold.exporter.records import SpanRecord, from_readable
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.trace.model import Trace
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings" / "frameworks"

@@ -264,8 +264,8 @@ class Harness:
 
 def run_spanfold(h: Harness, *, api: str = "openai") -> Run:
     from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
     instrumentor = AnthropicInstrumentor() if api == "anthropic" else OpenAIInstrumentor()
     with (

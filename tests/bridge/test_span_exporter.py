@@ -16,7 +16,7 @@ from spanfold import config, counters
 from spanfold.content.runtime import Runtime
 from spanfold.exporter.files.writers import MemoryWriter
 from spanfold.exporter.pipeline.span_exporter import FoldingSpanExporter
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, run_agent, scenarios
 from spanfold.trace.model import Trace
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spanfold.checks import SpecError, load_spec, loads_spec
-from spanfold.checks.messages import MessagesCheck
+from spanfold.checks.expected_messages_check import MessagesCheck
 from spanfold.checks.trajectory import TrajectoryCheck
 
 from .conftest import make_trace

@@ -216,7 +216,7 @@ def test_a_tool_run_longer_than_stitch_idle_does_not_split_the_run(
     nor in the fold. One trace id, one trace written, the whole trajectory."""
     spanfold.init(output=str(tmp_path / "traces"), stitch_idle=0.5)
     try:
-        from spanfold.instrumentation.toolkit import conversations
+        from spanfold.stitching import conversations
 
         assert conversations.active() is not None and conversations.active().idle == 0.5  # type: ignore[union-attr]
         _one_run_one_trace(tmp_path, global_spans, server, _slow_tools(0.8))

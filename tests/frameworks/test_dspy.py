@@ -140,7 +140,7 @@ def assert_weather_spans(global_spans: Any, root: str = "ReAct") -> None:
     assert {s.context.trace_id for s in spans} == {run.context.trace_id}
     chats = spans_named(global_spans, "chat ")
     assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in chats)
-    assert {s.instrumentation_scope.name for s in chats} == {"spanfold.instrumentation.frameworks.dspy.instrumentor"}
+    assert {s.instrumentation_scope.name for s in chats} == {"spanfold.instrumentation.frameworks.dspy.patches"}
     assert {s.attributes["gen_ai.provider.name"] for s in chats} == {"openai"}
     assert {s.attributes["server.address"] for s in chats} == {"127.0.0.1"}
     assert all(s.attributes["gen_ai.usage.input_tokens"] > 0 for s in chats)

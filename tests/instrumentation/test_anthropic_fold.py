@@ -234,7 +234,7 @@ def test_content_capture_off(tmp_path: Path, _global_provider: Any, server: Mock
 def test_native_spans_folded_without_spanfold_instrumentation(traced: Any, server: MockLLMServer) -> None:
     """The SDK's own spans (content mode) reach spanfold's fold with spanfold's Anthropic wrappers off: the native
     dialect makes the same flat trace, tool runner included."""
-    from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+    from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
 
     AnthropicInstrumentor().uninstrument()
 

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from spanfold.content.redaction import Redaction
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage, scenarios
 
 from .conftest import Spans, spans_of

@@ -22,7 +22,7 @@ from opentelemetry.trace import StatusCode
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.bedrock.instrumentor import BedrockInstrumentor
+from spanfold.instrumentation.providers.bedrock.patches import BedrockInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"

@@ -12,8 +12,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import conversations, tools
-from spanfold.instrumentation.toolkit.conversations import Conversations
+from spanfold.instrumentation.toolkit import tool_spans as tools
+from spanfold.stitching import conversations
+from spanfold.stitching.conversations import Conversations
 
 TRACER = TracerProvider().get_tracer("test")
 RT = Runtime(capture_content=True)

@@ -14,7 +14,7 @@ from google.genai import types
 
 import spanfold
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+from spanfold.instrumentation.providers.gemini.patches import GeminiInstrumentor
 from spanfold.instrumentation.providers.gemini.stream import GeminiStreamAccumulator
 from spanfold.instrumentation.toolkit import attributes
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, Usage

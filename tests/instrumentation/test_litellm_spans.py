@@ -13,10 +13,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
 from spanfold.instrumentation.providers.groq import GroqInstrumentor
 from spanfold.instrumentation.providers.litellm import LiteLLMInstrumentor
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from .conftest import Spans

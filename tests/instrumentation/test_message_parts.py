@@ -15,7 +15,7 @@ import openai
 import pytest
 
 import spanfold
-from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
+from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
 from spanfold.testing import MockLLMServer, Reply
 
 from .conftest import Spans, spans_of

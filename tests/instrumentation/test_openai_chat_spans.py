@@ -166,7 +166,7 @@ def test_stream_chunks_are_the_sdks_own(spans: Any, replay_client: Any) -> None:
     client, replay = replay_client("test_chat_tools_streaming.json")
     body = replay.interactions[0]["request"]["body"]
     traced = [c.model_dump() for c in client.chat.completions.create(**body)]
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
     OpenAIInstrumentor().uninstrument()
     try:
@@ -340,7 +340,7 @@ def test_sdk_objects_and_generators_in_history(spans: Any, replay_client: Any) -
 
 
 def test_uninstrument_restores_sdk(spans: Any) -> None:
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
     OpenAIInstrumentor().uninstrument()
     try:

@@ -24,7 +24,7 @@ from opentelemetry.trace import StatusCode
 from spanfold import counters
 from spanfold.content.redaction import Redaction
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import tools
+from spanfold.instrumentation.toolkit import tool_spans as tools
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, async_wrapper, by_operation, sync_wrapper
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
 from spanfold.instrumentation.toolkit.patching import TableInstrumentor, class_factory

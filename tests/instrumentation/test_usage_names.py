@@ -13,7 +13,7 @@ import openai
 import pytest
 
 import spanfold
-from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+from spanfold.instrumentation.providers.gemini.patches import GeminiInstrumentor
 from spanfold.testing import WEATHER, MockLLMServer, Reply
 from spanfold.testing.agents import PROVIDERS
 

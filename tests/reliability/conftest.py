@@ -29,8 +29,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
 #: Slow tests: marked ``slow`` and skipped unless SPANFOLD_SLOW=1.
 SLOW = [

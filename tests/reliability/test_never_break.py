@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 import spanfold
 from spanfold import counters
-from spanfold.instrumentation.toolkit import tools
+from spanfold.instrumentation.toolkit import tool_spans as tools
 
 from .conftest import Answer, FaultLog, Harness, Script, anthropic_client, aoutcome, openai_client, outcome, unwrapped
 from .strategies import (

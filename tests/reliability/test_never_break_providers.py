@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 
 import spanfold
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.providers.bedrock.instrumentor import BedrockInstrumentor
+from spanfold.instrumentation.providers.bedrock.patches import BedrockInstrumentor
 from spanfold.instrumentation.providers.cohere import CohereInstrumentor
-from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor
+from spanfold.instrumentation.providers.gemini.patches import GeminiInstrumentor
 from spanfold.instrumentation.providers.groq import GroqInstrumentor
 from spanfold.instrumentation.providers.litellm import LiteLLMInstrumentor
 from spanfold.instrumentation.providers.mistral import MistralInstrumentor
 from spanfold.instrumentation.providers.ollama import OllamaInstrumentor
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
 from . import provider_clients as pc
 from .conftest import FaultLog, Harness, Returned, Script, _recorder, unwrapped

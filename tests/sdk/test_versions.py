@@ -14,8 +14,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from spanfold.instrumentation import registry
-from spanfold.instrumentation.providers.anthropic.instrumentor import AnthropicInstrumentor
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.anthropic.patches import AnthropicInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.instrumentation.toolkit import versions
 
 from . import agents

@@ -62,7 +62,7 @@ import spanfold.setup
 from spanfold import config, counters
 from spanfold.exporter.files.writers import MemoryWriter
 from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
-from spanfold.instrumentation.toolkit import conversations
+from spanfold.stitching import conversations
 from spanfold.testing import MockLLMServer, MockRequest, Reply
 from spanfold.testing.replies import ToolCallSpec
 

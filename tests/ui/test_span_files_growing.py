@@ -20,7 +20,7 @@ from tests.ui.test_span_files import renamed
 
 from spanfold.exporter.pipeline.span_files import fold_spans
 from spanfold.ui.index import Index
-from spanfold.ui.span_files import SpanFile
+from spanfold.ui.watched_spans import SpanFile
 
 
 def _spans(line: bytes) -> list[dict[str, Any]]:
@@ -226,7 +226,7 @@ def test_a_big_span_file_is_read_over_several_looks(
     tmp_path: Path, otlp_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each look reads a bounded number of bytes and says when more are waiting (the page looks again at once)."""
-    from spanfold.ui import span_files
+    from spanfold.ui import watched_spans as span_files
 
     line = (otlp_dir / "traces.otlp.jsonl").read_bytes()
     monkeypatch.setattr(span_files, "CHUNK", len(line) * 3)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from spanfold.checks.asserts import assert_execution_metrics, assert_messages, assert_spec, assert_trajectory
     from spanfold.checks.captured import CapturedTraces
     from spanfold.checks.errors import SpecError, TraceFormatError
-    from spanfold.checks.messages import MessagesCheck, expected_messages
+    from spanfold.checks.expected_messages_check import MessagesCheck, expected_messages
     from spanfold.checks.result import CheckResult
     from spanfold.checks.spec import Spec, load_spec, loads_spec
     from spanfold.checks.trajectory import MODES, TrajectoryCheck, tool_trajectory
@@ -34,8 +34,8 @@ _WHERE = {
     "CapturedTraces": "captured",
     "SpecError": "errors",
     "TraceFormatError": "errors",
-    "MessagesCheck": "messages",
-    "expected_messages": "messages",
+    "MessagesCheck": "expected_messages_check",
+    "expected_messages": "expected_messages_check",
     "CheckResult": "result",
     "Spec": "spec",
     "load_spec": "spec",

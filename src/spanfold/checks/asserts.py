@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spanfold.checks.agentv.metrics import execution_metrics
+from spanfold.checks.expected_messages_check import MessagesCheck
 from spanfold.checks.matching import clip, show, show_call
-from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec, parse_spec
 from spanfold.checks.trajectory import TrajectoryCheck

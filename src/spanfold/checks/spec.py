@@ -45,9 +45,9 @@ from spanfold.checks.agentv import trajectory as agentv_trajectory
 from spanfold.checks.agentv.eval_file import EvalTest, is_eval_file, parse_eval_file
 from spanfold.checks.agentv.graders import Grader, GraderCheck
 from spanfold.checks.errors import SpecError, SpecPath
+from spanfold.checks.expected_messages_check import MessagesCheck
 from spanfold.checks.fields import check_keys, parse_threshold, require_list, require_mapping
 from spanfold.checks.matching import show
-from spanfold.checks.messages import MessagesCheck
 from spanfold.checks.result import CheckResult
 from spanfold.checks.trajectory import TrajectoryCheck
 from spanfold.checks.view import TraceLike, TraceView, view_of

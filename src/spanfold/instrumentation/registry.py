@@ -24,10 +24,10 @@ logger = logging.getLogger("spanfold")
 
 #: name -> (the client library's import name, "module:Instrumentor")
 INSTRUMENTORS: dict[str, tuple[str, str]] = {
-    "openai": ("openai", "spanfold.instrumentation.providers.openai.instrumentor:OpenAIInstrumentor"),
-    "anthropic": ("anthropic", "spanfold.instrumentation.providers.anthropic.instrumentor:AnthropicInstrumentor"),
-    "gemini": ("google.genai", "spanfold.instrumentation.providers.gemini.instrumentor:GeminiInstrumentor"),
-    "bedrock": ("botocore", "spanfold.instrumentation.providers.bedrock.instrumentor:BedrockInstrumentor"),
+    "openai": ("openai", "spanfold.instrumentation.providers.openai.patches:OpenAIInstrumentor"),
+    "anthropic": ("anthropic", "spanfold.instrumentation.providers.anthropic.patches:AnthropicInstrumentor"),
+    "gemini": ("google.genai", "spanfold.instrumentation.providers.gemini.patches:GeminiInstrumentor"),
+    "bedrock": ("botocore", "spanfold.instrumentation.providers.bedrock.patches:BedrockInstrumentor"),
     "groq": ("groq", "spanfold.instrumentation.providers.groq:GroqInstrumentor"),
     "mistral": ("mistralai.client", "spanfold.instrumentation.providers.mistral:MistralInstrumentor"),
     "ollama": ("ollama", "spanfold.instrumentation.providers.ollama:OllamaInstrumentor"),
@@ -38,15 +38,15 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     "openai_agents": ("agents", "spanfold.instrumentation.frameworks.openai_agents:OpenAIAgentsInstrumentor"),
     "langchain": ("langchain_core", "spanfold.instrumentation.frameworks.langchain:LangChainInstrumentor"),
     "langgraph": ("langgraph.pregel", "spanfold.instrumentation.frameworks.langgraph:LangGraphInstrumentor"),
-    "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents.instrumentor:SmolagentsInstrumentor"),
+    "smolagents": ("smolagents", "spanfold.instrumentation.frameworks.smolagents.patches:SmolagentsInstrumentor"),
     "agno": ("agno", "spanfold.instrumentation.frameworks.agno:AgnoInstrumentor"),
     "crewai": ("crewai", "spanfold.instrumentation.frameworks.crewai:CrewAIInstrumentor"),
     "llama_index": ("llama_index.core", "spanfold.instrumentation.frameworks.llama_index:LlamaIndexInstrumentor"),
     "claude_agent_sdk": (
         "claude_agent_sdk",
-        "spanfold.instrumentation.frameworks.claude_agent_sdk.instrumentor:ClaudeAgentSDKInstrumentor",
+        "spanfold.instrumentation.frameworks.claude_agent_sdk.patches:ClaudeAgentSDKInstrumentor",
     ),
-    "dspy": ("dspy", "spanfold.instrumentation.frameworks.dspy.instrumentor:DSPyInstrumentor"),
+    "dspy": ("dspy", "spanfold.instrumentation.frameworks.dspy.patches:DSPyInstrumentor"),
     "autogen": ("autogen_agentchat", "spanfold.instrumentation.frameworks.autogen:AutoGenInstrumentor"),
     "agent_framework": (
         "agent_framework",

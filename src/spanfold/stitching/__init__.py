@@ -10,7 +10,7 @@ in the fold.
 * :mod:`.contexts`: where a call was made (the source's execution-context evidence);
 * :mod:`.pairing`: tool calls waiting for the run that answers them.
 
-The source (:mod:`spanfold.instrumentation.toolkit.conversations`) decides for the calls of its own process and puts the
+The source (:mod:`spanfold.stitching.conversations`) decides for the calls of its own process and puts the
 decision on the span (its parent, and ``spanfold.stitched``); the fold (:mod:`spanfold.exporter.runs.stitch`) follows
 those spans by their trace id and decides, by the same rule, only for other producers' un-parented calls. Nothing
 here imports OpenTelemetry or either half.

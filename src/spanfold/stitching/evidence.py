@@ -1,5 +1,5 @@
 """The stitching rule: which live conversation, if any, an un-parented model call or tool run continues. One rule for
-the source (:mod:`spanfold.instrumentation.toolkit.conversations`) and the fold (:mod:`spanfold.exporter.runs.stitch`).
+the source (:mod:`spanfold.stitching.conversations`) and the fold (:mod:`spanfold.exporter.runs.stitch`).
 
 A conversation *holds* keys, each the evidence a later call of the same run brings:
 

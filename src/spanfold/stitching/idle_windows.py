@@ -1,7 +1,7 @@
 """Open stitched conversations, least recently active first, each in the queue of the idle window that closes it.
 
 Stitching keeps the conversations it may still extend here, at the source
-(:mod:`spanfold.instrumentation.toolkit.conversations`) and in the fold (:mod:`spanfold.exporter.runs.stitch`) alike: a
+(:mod:`spanfold.stitching.conversations`) and in the fold (:mod:`spanfold.exporter.runs.stitch`) alike: a
 conversation
 whose latest model call asked for tools waits on them (a plain tool function, or a person approving it, gives no sign
 of life) and closes after the longer window (``config.ASKING_IDLE_FACTOR`` times ``stitch_idle``); the others close

@@ -1,6 +1,6 @@
 """The live conversations of one stitcher, source and fold alike: what each holds, what it waits on, when it closes.
 
-Both sides (:mod:`spanfold.instrumentation.toolkit.conversations` at the source, :mod:`spanfold.exporter.runs.stitch`
+Both sides (:mod:`spanfold.stitching.conversations` at the source, :mod:`spanfold.exporter.runs.stitch`
 in the fold) keep their open conversations here and decide through it, so the rule of :mod:`.evidence` is applied to
 one bookkeeping: the keys a conversation holds (:class:`~.evidence.Index`), the tool calls its model asked for and
 that no run answered yet (:class:`~.pairing.Pairing`), and the idle windows that close it (:class:`~.idle_windows.

@@ -12,7 +12,7 @@ An OTLP JSON span file (``traces.otlp.jsonl``, a Collector file exporter's outpu
 it (:func:`spanfold.exporter.pipeline.span_files.fold_spans`), then at each look only its appended lines are read and
 only
 the
-traces they touch folded again (:mod:`spanfold.ui.span_files`); its folded traces are held in memory.
+traces they touch folded again (:mod:`spanfold.ui.watched_spans`); its folded traces are held in memory.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from spanfold.trace.read import (
     meta_path,
     read_values,
 )
-from spanfold.ui.span_files import Run, SpanFile, runs_in_order
 from spanfold.ui.steps import trace_cost
+from spanfold.ui.watched_spans import Run, SpanFile, runs_in_order
 
 #: Characters of the first user message kept in a row (what the text filter also searches).
 PREVIEW_CHARS = 160
@@ -518,7 +518,7 @@ class Index:
         return True
 
     def _refresh_spans(self, entry: _File) -> bool:
-        """Fold what changed in a span file (:mod:`spanfold.ui.span_files`: only the traces its new lines touched);
+        """Fold what changed in a span file (:mod:`spanfold.ui.watched_spans`: only the traces its new lines touched);
         its runs are replaced in one step, so a look at the list never finds fewer of them meanwhile."""
         if entry.span_file is None:
             entry.span_file = SpanFile(entry.path)

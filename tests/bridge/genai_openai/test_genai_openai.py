@@ -220,7 +220,7 @@ def genai_openai(monkeypatch: pytest.MonkeyPatch, capture: str, provider: Tracer
 @contextlib.contextmanager
 def spanfold_own(provider: TracerProvider) -> Iterator[None]:
     """spanfold's own OpenAI instrumentation on ``provider``, content captured (the reference run)."""
-    from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider, runtime=Runtime(capture_content=True))

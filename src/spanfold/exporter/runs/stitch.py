@@ -2,7 +2,7 @@
 the rule of :mod:`spanfold.stitching.evidence`, the one the source applies.
 
 An agent that never opens an ``invoke_agent`` span makes one OTel trace per model call (and per ``@tool`` call).
-Calls and tool runs whose run the source decided (:mod:`spanfold.instrumentation.toolkit.conversations`; the span says
+Calls and tool runs whose run the source decided (:mod:`spanfold.stitching.conversations`; the span says
 so: ``spanfold.stitched``) carry their run's trace id, and a call the source kept apart has a trace of its own: the
 stitcher follows those trace ids and decides nothing for them. Other producers' un-parented calls are decided here: a
 call joins the one live conversation its evidence names (a ``previous_response_id`` of one of its responses, its

@@ -88,7 +88,5 @@ PATCHES: Final = (
 )
 
 
-class AgentFrameworkInstrumentor(
-    TableInstrumentor, library="agent_framework", supported=SUPPORTED, table=PATCHES
-):
+class AgentFrameworkInstrumentor(TableInstrumentor, library="agent_framework", supported=SUPPORTED, table=PATCHES):
     """Agent Framework's agent runs and tool runs, while its own instrumentation is off."""

@@ -35,9 +35,9 @@ from spanfold.instrumentation.invocations.agent_runs import AgentRuns
 from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.reading.messages import get
+from spanfold.instrumentation.toolkit.reading.fields import get
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tools import (
+from spanfold.instrumentation.toolkit.tool_spans import (
     arun_in_tool_span,
     end_tool_span,
     end_tool_span_with_error_result,
@@ -46,6 +46,7 @@ from spanfold.instrumentation.toolkit.tools import (
 )
 
 SUPPORTED = "agno >= 3.1, < 4"
+
 
 def _failure(result: Any) -> tuple[str, str | None] | None:
     status = get(result, "status")

@@ -26,7 +26,7 @@ from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import end_span
-from spanfold.instrumentation.toolkit.tools import (
+from spanfold.instrumentation.toolkit.tool_spans import (
     fail_tool_span,
 )
 

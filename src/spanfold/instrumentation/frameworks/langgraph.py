@@ -34,7 +34,7 @@ from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import StreamState
-from spanfold.instrumentation.toolkit.tools import in_invocation
+from spanfold.instrumentation.toolkit.tool_spans import in_invocation
 
 SUPPORTED = "langgraph >= 1.0, < 2"
 MODULE = "langgraph.pregel.main"

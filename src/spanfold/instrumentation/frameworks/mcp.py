@@ -20,7 +20,7 @@ The model's tool-call id, when the agent passes it (``session.call_tool(name, ar
 keyword ``@spanfold.tool`` takes), is recorded as ``gen_ai.tool.call.id`` and taken off before the SDK sees the call;
 without it the fold pairs the run with the model's call by name and arguments, and the span gets the id of the call
 whose name and arguments it matched: in a zero-code run the source's (which pairs it the same way to place the span),
-inside a traced run the call of the same trace (:mod:`~spanfold.instrumentation.toolkit.asked`). The SDK's own
+inside a traced run the call of the same trace (:mod:`~spanfold.stitching.asked`). The SDK's own
 ``MCP send tools/call`` span nests under this one and is not a tool step; a server's ``tools/call`` span (same
 process, or received by ``spanfold serve``) nested under it is folded into this one
 (:mod:`spanfold.exporter.fold.nested_tools`).
@@ -48,9 +48,9 @@ from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.spans import set_failure
-from spanfold.instrumentation.toolkit.tools import (
+from spanfold.instrumentation.toolkit.tool_spans import (
     CALL_ID_KEYWORD,
     end_tool_span,
     fail_tool_span,

@@ -44,9 +44,9 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import shown
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_failure
-from spanfold.instrumentation.toolkit.tools import end_tool_span, in_invocation, start_tool_span
+from spanfold.instrumentation.toolkit.tool_spans import end_tool_span, in_invocation, start_tool_span
 
 #: SDK traces open at once (a trace started and never finished is closed when this many newer ones are open).
 MAX_OPEN_RUNS = 10_000

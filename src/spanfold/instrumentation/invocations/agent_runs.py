@@ -223,9 +223,7 @@ class AgentRuns:
         current = otel_context.get_value(self.key)
         return current is instance or (current is None and in_agent_run()) or self.own_spans()
 
-    def patch(
-        self, name: Callable[[Any], str] = name_of, operation: str = semconv.OP_INVOKE_AGENT
-    ) -> WrapperFactory:
+    def patch(self, name: Callable[[Any], str] = name_of, operation: str = semconv.OP_INVOKE_AGENT) -> WrapperFactory:
         """The wrapper factory of a run method whose runs ``name(instance)`` names (``operation``: an
         ``invoke_workflow`` for a workflow's runs)."""
 

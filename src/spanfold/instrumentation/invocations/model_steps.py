@@ -94,9 +94,9 @@ class StepSpan(ModelSpan):
         ModelSpan.finish(self, result)
 
 
-def start(tracer: Tracer, rt: Runtime, framework: str, read: Callable[[], ModelStep], hold: Hold | None = None) -> (
-    StepSpan | None
-):
+def start(
+    tracer: Tracer, rt: Runtime, framework: str, read: Callable[[], ModelStep], hold: Hold | None = None
+) -> StepSpan | None:
     """The step's span from what ``read()`` gives; None after a fault (counted as ``{framework}.model_start``)."""
     try:
         step = read()

@@ -10,7 +10,7 @@ the finish from what the call returned (``output``: what the model is sent of it
 ``failed``: an error the framework turned into the model's input).
 
 Generator results and runs a framework reports after the fact (agno's tool streams, smolagents' code actions) start
-with :func:`start` and end with :func:`finish` / :func:`~spanfold.instrumentation.toolkit.tools.fail_tool_span`.
+with :func:`start` and end with :func:`finish` / :func:`~spanfold.instrumentation.toolkit.tool_spans.fail_tool_span`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit.reading.messages import dumps
-from spanfold.instrumentation.toolkit.tools import (
+from spanfold.instrumentation.toolkit.reading.fields import dumps
+from spanfold.instrumentation.toolkit.tool_spans import (
     ToolFailure,
     arun_in_tool_span,
     end_tool_span,
@@ -69,7 +69,8 @@ class Answered:
 
 class Started(NamedTuple):
     span: Span
-    #: :func:`~spanfold.instrumentation.toolkit.tools.framework_tool_run`'s token, handed back when the call returns.
+    #: :func:`~spanfold.instrumentation.toolkit.tool_spans.framework_tool_run`'s token, handed back when the call
+    #: returns.
     token: Token[tuple[Any, ...]] | None
 
 

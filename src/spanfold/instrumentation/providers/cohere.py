@@ -22,7 +22,7 @@ from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 

@@ -24,7 +24,7 @@ from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Request, Response
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 
 #: LiteLLM's provider names -> ``gen_ai.provider.name`` (others are kept as LiteLLM names them).
 PROVIDERS = {

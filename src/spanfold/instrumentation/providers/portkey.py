@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.instrumentation.providers.openai import instrumentor as openai
+from spanfold.instrumentation.providers.openai import patches as openai
 from spanfold.instrumentation.toolkit.calls import base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import TableInstrumentor

@@ -15,8 +15,8 @@ from typing import Any, Final
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.reading.fields import dumps
 from spanfold.instrumentation.toolkit.reading.history import Listed
-from spanfold.instrumentation.toolkit.reading.messages import dumps
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 

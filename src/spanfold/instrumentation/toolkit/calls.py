@@ -39,7 +39,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import attributes, conversations
+from spanfold.instrumentation.toolkit import attributes
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Request, Response
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import (
@@ -49,6 +49,7 @@ from spanfold.instrumentation.toolkit.streams import (
     SyncStreamProxy,
     Transparent,
 )
+from spanfold.stitching import conversations
 
 
 class Result(Enum):

@@ -40,11 +40,12 @@ from opentelemetry.trace import Tracer, get_tracer
 from spanfold import counters
 from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import conversations, versions
+from spanfold.instrumentation.toolkit import versions
 from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, async_wrapper, sync_wrapper
 from spanfold.instrumentation.toolkit.hooks import ImportHooks
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
+from spanfold.stitching import conversations
 from spanfold.version import __version__
 
 #: Held while a table is applied or removed (post-import hooks fire on whichever thread imports the module).

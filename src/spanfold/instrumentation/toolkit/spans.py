@@ -20,9 +20,10 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content.redaction import secrets
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import asked, attributes, shown
-from spanfold.instrumentation.toolkit.conversations import FULL, Turn, records_all
+from spanfold.instrumentation.toolkit import attributes, shown
 from spanfold.instrumentation.toolkit.invocation import Response
+from spanfold.stitching import asked
+from spanfold.stitching.conversations import FULL, Turn, records_all
 
 
 def error_type(exc: BaseException) -> str:
@@ -191,7 +192,7 @@ class ModelSpan(RunSpan):
             shown.model_request(attributes, context, root)
         super().__init__(tracer, name, attributes, rt=rt, context=context, kind=kind, start_time=start_time)
         self._token: object | None = None
-        #: A zero-code call's place in its conversation (:mod:`~spanfold.instrumentation.toolkit.conversations`), told
+        #: A zero-code call's place in its conversation (:mod:`~spanfold.stitching.conversations`), told
         #: how the
         #: call ended; ``full``: its result attributes with capture on and no redaction, when ``rt`` differs.
         self.turn: Turn | None = None

@@ -23,7 +23,7 @@ if os.environ.get("SPANFOLD_PATCH"):  # spanfold's provider patch beside ADK's o
     if LITELLM:
         from spanfold.instrumentation.providers.litellm import LiteLLMInstrumentor as Instrumentor
     else:
-        from spanfold.instrumentation.providers.gemini.instrumentor import GeminiInstrumentor as Instrumentor
+        from spanfold.instrumentation.providers.gemini.patches import GeminiInstrumentor as Instrumentor
 
     Instrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
 from google.adk.agents import LlmAgent

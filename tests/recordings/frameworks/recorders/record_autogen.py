@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.autogen import AutoGenInstrumentor
-from spanfold.instrumentation.providers.openai.instrumentor import OpenAIInstrumentor
+from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, scenarios
 
 warnings.simplefilter("ignore")

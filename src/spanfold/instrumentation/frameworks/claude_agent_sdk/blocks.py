@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation.toolkit.invocation import Usage
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
 

@@ -36,9 +36,9 @@ from spanfold.instrumentation.frameworks.claude_agent_sdk import blocks
 from spanfold.instrumentation.frameworks.claude_agent_sdk.threads import Thread
 from spanfold.instrumentation.invocations.agent_runs import in_agent_run, open_run
 from spanfold.instrumentation.toolkit.calls import server_of
-from spanfold.instrumentation.toolkit.reading.messages import dumps
+from spanfold.instrumentation.toolkit.reading.fields import dumps
 from spanfold.instrumentation.toolkit.spans import end_span, set_failure
-from spanfold.instrumentation.toolkit.tools import end_tool_span, end_tool_span_with_error_result, start_tool_span
+from spanfold.instrumentation.toolkit.tool_spans import end_tool_span, end_tool_span_with_error_result, start_tool_span
 from spanfold.semconv import parts as p
 
 #: The fault counters' name of these runs.

@@ -22,12 +22,12 @@ from opentelemetry.trace import Tracer
 
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.dspy import messages, trajectory
+from spanfold.instrumentation.frameworks.dspy import lm_messages, trajectory
 from spanfold.instrumentation.invocations import model_steps
 from spanfold.instrumentation.invocations.model_steps import ModelStep, StepSpan
 from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response, Usage
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 
 #: The provider prefix of a DSPy model string (LiteLLM's names) -> ``gen_ai.provider.name``; others kept as they are.
@@ -91,7 +91,7 @@ def step(lm: Any, call: Any) -> ModelStep:
             params[param] = value
     stops = options.get("stop")
     sent = _sent(call)
-    read = [messages.message(msg) for msg in sent]
+    read = [lm_messages.message(msg) for msg in sent]
     step = trajectory.current_step()
     fmt = options.get("response_format")
     invocation = Request(
@@ -141,7 +141,7 @@ def response(result: Any) -> Response:
         id=getattr(answers[0], "id", None) if answers else m.get(raw, "id") if choices else None,
         model=getattr(result, "response_model", None),
         finish_reasons=[r for r in reasons if r is not None] or None,
-        messages=[messages.output_message(output) for output in m.as_list(getattr(result, "outputs", None))],
+        messages=[lm_messages.output_message(output) for output in m.as_list(getattr(result, "outputs", None))],
         usage=None if cached else _usage(getattr(result, "usage", None)),
         cost=Cost(float(cost)) if isinstance(cost, (int, float)) and not (cached or isinstance(cost, bool)) else None,
     )

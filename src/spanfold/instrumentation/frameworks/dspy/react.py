@@ -28,7 +28,7 @@ from spanfold.instrumentation.frameworks.dspy import trajectory
 from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.tools import tool_span_of
+from spanfold.instrumentation.toolkit.tool_spans import tool_span_of
 
 # --- runs and steps ----------------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ call is a :class:`Step` (current while it runs), which the model steps inside it
 
 * the input: the first step's messages are kept as they were sent; a later step whose messages are the same but for
   the last (the user message holding the trajectory as text) sends the first step's messages and the trajectory's
-  calls and outputs instead (:func:`~spanfold.instrumentation.frameworks.dspy.messages.turns`), so each step's
+  calls and outputs instead (:func:`~spanfold.instrumentation.frameworks.dspy.lm_messages.turns`), so each step's
   history extends what the earlier ones showed;
 * the output: the step's model call is held (its span open) until ReAct has parsed the answer; it then answers the
   thought and the tool call ReAct parsed, with the step's id (``react_<index>``), which the tool's run takes. A call
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from opentelemetry import context as otel_context
 
 from spanfold import counters
-from spanfold.instrumentation.frameworks.dspy import messages
+from spanfold.instrumentation.frameworks.dspy import lm_messages
 from spanfold.instrumentation.frameworks.dspy.runs import react_prefix
 from spanfold.semconv import parts as p
 
@@ -59,9 +59,9 @@ class ReactRun:
                 return read
             same = len(sent) == len(self.sent) + 1 and sent[:-1] == self.sent
             first = self.first
-        if not same or first is None or not messages.indexes(trajectory):
+        if not same or first is None or not lm_messages.indexes(trajectory):
             return read
-        return [*first, *messages.turns(trajectory, self.prefix)]
+        return [*first, *lm_messages.turns(trajectory, self.prefix)]
 
     def asked(self, index: int, name: Any) -> None:
         with self.lock:
@@ -73,7 +73,7 @@ class ReactRun:
             pending, self.pending = self.pending, None
         if pending is None or pending[1] != name:
             return None
-        return messages.call_id(pending[0], self.prefix)
+        return lm_messages.call_id(pending[0], self.prefix)
 
 
 class Step:
@@ -84,7 +84,7 @@ class Step:
     def __init__(self, run: ReactRun, trajectory: Mapping[str, Any]) -> None:
         self.run = run
         self.trajectory = trajectory  # ReAct's own dict: a truncation shortens it in place
-        self.index = messages.next_index(trajectory)
+        self.index = lm_messages.next_index(trajectory)
         self.lock = threading.Lock()
         self.held: Held | None = None
 
@@ -109,7 +109,7 @@ class Step:
                 thought = getattr(prediction, "next_thought", None)
                 arguments = getattr(prediction, "next_tool_args", None)
                 self.run.asked(self.index, name)
-                output = messages.step_call(self.index, self.run.prefix, thought, name, arguments)
+                output = lm_messages.step_call(self.index, self.run.prefix, thought, name, arguments)
         except Exception as exc:
             counters.fault("dspy.react_step", exc)
         if held is not None:

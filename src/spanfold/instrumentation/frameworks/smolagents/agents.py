@@ -14,7 +14,7 @@ from opentelemetry.trace import Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.smolagents.messages import Observations
+from spanfold.instrumentation.frameworks.smolagents.text_protocol import Observations
 from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.agent_runs import ContextRun, open_run
 from spanfold.instrumentation.invocations.tool_runs import ToolRun

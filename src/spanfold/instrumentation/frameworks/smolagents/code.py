@@ -19,7 +19,7 @@ from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.invocation import Response
 from spanfold.instrumentation.toolkit.streams import Transparent
-from spanfold.instrumentation.toolkit.tools import end_tool_span, fail_tool_span
+from spanfold.instrumentation.toolkit.tool_spans import end_tool_span, fail_tool_span
 from spanfold.semconv import parts as p
 
 #: The :class:`CodeStep` running now, set in the context a ``CodeAgent`` step runs in.

@@ -9,7 +9,7 @@ inside it nests under it, and the fold keeps one step of the two (``fold.drop_ne
 
 Why smolagents' level and not the SDK's: smolagents re-sends earlier tool calls and outputs as text, which the
 step's input messages turn back into tool calls and outputs
-(:mod:`~spanfold.instrumentation.frameworks.smolagents.messages`), so each call's history extends the flat trace
+(:mod:`~spanfold.instrumentation.frameworks.smolagents.text_protocol`), so each call's history extends the flat trace
 the earlier calls and tool runs made. A ``CodeAgent`` step's output holds the code action smolagents parsed from the
 text as a ``python_interpreter`` tool call: its span ends when the action is parsed (the code step holds it until
 then: :mod:`~spanfold.instrumentation.invocations.model_steps`).
@@ -26,13 +26,13 @@ from opentelemetry.trace import Tracer
 
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks.smolagents.messages import Observations, input_messages
+from spanfold.instrumentation.frameworks.smolagents.text_protocol import Observations, input_messages
 from spanfold.instrumentation.invocations import model_steps
 from spanfold.instrumentation.invocations.model_steps import Hold, ModelStep
 from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
 from spanfold.semconv import parts as p
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
@@ -155,8 +155,6 @@ class DeltaAccumulator:
             for b in self.calls.ordered()
         ]
         return Output(text="".join(self.text) or None, calls=calls, usage=self.usage).response()
-
-
 
 
 def _tool_definitions(tools: Any) -> list[Any] | None:

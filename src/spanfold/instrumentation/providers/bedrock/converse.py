@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage, usage_with_cache
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
 from spanfold.instrumentation.toolkit.reading.history import History

@@ -21,7 +21,7 @@ from typing import Any, Final
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
 from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading import params
 
 #: Larger bodies are not parsed (their content is left out of the span; usage is still read).

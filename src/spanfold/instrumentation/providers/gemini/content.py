@@ -21,7 +21,7 @@ from typing import Any, Final
 from spanfold import semconv
 from spanfold.instrumentation.providers.gemini.parts import get, part_parts
 from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.history import History, Listed
 from spanfold.semconv import parts as p

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Final
 
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv import parts as p
 
 #: Part fields read from dicts too, where the SDK accepts its camelCase aliases.

@@ -14,7 +14,7 @@ from typing import Any
 from spanfold.instrumentation.providers.gemini import content as shape
 from spanfold.instrumentation.providers.gemini.parts import part_parts
 from spanfold.instrumentation.toolkit.invocation import Response
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv import parts as p
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.blocks import Block, IndexedBlocks
 from spanfold.instrumentation.toolkit.reading.history import History

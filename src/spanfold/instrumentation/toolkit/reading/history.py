@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit.reading.messages import dumps
+from spanfold.instrumentation.toolkit.reading.fields import dumps
 from spanfold.semconv import parts as p
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
-from spanfold.instrumentation.toolkit.reading.messages import as_list, get
+from spanfold.instrumentation.toolkit.reading.fields import as_list, get
 
 K = TypeVar("K", bound=str)
 
@@ -25,7 +25,7 @@ def given(value: Any) -> bool:
 def listed(kwargs: dict[str, Any], key: str) -> list[Any] | None:
     """The request's ``key`` (messages, tools) as a list; None when not given. A one-shot iterator is made a list in
     ``kwargs`` first, so the SDK sends the very items spanfold read
-    (:func:`~spanfold.instrumentation.toolkit.reading.messages.materialize`); a list, nearly always, comes back as it
+    (:func:`~spanfold.instrumentation.toolkit.reading.fields.materialize`); a list, nearly always, comes back as it
     is, with no other check."""
     value = kwargs.get(key)
     if type(value) is list:

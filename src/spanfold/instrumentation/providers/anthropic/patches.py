@@ -49,7 +49,7 @@ from opentelemetry import trace as otel_trace
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.anthropic import messages as anthropic_messages
-from spanfold.instrumentation.toolkit import tools
+from spanfold.instrumentation.toolkit import tool_spans as tools
 from spanfold.instrumentation.toolkit.calls import ModelApi, Wrapper, base_url_server, current_call, stainless_result
 from spanfold.instrumentation.toolkit.patching import (
     Patch,
@@ -59,7 +59,7 @@ from spanfold.instrumentation.toolkit.patching import (
     model_methods,
     plain,
 )
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
 #: The releases spanfold traces (the ``anthropic`` extra and ``instruments-any`` in pyproject.toml say the same).
@@ -112,7 +112,8 @@ def _native_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[An
 
 def _tool_span_enricher(rt: Runtime) -> Wrapper:
     """``anthropic.lib._tracing._tools.end_tool_use_span(client, span, input, run)``: the tool runner's tool span gets
-    the standard arguments and result attributes (:func:`~spanfold.instrumentation.toolkit.tools.record_tool_call`)."""
+    the standard arguments and result attributes
+    (:func:`~spanfold.instrumentation.toolkit.tool_spans.record_tool_call`)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:

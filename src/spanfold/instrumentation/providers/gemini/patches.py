@@ -26,7 +26,7 @@ from typing import Any
 from spanfold import counters, semconv
 from spanfold.instrumentation.providers.gemini import content as gemini_content
 from spanfold.instrumentation.providers.gemini import stream as gemini_stream
-from spanfold.instrumentation.toolkit import tools
+from spanfold.instrumentation.toolkit import tool_spans as tools
 from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods, plain

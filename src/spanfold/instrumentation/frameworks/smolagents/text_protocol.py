@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from spanfold.instrumentation.toolkit.reading import messages as m
+from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv import parts as p
 
 CALLING_TOOLS = "Calling tools:\n"

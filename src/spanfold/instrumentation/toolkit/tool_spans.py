@@ -1,6 +1,11 @@
-"""``@spanfold.tool`` (an ``execute_tool`` span per call) and ``spanfold.agent`` (an ``invoke_agent`` span).
+"""Tool runs as ``execute_tool {name}`` spans, for every tool producer: the functions ``@spanfold.tool`` traces
+(:func:`traced_tool`, its per-call :class:`_ToolSpec`), a dispatcher's span named after the tool each call ran, MCP
+calls and framework tool runs (:func:`start_tool_span`, :func:`end_tool_span`, :func:`fail_tool_span`,
+:func:`run_in_tool_span`), another producer's tool span (:func:`record_tool_call`); and whether an invocation is open
+here (:func:`in_invocation`).
 
-Both use the global tracer provider, so they work with ``spanfold.init()`` and with any other OTel setup.
+Spans are made with the global tracer provider, so a traced tool works with ``spanfold.init()`` and with any other
+OTel setup. The public decorators live in :mod:`spanfold.api.tool` and :mod:`spanfold.api.agent`.
 """
 
 from __future__ import annotations
@@ -8,25 +13,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar, Token
-from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
-from opentelemetry.util.types import AttributeValue
 
 from spanfold import counters, semconv
-from spanfold.api.context import Prompt, Scalar
-from spanfold.api.context import context as run_context
 from spanfold.content import runtime
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import asked, conversations, shown
-from spanfold.instrumentation.toolkit.reading.messages import dumps, get
+from spanfold.instrumentation.toolkit import shown
+from spanfold.instrumentation.toolkit.reading.fields import dumps, get
 from spanfold.instrumentation.toolkit.spans import clean, end_span, set_error
 from spanfold.semconv.parts import applied_parts, parse_json_arguments
+from spanfold.stitching import asked, conversations
 from spanfold.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,7 +40,8 @@ CALL_ID_KEYWORD = "tool_call_id"
 _tracer: Tracer | None = None
 
 
-def _get_tracer() -> Tracer:
+def tracer() -> Tracer:
+    """spanfold's tracer, from the global tracer provider (taken at the first span, then kept)."""
     global _tracer
     if _tracer is None:
         _tracer = otel_trace.get_tracer("spanfold", __version__)
@@ -87,7 +90,7 @@ class _ToolSpec:
             arguments = dumps(values) if rt.capture_content else None
             extra = {semconv.TOOL_DESCRIPTION: self.description} if self.description else None
             span = start_tool_span(
-                _get_tracer(),
+                tracer(),
                 str(name),
                 rt,
                 call_id=call_id,
@@ -159,7 +162,7 @@ def dispatched(values: Mapping[str, Any], default: Any) -> tuple[Any, Any, Any]:
 def tool_context(call_id: Any, name: Any, arguments: Any) -> otel_context.Context | None:
     """The context a tool run's span starts in: the current one, or for an un-parented run the zero-code conversation
     whose model asked for it (by ``call_id``, else ``name`` and ``arguments``), else the run's external parent
-    (:mod:`~spanfold.instrumentation.toolkit.conversations`). For every ``execute_tool`` span spanfold starts."""
+    (:mod:`~spanfold.stitching.conversations`). For every ``execute_tool`` span spanfold starts."""
     return _placed(call_id, name, arguments)[0]
 
 
@@ -332,10 +335,11 @@ def traced(fn: F) -> F:
     automatic function calling): ``fn`` itself when it is a ``@tool`` already, else a traced twin for this call."""
     if getattr(fn, _TRACED_MARK, False):
         return fn
-    return _wrap_tool(fn, None, None)
+    return traced_tool(fn, None, None)
 
 
-def _wrap_tool(fn: F, name: str | None, description: str | None, dispatch: bool = False) -> F:
+def traced_tool(fn: F, name: str | None, description: str | None, dispatch: bool = False) -> F:
+    """``fn`` traced: each call an ``execute_tool`` span (see :func:`spanfold.tool`)."""
     wrapped = _make_tool(fn, name, description, dispatch)
     setattr(wrapped, _TRACED_MARK, True)  # a function made here: it takes attributes
     return wrapped
@@ -392,177 +396,6 @@ def _make_tool(fn: F, name: str | None, description: str | None, dispatch: bool)
     return run  # type: ignore[return-value]
 
 
-@overload
-def tool(fn: F, /) -> F: ...
-@overload
-def tool(*, name: str | None = None, description: str | None = None, dispatch: bool = False) -> Callable[[F], F]: ...
-
-
-def tool(
-    fn: F | None = None, /, *, name: str | None = None, description: str | None = None, dispatch: bool = False
-) -> Any:
-    """Trace every call of a tool function as an ``execute_tool {name}`` span.
-
-    Use bare (``@spanfold.tool``) or with options (``@spanfold.tool(name="search")``), on sync or async
-    functions; generator functions are not traced (their items reach the trace through the next model call's
-    inputs). Pass ``tool_call_id=`` in a call to record the model's tool-call id (it reaches the function only when
-    the function declares that parameter); without it the fold pairs the call by name and arguments.
-
-    ``dispatch=True``: the function runs many tools, and each call says which. Its first argument is the tool's name
-    and its second the tool's arguments (a mapping or JSON text; further arguments are the dispatcher's own), as in
-    ``run_tool(call.function.name, call.function.arguments, tool_call_id=call.id)``; or its first argument is the
-    tool call the SDK returned (OpenAI, Responses, Anthropic, Gemini, Bedrock, Ollama), which gives the name, the
-    arguments and the call id. Each call is then an ``execute_tool {that tool}`` span with that tool's arguments.
-    """
-    if fn is not None:
-        return _wrap_tool(fn, name, description, dispatch)
-    return lambda f: _wrap_tool(f, name, description, dispatch)
-
-
-#: The agent runs open in this thread / asyncio task, innermost last: ``(agent, span, context token)``. One variable for
-#: every agent object (a ContextVar per object would stay in each context for good), so one agent object may be
-#: entered concurrently and nested.
-_OPEN_AGENTS: ContextVar[tuple[tuple[agent, Span, object, shown.Shown], ...]] = ContextVar(
-    "spanfold_agents", default=()
-)
-
-
-class agent:
-    """One ``invoke_agent {name}`` span around a run: a context manager (sync and async) and a decorator. A run
-    inside another (a ``spanfold.agent`` or a framework's run) says so (``gen_ai.invocation.is_nested``).
-
-    Everything traced inside (model calls, tools) becomes one trace, folded into one flat trace file line.
-
-    * ``name``: the agent's name (``gen_ai.agent.name``), the trace's name in every format.
-    * ``conversation_id``: the application's own id of the conversation this run belongs to (a chat session, a
-      thread id), written as ``gen_ai.conversation.id``; runs that share it can be grouped later. Never made up.
-    * ``traceparent``: a W3C ``traceparent`` header (``00-<trace id>-<span id>-<flags>``) to start the run under, so
-      it joins a trace begun elsewhere (an incoming request, a parent process); otherwise the current span, else the
-      ``TRACEPARENT`` environment variable ``init()`` read, else a new trace.
-    * ``user_id``, ``session_id``, ``tags``, ``metadata``, ``prompt``: as :class:`spanfold.context` takes them (checked
-      alike), open around the run: on its span, every span inside it and its metadata line.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        conversation_id: str | None = None,
-        traceparent: str | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        tags: Iterable[str] | None = None,
-        metadata: Mapping[str, Scalar] | None = None,
-        prompt: Prompt | None = None,
-    ) -> None:
-        self.name = name
-        self.conversation_id = conversation_id
-        self.traceparent = traceparent
-        given = (user_id, session_id, tags, metadata, prompt)
-        self._context = (
-            None
-            if all(v is None for v in given)
-            else run_context(user_id=user_id, session_id=session_id, tags=tags, metadata=metadata, prompt=prompt)
-        )
-
-    def __enter__(self) -> agent:
-        if self._context is not None:  # before the span, which carries its values; a bound passed raises here
-            self._context.__enter__()
-        try:
-            attrs: dict[str, AttributeValue] = {
-                semconv.OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-                semconv.AGENT_NAME: self.name,
-                semconv.INVOCATION_IS_NESTED: self.traceparent is None and in_invocation(),
-            }
-            if self.conversation_id is not None:
-                attrs[semconv.CONVERSATION_ID] = self.conversation_id
-            parent = self._parent()
-            span = _get_tracer().start_span(
-                semconv.span_name(semconv.OP_INVOKE_AGENT, self.name),
-                context=parent,
-                kind=SpanKind.INTERNAL,
-                attributes=attrs,
-            )
-            if parent is not None:  # under a caller's trace: a run of its own all the same
-                conversations.name_run(span)
-            context, run = shown.open_run(otel_trace.set_span_in_context(span))
-            token = otel_context.attach(context)
-            _OPEN_AGENTS.set((*_OPEN_AGENTS.get(), (self, span, token, run)))
-        except Exception as exc:
-            counters.fault("agent.start", exc)
-        return self
-
-    def _parent(self) -> otel_context.Context | None:
-        """The run's parent: ``traceparent`` when given (a W3C ``traceparent`` value: the run joins the caller's
-        trace), else the current span, else ``init()``'s external parent (the ``TRACEPARENT`` environment variable)."""
-        if self.traceparent is not None:
-            return conversations.external_parent(self.traceparent)
-        source = conversations.active()
-        if source is None or otel_trace.get_current_span().get_span_context().is_valid:
-            return None
-        return source.parent
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        stack = _OPEN_AGENTS.get()
-        if not stack or stack[-1][0] is not self:  # entering failed, or exits out of order: nothing of ours is open
-            self._exit_context(exc_type, exc, tb)
-            return
-        _, span, token, run = stack[-1]
-        _OPEN_AGENTS.set(stack[:-1])
-        try:
-            otel_context.detach(token)  # type: ignore[arg-type]
-            shown.close_run(span, run)
-            if exc is not None:
-                set_error(span, exc, runtime.active())
-        except Exception as fault:
-            counters.fault("agent.end", fault)
-        end_span(span)
-        self._exit_context(exc_type, exc, tb)
-
-    def _exit_context(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._context is not None:
-            self._context.__exit__(exc_type, exc, tb)
-
-    async def __aenter__(self) -> agent:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
-
-    def __call__(self, fn: F) -> F:
-        """Use as a decorator: each call of ``fn`` is one agent run (a fresh span per call)."""
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def run_async(*args: Any, **kwargs: Any) -> Any:
-                async with self._fresh():
-                    return await fn(*args, **kwargs)
-
-            return run_async  # type: ignore[return-value]
-
-        @functools.wraps(fn)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            with self._fresh():
-                return fn(*args, **kwargs)
-
-        return run  # type: ignore[return-value]
-
-    def _fresh(self) -> agent:
-        """An agent like this one, for one call of a decorated function (its context's values checked once)."""
-        fresh = agent(self.name, conversation_id=self.conversation_id, traceparent=self.traceparent)
-        fresh._context = self._context
-        return fresh
-
-
-# --- for instrumentors of frameworks that run tools themselves (LangChain, MCP, ...) ---------------------------------
-
-
 def end_tool_span_with_error_result(span: Span | None, result: Any, rt: runtime.Runtime | None = None) -> None:
     """End the span of a tool run that failed but answered (an error the framework turned into the result the model
     is sent): status ERROR, ``error.type`` ``tool_error``, the result as the error's description (with content
@@ -602,16 +435,21 @@ def tool_span_of(name: str) -> Span | None:
     return span if attributes.get(semconv.TOOL_NAME) == name else None
 
 
-def agent_open() -> bool:
-    """Whether a :class:`agent` run is open in this thread or task (a framework's own agent run then opens none)."""
-    return bool(_OPEN_AGENTS.get())
+#: Set in the context a ``spanfold.agent`` run's code runs in (:func:`invocation_context`).
+_INVOCATION_KEY = otel_context.create_key("spanfold.agent_open")
+
+
+def invocation_context(context: otel_context.Context) -> otel_context.Context:
+    """``context`` marked as inside a ``spanfold.agent`` run: every span started in it, however deep, is inside an
+    invocation (:func:`in_invocation`)."""
+    return otel_context.set_value(_INVOCATION_KEY, True, context)
 
 
 def in_invocation() -> bool:
-    """Whether an invocation runs here in this process: a :class:`agent` run is open, or the current span is one
+    """Whether an invocation runs here in this process: a ``spanfold.agent`` run is open, or the current span is one
     (``invoke_agent``, ``invoke_workflow``, ``handle_conversation_turn``: spanfold's or another producer's). An
     invocation started here is nested (``gen_ai.invocation.is_nested``)."""
-    if agent_open():
+    if otel_context.get_value(_INVOCATION_KEY):
         return True
     attributes = getattr(otel_trace.get_current_span(), "attributes", None)
     return isinstance(attributes, Mapping) and attributes.get(semconv.OPERATION_NAME) in semconv.INVOCATION_OPERATIONS
