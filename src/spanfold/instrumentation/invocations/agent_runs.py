@@ -24,6 +24,7 @@ from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.spans import RunSpan, clean, set_failure
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, StreamState, SyncStreamProxy
+from spanfold.instrumentation.toolkit.watched import called_within
 
 
 class NoItems:
@@ -198,50 +199,66 @@ def no_failure(result: Any) -> tuple[str, str | None] | None:
 
 class AgentRuns:
     """A framework's agent runs and the one handler of their spans: a patched run method (an agent's, a team's, a
-    crew's) opens a run named by ``name(instance)`` and hands its call to :func:`traced_run`, unless the call is part
-    of a run already: the same instance's run again (an async entry point calling the sync one), or a run the user
-    (``spanfold.agent``) or another producer named when none of this framework's is current. A run inside another of
-    this framework's (a team's member agent) is a run of its own, nested. A framework that traces its runs itself
-    when its own telemetry is on (``own_spans()``) gets none of spanfold's then."""
+    crew's, a program's) opens a run named by ``name(instance)`` and hands its call to :func:`traced_run`, unless the
+    call is part of a run already: the same instance's run again (an async entry point calling the sync one), any
+    call inside a run of this framework's when its runs do not nest (``nested=False``: a DSPy module inside a
+    program), or a run the user (``spanfold.agent``) or another producer named when none of this framework's is
+    current. A run inside another of this framework's (a team's member agent, a managed agent) is a run of its own,
+    nested, when ``nested``. ``held(instance)``: run state the framework's code reads back (:meth:`current`) while
+    the run runs; given, the context holds it in a run another producer named too (its code runs there without a
+    span of its own); not given, the context holds the instance of a run spanfold traces. A framework that traces
+    its runs itself when its own telemetry is on (``own_spans()``) gets none of spanfold's then."""
 
-    __slots__ = ("failed", "framework", "key", "own_spans")
+    __slots__ = ("failed", "framework", "held", "holds", "key", "nested", "own_spans")
 
     def __init__(
         self,
         framework: str,
         failed: Callable[[Any], tuple[str, str | None] | None] = no_failure,
         own_spans: Callable[[], bool] = lambda: False,
+        held: Callable[[Any], Any] | None = None,
+        nested: bool = True,
     ) -> None:
         self.framework = framework
-        #: The instance whose run is current, in the context its code runs in.
+        #: The run state of the run that is current (``held(instance)``, else the instance), in its code's context.
         self.key = otel_context.create_key(f"spanfold.{framework}.run")
         #: ``(error.type, message)`` of a returned result that reports a failure (:func:`traced_run`).
         self.failed = failed
         self.own_spans = own_spans
+        self.held = held or (lambda instance: instance)
+        self.holds = held is not None
+        self.nested = nested
 
-    def part_of_run(self, instance: Any) -> bool:
-        current = otel_context.get_value(self.key)
-        return current is instance or (current is None and in_agent_run()) or self.own_spans()
+    def current(self) -> Any:
+        """The run state of this framework's run that is current here (None: none is)."""
+        return otel_context.get_value(self.key)
 
     def patch(self, name: Callable[[Any], str] = name_of, operation: str = semconv.OP_INVOKE_AGENT) -> WrapperFactory:
         """The wrapper factory of a run method whose runs ``name(instance)`` names (``operation``: an
         ``invoke_workflow`` for a workflow's runs)."""
+        kind = f"{self.framework}.run"
 
         def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
             def wrapper(
                 wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
             ) -> Any:
-                opened = None
+                opened, within = None, None
                 try:
-                    if not self.part_of_run(instance):
-                        within = otel_context.set_value(self.key, instance)
-                        kind = f"{self.framework}.run"
-                        opened = open_run(tracer, rt, name(instance), kind, context=within, operation=operation)
+                    current = otel_context.get_value(self.key)
+                    part = current is not None and (not self.nested or current is self.held(instance))
+                    named = current is None and in_agent_run()  # the user or another producer named the run
+                    if not (part or self.own_spans() or (named and not self.holds)):
+                        within = otel_context.set_value(self.key, self.held(instance))
+                        if not named:
+                            opened = open_run(tracer, rt, name(instance), kind, context=within, operation=operation)
                 except Exception as exc:
                     counters.fault(f"{self.framework}.run_start", exc)
-                if opened is None:
-                    return wrapped(*args, **kwargs)
-                return traced_run(wrapped, args, kwargs, *opened, self.failed)
+                    within = None
+                if opened is not None:
+                    return traced_run(wrapped, args, kwargs, *opened, self.failed)
+                if within is not None:
+                    return called_within(within, lambda: wrapped(*args, **kwargs), kind)
+                return wrapped(*args, **kwargs)
 
             return wrapper
 

@@ -18,6 +18,7 @@ calls :meth:`StepSpan.settle` with what it parsed.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,9 @@ from opentelemetry.trace import SpanKind, Tracer
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.toolkit import attributes
-from spanfold.instrumentation.toolkit.calls import claim, release
+from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release
 from spanfold.instrumentation.toolkit.invocation import Request, Response
+from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import Accumulator, StreamState, SyncStreamProxy
 from spanfold.semconv import parts as p
@@ -44,6 +46,10 @@ class ModelStep:
     #: ``gen_ai.provider.name`` of the API the call reaches.
     provider: str
     operation: str = semconv.OP_CHAT
+    #: A step told after the fact (from a message stream): the context its span starts in, and when it started
+    #: (epoch nanoseconds; its end then goes in :attr:`StepSpan.end_time` before it finishes).
+    context: otel_context.Context | None = None
+    start_time: int | None = None
 
 
 #: Asked when a step's call has answered: True when the framework keeps the step open (it then calls
@@ -101,7 +107,17 @@ def start(
     try:
         step = read()
         name, attrs = attributes.model_call(step.request, step.provider, step.operation, rt)
-        return StepSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, provider=step.provider, hold=hold)
+        return StepSpan(
+            tracer,
+            name,
+            attrs,
+            kind=SpanKind.CLIENT,
+            rt=rt,
+            provider=step.provider,
+            hold=hold,
+            context=step.context,
+            start_time=step.start_time,
+        )
     except Exception as exc:
         counters.fault(f"{framework}.model_start", exc)
         return None
@@ -227,3 +243,27 @@ def stream(
     finally:
         leave()
     return StepStream(items, StreamState(span, accumulator(span), f"{framework}.stream"), context)
+
+
+#: A model step's reader from the patched call: ``(instance, args, kwargs)`` -> the step.
+ReadOf = Callable[[Any, tuple[Any, ...], dict[str, Any]], ModelStep]
+
+
+def patch(
+    framework: str, read_of: ReadOf, answer: Callable[[Any], Response], hold: Callable[[], Hold | None] = lambda: None
+) -> WrapperFactory:
+    """The wrapper factory of a framework's model-call method, sync or async alike: each call :func:`run` (a
+    coroutine function's: :func:`arun`, its span started when the coroutine is awaited) as ``read_of`` describes it;
+    ``hold()``: what holds the step open past the call, if anything does where the call is made."""
+
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            read = lambda: read_of(instance, args, kwargs)  # noqa: E731
+            call = lambda: wrapped(*args, **kwargs)  # noqa: E731
+            if inspect.iscoroutinefunction(wrapped):
+                return arun(tracer, rt, framework, read, call, answer, hold())
+            return run(tracer, rt, framework, read, call, answer, hold())
+
+        return wrapper
+
+    return factory

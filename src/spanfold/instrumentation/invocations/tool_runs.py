@@ -15,15 +15,19 @@ with :func:`start` and end with :func:`finish` / :func:`~spanfold.instrumentatio
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import Token
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.toolkit.calls import Wrapper
+from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.reading.fields import dumps
 from spanfold.instrumentation.toolkit.tool_spans import (
     ToolFailure,
@@ -57,6 +61,8 @@ class ToolRun:
     kind: SpanKind = SpanKind.INTERNAL
     #: The span's name where the producer's conventions name it otherwise.
     span_name: str | None = None
+    #: The context the span starts in, when not the current one (a run told after the fact, from a message stream).
+    context: otel_context.Context | None = None
 
 
 @dataclass(slots=True)
@@ -92,17 +98,22 @@ def start(tracer: Tracer, rt: Runtime, framework: str, read: Callable[[], ToolRu
         attributes = dict(tool.attributes or {})
         if (line := _first_line(tool.description)) is not None:
             attributes[semconv.TOOL_DESCRIPTION] = line
-        span = start_tool_span(
-            tracer,
-            tool.name,
-            rt,
-            call_id=tool.call_id,
-            arguments=text if rt.capture_content else None,
-            attributes=attributes or None,
-            kind=tool.kind,
-            argument_values=values,
-            span_name=tool.span_name,
-        )
+        token = otel_context.attach(tool.context) if tool.context is not None else None
+        try:
+            span = start_tool_span(
+                tracer,
+                tool.name,
+                rt,
+                call_id=tool.call_id,
+                arguments=text if rt.capture_content else None,
+                attributes=attributes or None,
+                kind=tool.kind,
+                argument_values=values,
+                span_name=tool.span_name,
+            )
+        finally:
+            if token is not None:
+                otel_context.detach(token)
         return Started(span, framework_tool_run(*tool.functions) if tool.functions else None)
     except Exception as exc:
         counters.fault(f"{framework}.tool_start", exc)
@@ -165,3 +176,26 @@ async def arun(
     result = await arun_in_tool_span(started.span, rt, call, started.token, fail)
     finish(started.span, rt, framework, output, result)
     return result
+
+
+#: A tool run's reader from the patched call: ``(instance, args, kwargs)`` -> the run (None: the call is no run).
+ReadOf = Callable[[Any, tuple[Any, ...], dict[str, Any]], ToolRun | None]
+
+
+def patch(
+    framework: str, read_of: ReadOf, output: Callable[[Any], Any] = _same, fail: ToolFailure = fail_tool_span
+) -> WrapperFactory:
+    """The wrapper factory of a framework's tool-run method, sync or async alike: each call :func:`run` (a
+    coroutine function's: :func:`arun`, its span started when the coroutine is awaited) as ``read_of`` describes it."""
+
+    def factory(tracer: Tracer, rt: Runtime) -> Wrapper:
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            read = lambda: read_of(instance, args, kwargs)  # noqa: E731
+            call = lambda: wrapped(*args, **kwargs)  # noqa: E731
+            if inspect.iscoroutinefunction(wrapped):
+                return arun(tracer, rt, framework, read, call, output, fail)
+            return run(tracer, rt, framework, read, call, output, fail)
+
+        return wrapper
+
+    return factory

@@ -22,6 +22,7 @@ from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
+from spanfold.instrumentation.toolkit.reading import chat_messages
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
@@ -56,7 +57,7 @@ def input_message(msg: Any) -> p.Message:
     if m.get(msg, "role") == "tool":
         content = _tool_result_text(m.field(msg, "content"))
         return p.message("tool", [p.tool_response(m.get(msg, "tool_call_id"), content)])
-    message = openai_chat.input_message(msg)
+    message = chat_messages.input_message(msg)
     plan = m.get(msg, "tool_plan")
     if plan:
         message["parts"].insert(0, p.reasoning(plan))
@@ -82,7 +83,7 @@ def _usage(usage: Any) -> Usage | None:
     )
 
 
-def _response(response_id: Any, choice: openai_chat.Choice, reason: Any, tokens: Usage | None) -> Response:
+def _response(response_id: Any, choice: chat_messages.Choice, reason: Any, tokens: Usage | None) -> Response:
     return Response(
         id=response_id, finish_reasons=[reason] if reason else None, messages=[choice.to_message()], usage=tokens
     )
@@ -90,11 +91,11 @@ def _response(response_id: Any, choice: openai_chat.Choice, reason: Any, tokens:
 
 def response(result: Any) -> Response:
     message = m.get(result, "message")
-    choice = openai_chat.Choice()
+    choice = chat_messages.Choice()
     plan = m.get(message, "tool_plan")
     if plan:
         choice.reasoning.append(plan)
-    openai_chat.add_content(choice, m.get(message, "content"))
+    chat_messages.add_content(choice, m.get(message, "content"))
     for index, call in enumerate(m.as_list(m.get(message, "tool_calls"))):
         block = choice.tool_calls.open(index)
         function = m.get(call, "function")
@@ -109,7 +110,7 @@ class StreamAccumulator:
     __slots__ = ("choice", "id", "reason", "thinking", "usage")
 
     def __init__(self) -> None:
-        self.choice = openai_chat.Choice()
+        self.choice = chat_messages.Choice()
         self.id: Any = None
         self.reason: Any = None
         self.usage: Usage | None = None

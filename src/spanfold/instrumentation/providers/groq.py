@@ -16,6 +16,7 @@ from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.patching import TableInstrumentor, model_methods
+from spanfold.instrumentation.toolkit.reading import chat_messages
 
 
 class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
@@ -27,7 +28,7 @@ class GroqStreamAccumulator(openai_chat.ChatStreamAccumulator):
         super().add(chunk)
         extra = chunk.__dict__.get("x_groq")
         if extra is not None and extra.usage is not None:
-            self.usage = openai_chat.usage(extra.usage)
+            self.usage = chat_messages.usage(extra.usage)
 
 
 CHAT = ModelApi(

@@ -24,6 +24,7 @@ from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
+from spanfold.instrumentation.toolkit.reading import chat_messages
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
@@ -76,7 +77,7 @@ def _own_chunk(chunk: Any) -> p.Part | None:
 
 def input_message(msg: Any) -> p.Message:
     plain = _plain(msg)
-    message = openai_chat.input_message(plain)
+    message = chat_messages.input_message(plain)
     content = m.get(plain, "content")
     if isinstance(content, list) and m.get(plain, "role") != "tool":
         parts = message["parts"]  # one part per content chunk, in order, before any tool call

@@ -22,8 +22,8 @@ from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, iterator_result
 from spanfold.instrumentation.toolkit.invocation import Param, Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods
+from spanfold.instrumentation.toolkit.reading import chat_messages, params
 from spanfold.instrumentation.toolkit.reading import fields as m
-from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 
@@ -126,7 +126,7 @@ class ResponseAccumulator:
     __slots__ = ("choice", "model", "reason", "usage")
 
     def __init__(self) -> None:
-        self.choice = openai_chat.Choice()
+        self.choice = chat_messages.Choice()
         self.reason: Any = None
         self.model: Any = None
         self.usage = Usage()
@@ -144,7 +144,7 @@ class ResponseAccumulator:
         for call in source.get("tool_calls") or ():
             index = len(self.choice.tool_calls)
             self.choice.tool_calls.open(index).fields["name"] = call.function.name
-            openai_chat.add_arguments(self.choice, index, call.function.arguments)
+            chat_messages.add_arguments(self.choice, index, call.function.arguments)
         if fields.get("done"):
             self.reason = fields.get("done_reason")
             self.model = fields.get("model")

@@ -34,7 +34,7 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.claude_agent_sdk.session import Session
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor
-from spanfold.instrumentation.toolkit.streams import Transparent
+from spanfold.instrumentation.toolkit.watched import AsyncWatched, called_within
 
 SUPPORTED: Final = "claude-agent-sdk >= 0.2, < 0.3"
 
@@ -44,56 +44,16 @@ _SESSION: Final = otel_context.create_key("spanfold.claude_agent_sdk.session")
 _CLIENTS: WeakKeyDictionary[Any, Session] = WeakKeyDictionary()
 
 
-class Messages(Transparent):
+def _messages(stream: Any, session: Session, context: otel_context.Context | None, ends: bool) -> AsyncWatched:
     """The SDK's message stream: each message handed to the session as the application gets it, ``context`` (a
     ``query()``'s run) current while the SDK works for it; ``ends``: the stream's end ends the run (``query()``),
     else only its failure does (a client's stream outlives its turns)."""
 
-    def __init__(self, wrapped: Any, session: Session, context: otel_context.Context | None, ends: bool) -> None:
-        super().__init__(wrapped)
-        self._self_session = session
-        self._self_context = context
-        self._self_ends = ends
+    def ended(error: BaseException | None) -> None:
+        if ends or error is not None:
+            session.end_turn(error)
 
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self
-
-    async def __anext__(self) -> Any:
-        token = otel_context.attach(self._self_context) if self._self_context is not None else None
-        try:
-            message = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_end(None)
-            raise
-        except BaseException as exc:
-            self._self_end(exc)
-            raise
-        finally:
-            if token is not None:
-                otel_context.detach(token)
-        try:
-            self._self_session.message(message)
-        except Exception as exc:
-            counters.fault("claude_agent_sdk.message", exc)
-        return message
-
-    async def aclose(self) -> Any:
-        try:
-            return await self.__wrapped__.aclose()
-        finally:
-            self._self_end(None)
-
-    def _self_end(self, error: BaseException | None) -> None:
-        if not self._self_ends and error is None:
-            return
-        try:
-            self._self_session.end_turn(error)
-        except Exception as exc:
-            counters.fault("claude_agent_sdk.run_end", exc)
-
-    def __del__(self) -> None:
-        if getattr(self, "_self_ends", False) and self._self_session.open:
-            self._self_end(None)
+    return AsyncWatched(stream, "claude_agent_sdk.messages", context, session.message, ended)
 
 
 async def _observed(prompts: AsyncIterable[Any], session: Session) -> AsyncIterator[Any]:
@@ -147,7 +107,7 @@ def query_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
         except BaseException as exc:
             session.end_turn(exc)
             raise
-        return Messages(stream, session, context, ends=True)
+        return _messages(stream, session, context, ends=True)
 
     return wrapper
 
@@ -155,18 +115,15 @@ def query_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 def connect_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     """``ClaudeSDKClient.connect(prompt)``: its prompt sent; the tasks it starts know the client's session."""
 
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             session = _client_session(tracer, rt, instance)
             args, kwargs = _with_prompt(session, args, kwargs)
-            token = otel_context.attach(otel_context.set_value(_SESSION, session))
+            context = otel_context.set_value(_SESSION, session)
         except Exception as exc:
             counters.fault("claude_agent_sdk.connect", exc)
-            return await wrapped(*args, **kwargs)
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            otel_context.detach(token)
+            return wrapped(*args, **kwargs)
+        return called_within(context, lambda: wrapped(*args, **kwargs), "claude_agent_sdk.connect")
 
     return wrapper
 
@@ -190,7 +147,7 @@ def receive_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         stream = wrapped(*args, **kwargs)
         try:
-            return Messages(stream, _client_session(tracer, rt, instance), None, ends=False)
+            return _messages(stream, _client_session(tracer, rt, instance), None, ends=False)
         except Exception as exc:
             counters.fault("claude_agent_sdk.receive", exc)
             return stream

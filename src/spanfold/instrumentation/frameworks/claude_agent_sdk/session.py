@@ -34,11 +34,11 @@ from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.claude_agent_sdk import blocks
 from spanfold.instrumentation.frameworks.claude_agent_sdk.threads import Thread
+from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.agent_runs import in_agent_run, open_run
+from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import server_of
-from spanfold.instrumentation.toolkit.reading.fields import dumps
 from spanfold.instrumentation.toolkit.spans import end_span, set_failure
-from spanfold.instrumentation.toolkit.tool_spans import end_tool_span, end_tool_span_with_error_result, start_tool_span
 from spanfold.semconv import parts as p
 
 #: The fault counters' name of these runs.
@@ -52,9 +52,9 @@ class Tool:
 
     __slots__ = ("context", "input", "span")
 
-    def __init__(self, span: Span, arguments: Any) -> None:
-        self.span: Span | None = span
-        self.context = otel_trace.set_span_in_context(span)
+    def __init__(self, span: Span | None, arguments: Any) -> None:
+        self.span = span
+        self.context = otel_trace.set_span_in_context(span) if span is not None else None
         self.input = arguments if isinstance(arguments, Mapping) else {}
 
 
@@ -167,7 +167,8 @@ class Session:
         if step is None or message.message_id is None or step.message_id != message.message_id:
             model = self.model if thread is self.main else None
             step = thread.open_step(self.tracer, self.rt, self.provider, self.endpoint, model, message)
-        step.add(message, now)
+        if step is not None:
+            step.add(message, now)
         for block in message.content:
             if type(block).__name__ == "ToolUseBlock" and not message.error:
                 self._tool(block.id, block.name, block.input, thread)
@@ -203,19 +204,9 @@ class Session:
         tool = self.tools.get(call_id)
         if tool is not None:
             return tool
-        token = otel_context.attach(thread.context) if thread.context is not None else None
-        try:
-            span = start_tool_span(
-                self.tracer,
-                str(name),
-                self.rt,
-                call_id=call_id,
-                arguments=dumps(arguments) if self.rt.capture_content else None,
-                argument_values=arguments,
-            )
-        finally:
-            if token is not None:
-                otel_context.detach(token)
+        run = ToolRun(str(name), call_id=call_id, arguments=arguments, context=thread.context)
+        started = tool_runs.start(self.tracer, self.rt, "claude_agent_sdk", lambda: run)
+        span = started.span if started is not None else None
         tool = self.tools[call_id] = Tool(span, arguments)
         return tool
 
@@ -224,11 +215,8 @@ class Session:
         if tool is None or tool.span is None:
             return
         span, tool.span = tool.span, None
-        value = blocks.result_value(block.content)
-        if block.is_error:
-            end_tool_span_with_error_result(span, value, self.rt)
-        else:
-            end_tool_span(span, value, self.rt)
+        answered = Answered(blocks.result_value(block.content), failed=bool(block.is_error))
+        tool_runs.finish(span, self.rt, "claude_agent_sdk", lambda result: result, answered)
 
     def _thread(self, parent: Any) -> Thread:
         """The main thread (``parent`` None), or the subagent run by the tool use ``parent`` (opened now)."""
@@ -242,7 +230,7 @@ class Session:
         kind = arguments.get("subagent_type")
         name = kind if isinstance(kind, str) and kind else blocks.SUBAGENT_NAME
         thread = self.subagents[parent] = Thread(name, self.prompts.get(name))
-        context = tool.context if tool is not None else self.main.context
+        context = tool.context if tool is not None and tool.context is not None else self.main.context
         token = otel_context.attach(context) if context is not None else None
         try:
             thread.run, thread.context = open_run(self.tracer, self.rt, name, KIND)

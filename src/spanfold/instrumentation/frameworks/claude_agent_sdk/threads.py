@@ -15,12 +15,13 @@ import time
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Tracer
 
-from spanfold import counters, semconv
+from spanfold import counters
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.claude_agent_sdk import blocks
-from spanfold.instrumentation.toolkit import attributes
+from spanfold.instrumentation.invocations import model_steps
+from spanfold.instrumentation.invocations.model_steps import ModelStep
 from spanfold.instrumentation.toolkit.invocation import Cost, Endpoint, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.instrumentation.toolkit.spans import ModelSpan, set_failure
@@ -85,22 +86,17 @@ class Thread:
 
     def open_step(
         self, tracer: Tracer, rt: Runtime, provider: str, endpoint: Endpoint | None, model: Any, message: Any
-    ) -> Step:
-        """The model step an assistant message with a new message id begins (the open one closed first)."""
+    ) -> Step | None:
+        """The model step an assistant message with a new message id begins (the open one closed first); None after
+        a fault (counted)."""
         self.close_step(rt)
         answered = message.model if message.model != blocks.SYNTHETIC_MODEL else None
-        request = Request(model=model or answered, system=self.system, messages=HISTORY.of(list(self.messages)))
-        name, attrs = attributes.model_call(request, provider, semconv.OP_CHAT, rt, endpoint)
-        span = ModelSpan(
-            tracer,
-            name,
-            attrs,
-            kind=SpanKind.CLIENT,
-            rt=rt,
-            context=self.context,
-            start_time=self.ready_ns,
-            provider=provider,
-        )
+        messages = HISTORY.of(list(self.messages))
+        request = Request(model=model or answered, system=self.system, messages=messages, endpoint=endpoint)
+        step = ModelStep(request, provider, context=self.context, start_time=self.ready_ns)
+        span = model_steps.start(tracer, rt, "claude_agent_sdk", lambda: step)
+        if span is None:
+            return None
         self.messages.append(p.message("assistant", []))  # its place; its answer when the step closes
         self.step = Step(span, message.message_id, answered, len(self.messages) - 1)
         return self.step

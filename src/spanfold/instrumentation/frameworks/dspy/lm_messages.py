@@ -18,55 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from spanfold.instrumentation.toolkit.reading import fields as m
+from spanfold.instrumentation.toolkit.reading.chat_messages import tool_call_parts
 from spanfold.semconv import parts as p
 
 #: ReAct's trajectory keys, one of each per step (``thought_0``...).
 THOUGHT, TOOL_NAME, TOOL_ARGS, OBSERVATION = "thought_", "tool_name_", "tool_args_", "observation_"
-
-
-def _item(item: Any) -> p.Part:
-    kind = m.get(item, "type")
-    if kind == "text":
-        return p.text(m.get(item, "text"))
-    if kind == "image_url":
-        url = m.get(item, "image_url")
-        return p.media(str(url if isinstance(url, str) else m.get(url, "url", "")), "image")
-    if kind == "input_audio":
-        audio = m.get(item, "input_audio")
-        return p.blob(m.get(audio, "data"), f"audio/{m.get(audio, 'format')}", "audio")
-    if kind == "file":
-        file = m.get(item, "file")
-        data = m.get(file, "file_data")
-        if isinstance(data, str) and data:
-            return p.media(data, "document")
-        return p.file(m.get(file, "file_id"), "document")
-    return p.other(kind or "unknown")
-
-
-def content_parts(content: Any) -> list[p.Part]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [p.text(content)]
-    return [_item(item) for item in m.as_list(content)]
-
-
-def _calls(calls: Any) -> list[p.Part]:
-    out: list[p.Part] = []
-    for call in m.as_list(calls):
-        function = m.get(call, "function")
-        out.append(p.tool_call(m.get(call, "id"), m.get(function, "name"), m.get(function, "arguments")))
-    return out
-
-
-def message(msg: Any) -> p.Message:
-    """One message an adapter sends."""
-    role = m.get(msg, "role")
-    content = m.get(msg, "content")
-    if role == "tool":
-        text = content if isinstance(content, str) else m.dumps(content)
-        return p.message("tool", [p.tool_response(m.get(msg, "tool_call_id"), text)])
-    return p.message(role, [*content_parts(content), *_calls(m.get(msg, "tool_calls"))])
 
 
 def output_message(output: Any) -> p.Message:
@@ -80,7 +36,7 @@ def output_message(output: Any) -> p.Message:
     text = m.get(output, "text")
     if isinstance(text, str) and text:
         parts.append(p.text(text))
-    parts.extend(_calls(m.get(output, "tool_calls")))
+    parts.extend(tool_call_parts(m.get(output, "tool_calls")))
     return p.message("assistant", parts)
 
 

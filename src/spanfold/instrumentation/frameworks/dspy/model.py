@@ -15,19 +15,18 @@ Inside a ReAct step, the step reads the input and output
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-from opentelemetry.trace import Tracer
-
 from spanfold import semconv
-from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.dspy import lm_messages, trajectory
 from spanfold.instrumentation.invocations import model_steps
 from spanfold.instrumentation.invocations.model_steps import ModelStep, StepSpan
-from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
-from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.calls import server_of
+from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response
 from spanfold.instrumentation.toolkit.reading import fields as m
+from spanfold.instrumentation.toolkit.reading.chat_messages import input_message, usage
+from spanfold.instrumentation.toolkit.reading.params import numbers
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 
 #: The provider prefix of a DSPy model string (LiteLLM's names) -> ``gen_ai.provider.name``; others kept as they are.
@@ -84,19 +83,14 @@ def step(lm: Any, call: Any) -> ModelStep:
     provider, model = provider_and_model(getattr(lm, "model", None))
     legacy = getattr(call, "legacy", None)
     options: Mapping[str, Any] = legacy if isinstance(legacy, Mapping) else {}
-    params: dict[Param, int | float] = {}
-    for key, param in PARAMS.items():
-        value = options.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            params[param] = value
     stops = options.get("stop")
     sent = _sent(call)
-    read = [lm_messages.message(msg) for msg in sent]
+    read = [input_message(msg) for msg in sent]
     step = trajectory.current_step()
     fmt = options.get("response_format")
     invocation = Request(
         model=model,
-        params=params,
+        params=numbers(options, PARAMS),
         stop_sequences=([stops] if isinstance(stops, str) else list(stops)) if stops else None,
         output_type="json" if fmt is not None and m.get(fmt, "type") != "text" else None,
         messages=step.inputs(sent, read) if step is not None else read,
@@ -105,22 +99,6 @@ def step(lm: Any, call: Any) -> ModelStep:
         endpoint=server_of(options.get("api_base") or options.get("base_url")),
     )
     return ModelStep(invocation, provider)
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _usage(usage: Any) -> Usage:
-    """DSPy's usage dict (OpenAI's names, whatever the engine)."""
-    prompt, completion = m.get(usage, "prompt_tokens_details"), m.get(usage, "completion_tokens_details")
-    return Usage(
-        input_tokens=_count(m.get(usage, "prompt_tokens")),
-        output_tokens=_count(m.get(usage, "completion_tokens")),
-        cache_read_input_tokens=_count(m.get(prompt, "cached_tokens")) or None,
-        cache_write_input_tokens=_count(m.get(prompt, "cache_creation_tokens")) or None,
-        reasoning_output_tokens=_count(m.get(completion, "reasoning_tokens")) or None,
-    )
 
 
 def _reason(reason: Any) -> Any:
@@ -142,7 +120,7 @@ def response(result: Any) -> Response:
         model=getattr(result, "response_model", None),
         finish_reasons=[r for r in reasons if r is not None] or None,
         messages=[lm_messages.output_message(output) for output in m.as_list(getattr(result, "outputs", None))],
-        usage=None if cached else _usage(getattr(result, "usage", None)),
+        usage=None if cached else usage(getattr(result, "usage", None)),
         cost=Cost(float(cost)) if isinstance(cost, (int, float)) and not (cached or isinstance(cost, bool)) else None,
     )
 
@@ -150,29 +128,15 @@ def response(result: Any) -> Response:
 def _hold(span: StepSpan) -> bool:
     """A ReAct step holds its model step until it has parsed the answer."""
     react_step = trajectory.current_step()
-    if react_step is None:
-        return False
-    react_step.hold(span)
-    return True
+    if react_step is not None:
+        react_step.hold(span)
+    return react_step is not None
 
 
-def _lm_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], ModelStep]:
-    lm = args[0] if args else kwargs.get("lm")
-    call = args[1] if len(args) > 1 else kwargs.get("call")
-    return lambda: step(lm, call)
+def _step_of(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ModelStep:
+    """``execute(lm, call)`` / ``aexecute(lm, call)``."""
+    return step(args[0] if args else kwargs.get("lm"), args[1] if len(args) > 1 else kwargs.get("call"))
 
 
-def execute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = lambda: wrapped(*args, **kwargs)  # noqa: E731
-        return model_steps.run(tracer, rt, "dspy", _lm_call(args, kwargs), call, response, _hold)
-
-    return wrapper
-
-
-def aexecute_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = lambda: wrapped(*args, **kwargs)  # noqa: E731
-        return await model_steps.arun(tracer, rt, "dspy", _lm_call(args, kwargs), call, response, _hold)
-
-    return wrapper
+#: ``execute`` / ``aexecute``.
+EXECUTE = model_steps.patch("dspy", _step_of, response, lambda: _hold)

@@ -23,17 +23,17 @@ REACT = "dspy.predict.react"
 TOOL = "dspy.adapters.types.tool"
 
 PATCHES = (
-    Patch(MODULE, "Module.__call__", runs.run_wrapper),
-    Patch(MODULE, "Module.acall", runs.run_wrapper),
-    Patch(EXECUTION, "execute", model.execute_wrapper),
-    Patch(EXECUTION, "aexecute", model.aexecute_wrapper),
+    Patch(MODULE, "Module.__call__", runs.RUNS.patch()),
+    Patch(MODULE, "Module.acall", runs.RUNS.patch()),
+    Patch(EXECUTION, "execute", model.EXECUTE),
+    Patch(EXECUTION, "aexecute", model.EXECUTE),
     Patch(REACT, "ReAct.forward", react.forward_wrapper),
-    Patch(REACT, "ReAct.aforward", react.aforward_wrapper),
+    Patch(REACT, "ReAct.aforward", react.forward_wrapper),
     Patch(REACT, "ReAct._call_with_potential_trajectory_truncation", react.step_wrapper),
-    Patch(REACT, "ReAct._async_call_with_potential_trajectory_truncation", react.astep_wrapper),
-    Patch(TOOL, "Tool.__call__", react.tool_wrapper),
-    Patch(TOOL, "Tool.acall", react.atool_wrapper),
-    Patch(TOOL, "ToolCalls.ToolCall.execute", react.tool_call_wrapper),
+    Patch(REACT, "ReAct._async_call_with_potential_trajectory_truncation", react.step_wrapper),
+    Patch(TOOL, "Tool.__call__", react.TOOL),
+    Patch(TOOL, "Tool.acall", react.TOOL),
+    Patch(TOOL, "ToolCalls.ToolCall.execute", react.TOOL_CALL),
 )
 
 

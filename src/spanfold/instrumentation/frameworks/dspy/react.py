@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.trace import Tracer
 
 from spanfold import counters
@@ -29,87 +28,41 @@ from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.tool_spans import tool_span_of
+from spanfold.instrumentation.toolkit.watched import called_within
 
 # --- runs and steps ----------------------------------------------------------------------------------------------
 
 
 def forward_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ReAct.forward`` / ``aforward``: a new :class:`~.trajectory.ReactRun` current while it runs."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            token = otel_context.attach(trajectory.start_run())
+            context = trajectory.start_run()
         except Exception as exc:
             counters.fault("dspy.react_run", exc)
             return wrapped(*args, **kwargs)
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            otel_context.detach(token)
+        return called_within(context, lambda: wrapped(*args, **kwargs), "dspy.react_run")
 
     return wrapper
-
-
-def aforward_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            token = otel_context.attach(trajectory.start_run())
-        except Exception as exc:
-            counters.fault("dspy.react_run", exc)
-            return await wrapped(*args, **kwargs)
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            otel_context.detach(token)
-
-    return wrapper
-
-
-def _step(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[trajectory.Step, Any] | None:
-    """The step of ``_call_with_potential_trajectory_truncation(module, trajectory, **inputs)`` and the token of its
-    context; None for the ``extract`` module's call, or after a fault (counted)."""
-    try:
-        module = args[0] if args else kwargs.get("module")
-        if module is None or module is not getattr(instance, "react", None):
-            return None
-        started = trajectory.start_step(args[1] if len(args) > 1 else kwargs.get("trajectory"))
-        if started is None:
-            return None
-        step, context = started
-        return step, otel_context.attach(context)
-    except Exception as exc:
-        counters.fault("dspy.react_step", exc)
-        return None
 
 
 def step_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``_call_with_potential_trajectory_truncation(module, trajectory, **inputs)`` and its async twin: for the
+    ``react`` module (not ``extract``) a step current while it runs, told what ReAct parsed (None: nothing)."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        started = _step(instance, args, kwargs)
+        started = None
+        try:
+            module = args[0] if args else kwargs.get("module")
+            if module is not None and module is getattr(instance, "react", None):
+                started = trajectory.start_step(args[1] if len(args) > 1 else kwargs.get("trajectory"))
+        except Exception as exc:
+            counters.fault("dspy.react_step", exc)
         if started is None:
             return wrapped(*args, **kwargs)
-        step, token = started
-        prediction = None
-        try:
-            prediction = wrapped(*args, **kwargs)
-            return prediction
-        finally:
-            otel_context.detach(token)
-            step.parsed(prediction)
-
-    return wrapper
-
-
-def astep_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        started = _step(instance, args, kwargs)
-        if started is None:
-            return await wrapped(*args, **kwargs)
-        step, token = started
-        prediction = None
-        try:
-            prediction = await wrapped(*args, **kwargs)
-            return prediction
-        finally:
-            otel_context.detach(token)
-            step.parsed(prediction)
+        step, context = started
+        return called_within(context, lambda: wrapped(*args, **kwargs), "dspy.react_step", step.parsed)
 
     return wrapper
 
@@ -117,9 +70,12 @@ def astep_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 # --- tool runs ---------------------------------------------------------------------------------------------------
 
 
-def _tool_run(tool: Any, kwargs: dict[str, Any]) -> ToolRun:
-    """``tool(**kwargs)``: with the call id of the ReAct step that named it, inside a ReAct run."""
+def _tool_run(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolRun | None:
+    """``tool(**kwargs)``: with the call id of the ReAct step that named it, inside a ReAct run; none inside a span
+    spanfold made for a run of it (a ``ToolCall.execute``)."""
     name = str(getattr(tool, "name", None) or "tool")
+    if tool_span_of(name) is not None:
+        return None
     run = trajectory.current_run()
     return ToolRun(
         name,
@@ -130,33 +86,8 @@ def _tool_run(tool: Any, kwargs: dict[str, Any]) -> ToolRun:
     )
 
 
-def _inside_call_of(tool: Any) -> bool:
-    """Whether the tool runs inside a span spanfold made for a run of it (a ``ToolCall.execute``)."""
-    try:
-        return tool_span_of(str(getattr(tool, "name", None))) is not None
-    except Exception as exc:
-        counters.fault("dspy.tool_start", exc)
-        return False
-
-
-def tool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _inside_call_of(instance):
-            return wrapped(*args, **kwargs)
-        return tool_runs.run(tracer, rt, "dspy", lambda: _tool_run(instance, kwargs), lambda: wrapped(*args, **kwargs))
-
-    return wrapper
-
-
-def atool_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _inside_call_of(instance):
-            return await wrapped(*args, **kwargs)
-        return await tool_runs.arun(
-            tracer, rt, "dspy", lambda: _tool_run(instance, kwargs), lambda: wrapped(*args, **kwargs)
-        )
-
-    return wrapper
+#: ``Tool.__call__`` / ``acall``.
+TOOL = tool_runs.patch("dspy", _tool_run)
 
 
 def _functions(functions: Any, name: str) -> tuple[Any, ...]:
@@ -167,9 +98,10 @@ def _functions(functions: Any, name: str) -> tuple[Any, ...]:
     return tuple(getattr(t, "func", None) for t in functions or () if getattr(t, "name", None) == name)
 
 
-def _tool_call_run(call: Any, functions: Any) -> ToolRun:
-    """``ToolCall.execute(functions)``: the model's call, with its id."""
+def _tool_call_run(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolRun:
+    """``ToolCall.execute(functions=None)``: the run of a tool call the model made, with its id."""
     name = str(getattr(call, "name", None) or "tool")
+    functions = args[0] if args else kwargs.get("functions")
     return ToolRun(
         name,
         call_id=getattr(call, "id", None),
@@ -178,13 +110,5 @@ def _tool_call_run(call: Any, functions: Any) -> ToolRun:
     )
 
 
-def tool_call_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    """``ToolCall.execute(functions=None)``: the run of a tool call the model made, with its id."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        functions = args[0] if args else kwargs.get("functions")
-        return tool_runs.run(
-            tracer, rt, "dspy", lambda: _tool_call_run(instance, functions), lambda: wrapped(*args, **kwargs)
-        )
-
-    return wrapper
+#: ``ToolCalls.ToolCall.execute``.
+TOOL_CALL = tool_runs.patch("dspy", _tool_call_run)

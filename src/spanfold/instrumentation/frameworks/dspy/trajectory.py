@@ -17,25 +17,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry import context as otel_context
 
 from spanfold import counters
 from spanfold.instrumentation.frameworks.dspy import lm_messages
 from spanfold.instrumentation.frameworks.dspy.runs import react_prefix
+from spanfold.instrumentation.invocations.model_steps import StepSpan
 from spanfold.semconv import parts as p
 
 _RUN_KEY = otel_context.create_key("spanfold.dspy.react")
 _STEP_KEY = otel_context.create_key("spanfold.dspy.react_step")
-
-
-class Held(Protocol):
-    """A model step whose span stays open until ReAct has parsed its answer."""
-
-    def settle(self, output: p.Message | None) -> None:
-        """Finish it, answering ``output`` (None: what the model answered)."""
-        ...
 
 
 class ReactRun:
@@ -86,12 +79,12 @@ class Step:
         self.trajectory = trajectory  # ReAct's own dict: a truncation shortens it in place
         self.index = lm_messages.next_index(trajectory)
         self.lock = threading.Lock()
-        self.held: Held | None = None
+        self.held: StepSpan | None = None  # a model step whose span stays open until parsed
 
     def inputs(self, sent: list[Any], read: list[p.Message]) -> list[p.Message]:
         return self.run.inputs(sent, read, self.trajectory)
 
-    def hold(self, call: Held) -> None:
+    def hold(self, call: StepSpan) -> None:
         """Keep ``call`` open until :meth:`parsed`; an earlier call of the step answers what the model said."""
         with self.lock:
             earlier, self.held = self.held, call

@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Tracer
 
-from spanfold import counters, semconv
 from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.frameworks.smolagents.text_protocol import Observations
 from spanfold.instrumentation.invocations import tool_runs
-from spanfold.instrumentation.invocations.agent_runs import ContextRun, open_run
+from spanfold.instrumentation.invocations.agent_runs import AgentRuns
 from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
-from spanfold.instrumentation.toolkit.streams import Transparent
-
-#: The agent whose run is current (its :class:`AgentState`), set in the context its steps run in.
-_AGENT_KEY = otel_context.create_key("spanfold.smolagents.agent")
+from spanfold.instrumentation.toolkit.watched import Watched
 
 
 class AgentState:
@@ -51,7 +46,8 @@ class AgentState:
             self.pending.remove(found)
             return found.id
 
-    def done(self) -> None:
+    def done(self, error: BaseException | None = None) -> None:
+        """The step's tool calls ended: none is pending any more."""
         with self.lock:
             self.pending.clear()
 
@@ -68,104 +64,31 @@ def state_of(agent: Any) -> AgentState:
         return state
 
 
+#: The runs: a managed agent's run nests in its manager's; the context holds the running agent's state.
+RUNS = AgentRuns("smolagents", held=state_of)
+
+
 def observations() -> Observations | None:
-    state = otel_context.get_value(_AGENT_KEY)
+    state = RUNS.current()
     return state.observations if isinstance(state, AgentState) else None
-
-
-# --- runs --------------------------------------------------------------------------------------------------------
-
-
-def _in_other_run() -> bool:
-    """An ``invoke_agent`` span is current that is no run of this instrumentor (``spanfold.agent``, another
-    producer's): the user named the run."""
-    span = otel_trace.get_current_span()
-    attributes = getattr(span, "attributes", None)
-    if not isinstance(attributes, Mapping) or attributes.get(semconv.OPERATION_NAME) != semconv.OP_INVOKE_AGENT:
-        return False
-    return bool(attributes.get(semconv.AGENT_NAME)) and otel_context.get_value(_AGENT_KEY) is None
-
-
-def agent_name(agent: Any) -> str:
-    name = getattr(agent, "name", None)
-    return name if isinstance(name, str) and name else type(agent).__name__
-
-
-class UntracedRun(Transparent):
-    """The generator of a run that opens no span (inside another agent run): each step run knowing its agent."""
-
-    def __init__(self, wrapped: Any, context: otel_context.Context) -> None:
-        super().__init__(wrapped)
-        self._self_context = context
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        token = otel_context.attach(self._self_context)
-        try:
-            return self.__wrapped__.__next__()
-        finally:
-            otel_context.detach(token)
-
-
-def run_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            context = otel_context.set_value(_AGENT_KEY, state_of(instance))
-            opened = (
-                None
-                if _in_other_run()
-                else open_run(tracer, rt, agent_name(instance), "smolagents.run", context=context)
-            )
-        except Exception as exc:
-            counters.fault("smolagents.run_start", exc)
-            return wrapped(*args, **kwargs)
-        stream = wrapped(*args, **kwargs)  # a generator: nothing of the run has happened yet
-        return ContextRun(stream, *opened) if opened is not None else UntracedRun(stream, context)
-
-    return wrapper
 
 
 # --- tool runs ---------------------------------------------------------------------------------------------------
 
 
-class _NotedCalls(Transparent):
-    """``process_tool_calls``' generator: the calls it yields are pending until run; the outputs it yields are what
-    each run observed."""
-
-    def __init__(self, wrapped: Any, state: AgentState) -> None:
-        super().__init__(wrapped)
-        self._self_agent = state
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        try:
-            item = self.__wrapped__.__next__()
-        except BaseException:
-            self._self_agent.done()
-            raise
-        try:
-            kind = type(item).__name__
-            if kind == "ToolCall":
-                self._self_agent.asked(item)
-            elif kind == "ToolOutput":
-                self._self_agent.observations.add(item.id, item.observation)
-        except Exception as exc:
-            counters.fault("smolagents.tool_calls", exc)
-        return item
+def _noted(state: AgentState, item: Any) -> None:
+    """What ``process_tool_calls`` yields: a call is pending until run; an output is what its run observed."""
+    kind = type(item).__name__
+    if kind == "ToolCall":
+        state.asked(item)
+    elif kind == "ToolOutput":
+        state.observations.add(item.id, item.observation)
 
 
 def process_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        calls = wrapped(*args, **kwargs)
-        try:
-            return _NotedCalls(calls, state_of(instance))
-        except Exception as exc:
-            counters.fault("smolagents.tool_calls", exc)
-            return calls
+        state = state_of(instance)
+        return Watched(wrapped(*args, **kwargs), "smolagents.tool_calls", None, partial(_noted, state), state.done)
 
     return wrapper
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -18,8 +18,8 @@ from spanfold.instrumentation.invocations.model_steps import Hold, StepSpan
 from spanfold.instrumentation.invocations.tool_runs import ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
 from spanfold.instrumentation.toolkit.invocation import Response
-from spanfold.instrumentation.toolkit.streams import Transparent
 from spanfold.instrumentation.toolkit.tool_spans import end_tool_span, fail_tool_span
+from spanfold.instrumentation.toolkit.watched import Watched
 from spanfold.semconv import parts as p
 
 #: The :class:`CodeStep` running now, set in the context a ``CodeAgent`` step runs in.
@@ -90,52 +90,19 @@ class CodeStep:
         return otel_trace.set_span_in_context(self.tool, context) if self.tool is not None else context
 
 
-class CodeStepRun(Transparent):
-    """``CodeAgent._step_stream``'s generator: each part of the step run knowing the step (and with the action's
-    tool span current while it runs)."""
-
-    def __init__(self, wrapped: Any, step: CodeStep) -> None:
-        super().__init__(wrapped)
-        self._self_step = step
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        step = self._self_step
-        token = otel_context.attach(step.context(otel_context.get_current()))
-        try:
-            item = self.__wrapped__.__next__()
-        except StopIteration:
-            step.end()
-            raise
-        except BaseException as exc:
-            step.end(exc)
-            raise
-        finally:
-            otel_context.detach(token)
-        try:
-            step.item(item)
-        except Exception as exc:
-            counters.fault("smolagents.code_step", exc)
-        return item
-
-    def close(self) -> Any:
-        try:
-            return self.__wrapped__.close()
-        finally:
-            self._self_step.end()
-
-
 def code_step_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``CodeAgent._step_stream``: each part of the step runs knowing the step, with the action's tool span current
+    while it runs."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         stream = wrapped(*args, **kwargs)
         try:
             memory_step = args[0] if args else kwargs.get("memory_step")
-            return CodeStepRun(stream, CodeStep(tracer, rt, memory_step, state_of(instance)))
+            step = CodeStep(tracer, rt, memory_step, state_of(instance))
         except Exception as exc:
             counters.fault("smolagents.code_step", exc)
             return stream
+        return Watched(stream, "smolagents.code_step", step.context, step.item, step.end)
 
     return wrapper
 

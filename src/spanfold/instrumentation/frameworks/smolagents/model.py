@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.trace import Tracer
@@ -33,8 +32,7 @@ from spanfold.instrumentation.toolkit.calls import Wrapper, server_of
 from spanfold.instrumentation.toolkit.invocation import Request, Response, Usage
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
 from spanfold.instrumentation.toolkit.reading import fields as m
-from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
-from spanfold.semconv import parts as p
+from spanfold.instrumentation.toolkit.reading.chat_messages import Choice, add_tool_calls, choice_of
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 
 #: ``gen_ai.provider.name`` by smolagents model class (others: ``smolagents``).
@@ -51,96 +49,47 @@ PROVIDERS = {
 }
 
 
-@dataclass(slots=True)
-class Output:
-    """What a model call answered: its text, tool calls ``(id, name, arguments)``, finish reason, response id and
-    model (from an OpenAI-shaped ``raw`` response), token usage."""
-
-    text: str | None = None
-    calls: list[tuple[Any, Any, Any]] = field(default_factory=list)
-    finish: str | None = None
-    response_id: str | None = None
-    model: str | None = None
-    usage: Usage = field(default_factory=Usage)
-
-    def response(self) -> Response:
-        parts: list[p.Part] = [p.text(self.text)] if self.text else []
-        parts.extend(p.tool_call(call_id, name, arguments) for call_id, name, arguments in self.calls)
-        reason = OPENAI_COMPATIBLE_FINISH_REASONS.get(self.finish, self.finish) if self.finish else None
-        reason = reason or ("tool_call" if self.calls else "stop")
-        return Response(
-            id=self.response_id,
-            model=self.model,
-            finish_reasons=[reason],
-            messages=[p.message("assistant", parts)],
-            usage=self.usage,
-        )
-
-
-def _calls(calls: Any) -> list[tuple[Any, Any, Any]]:
-    out = []
-    for call in m.as_list(calls):
-        function = m.get(call, "function")
-        out.append((m.get(call, "id"), m.get(function, "name"), m.get(function, "arguments")))
-    return out
-
-
-def _count(usage: Any, key: str) -> int | None:
-    value = m.get(usage, key)
-    return value if isinstance(value, int) else None
-
-
 def _usage(usage: Any) -> Usage:
-    return Usage(input_tokens=_count(usage, "input_tokens"), output_tokens=_count(usage, "output_tokens"))
+    counts = [
+        value if isinstance(value := m.get(usage, key), int) else None for key in ("input_tokens", "output_tokens")
+    ]
+    return Usage(input_tokens=counts[0], output_tokens=counts[1])
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def output_of(message: Any) -> Output:
-    """A ``ChatMessage``'s output; the response id, model and finish reason from its ``raw`` API response where it
-    keeps one (an OpenAI-shaped completion)."""
-    raw = m.get(message, "raw")
+def _response(choice: Choice, usage: Usage, raw: Any = None) -> Response:
+    """The step's answer: the choice read from smolagents' message (or deltas), and the response id, model and
+    finish reason of an OpenAI-shaped ``raw`` API response where smolagents keeps one."""
     choices = m.as_list(m.get(raw, "choices")) if raw is not None and not isinstance(raw, (str, bytes)) else []
-    return Output(
-        text=_str(m.get(message, "content")),
-        calls=_calls(m.get(message, "tool_calls")),
-        finish=_str(m.get(choices[0], "finish_reason")) if choices else None,
-        response_id=_str(m.get(raw, "id")) if choices else None,
-        model=_str(m.get(raw, "model")) if choices else None,
-        usage=_usage(m.get(message, "token_usage")),
+    finish = m.get(choices[0], "finish_reason") if choices else None
+    reason = OPENAI_COMPATIBLE_FINISH_REASONS.get(finish, finish) if isinstance(finish, str) else None
+    return Response(
+        id=m.get(raw, "id") if choices else None,
+        model=m.get(raw, "model") if choices else None,
+        finish_reasons=[reason or ("tool_call" if choice.tool_calls.ordered() else "stop")],
+        messages=[choice.to_message()],
+        usage=usage,
     )
+
+
+def answer(message: Any) -> Response:
+    """``generate``'s ``ChatMessage`` (OpenAI's message shape)."""
+    return _response(choice_of(message, None), _usage(m.get(message, "token_usage")), m.get(message, "raw"))
 
 
 class DeltaAccumulator:
     """``generate_stream``'s ``ChatMessageStreamDelta``s: text, tool calls by index, token usage."""
 
-    __slots__ = ("calls", "text", "usage")
+    __slots__ = ("choice", "usage")
 
     def __init__(self) -> None:
-        self.text: list[str] = []
-        self.calls = IndexedBlocks()
+        self.choice = Choice()
         self.usage = Usage()
 
     def add(self, delta: Any) -> None:
         content = m.get(delta, "content")
         if isinstance(content, str) and content:
-            self.text.append(content)
-        for call in m.as_list(m.get(delta, "tool_calls")):
-            index = m.get(call, "index")
-            block = self.calls.open(index if isinstance(index, int) else 0)
-            call_id = m.get(call, "id")
-            if call_id:
-                block.fields["id"] = call_id
-            function = m.get(call, "function")
-            name, arguments = m.get(function, "name"), m.get(function, "arguments")
-            if name:
-                block.fields["name"] = name
-            if isinstance(arguments, str):
-                block.fragments.append(arguments)
-            elif arguments is not None:
-                block.fields["arguments"] = arguments
+            self.choice.text.append(content)
+        add_tool_calls(self.choice, m.as_list(m.get(delta, "tool_calls")))
         tokens = m.get(delta, "token_usage")
         if tokens is not None:
             usage, add = self.usage, _usage(tokens)
@@ -150,11 +99,7 @@ class DeltaAccumulator:
                 usage.output_tokens = (usage.output_tokens or 0) + add.output_tokens
 
     def result(self) -> Response:
-        calls = [
-            (b.fields.get("id"), b.fields.get("name"), b.fields.get("arguments", b.text()))
-            for b in self.calls.ordered()
-        ]
-        return Output(text="".join(self.text) or None, calls=calls, usage=self.usage).response()
+        return _response(self.choice, self.usage)
 
 
 def _tool_definitions(tools: Any) -> list[Any] | None:
@@ -193,10 +138,6 @@ def step(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], observations
         endpoint=server_of(client.get("base_url")) if isinstance(client, Mapping) else None,
     )
     return ModelStep(request, PROVIDERS.get(type(model).__name__, "smolagents"))
-
-
-def answer(message: Any) -> Response:
-    return output_of(message).response()
 
 
 def wrappers(

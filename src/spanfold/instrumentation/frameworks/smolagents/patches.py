@@ -48,7 +48,7 @@ MODEL_CLASSES = (
 _GENERATE, _GENERATE_STREAM = model.wrappers(agents.observations, code.holder)
 
 PATCHES = (
-    Patch(AGENTS, "MultiStepAgent._run_stream", agents.run_wrapper),
+    Patch(AGENTS, "MultiStepAgent._run_stream", agents.RUNS.patch()),
     Patch(AGENTS, "ToolCallingAgent.process_tool_calls", agents.process_wrapper),
     Patch(AGENTS, "ToolCallingAgent.execute_tool_call", agents.execute_wrapper),
     Patch(AGENTS, "CodeAgent._step_stream", code.code_step_wrapper),

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spanfold.instrumentation.toolkit.reading import fields as m
+from spanfold.instrumentation.toolkit.reading.chat_messages import content_parts, tool_call_parts
 from spanfold.semconv import parts as p
 
 CALLING_TOOLS = "Calling tools:\n"
@@ -84,26 +85,6 @@ def _text(msg: Any) -> str | None:
     return "".join(texts)
 
 
-def _content_parts(msg: Any) -> list[p.Part]:
-    content = m.get(msg, "content")
-    if isinstance(content, str):
-        return [p.text(content)]
-    out: list[p.Part] = []
-    for item in m.as_list(content):
-        kind = m.get(item, "type")
-        out.append(p.text(m.get(item, "text")) if kind == "text" else p.other(kind or "unknown"))
-    return out
-
-
-def _call_parts(calls: Any) -> list[p.Part]:
-    """A ``ChatMessage``'s tool calls (or their dicts) as tool-call parts."""
-    out: list[p.Part] = []
-    for call in m.as_list(calls):
-        function = m.get(call, "function")
-        out.append(p.tool_call(m.get(call, "id"), m.get(function, "name"), m.get(function, "arguments")))
-    return out
-
-
 def _parsed_calls(text: str) -> list[tuple[str, str, Any]] | None:
     """(id, name, arguments) of each call in a ``Calling tools:`` message (a Python list of the calls' dicts), or
     None when the text is not one."""
@@ -162,7 +143,7 @@ def input_messages(messages: Sequence[Any], observations: Observations | None) -
             out.extend(p.message("tool", [p.tool_response(call_id, output)]) for call_id, output in answers)
             continue
         role = {"tool-call": "assistant", "tool-response": "user"}.get(role, role)
-        parts = _content_parts(msg) + _call_parts(m.get(msg, "tool_calls"))
+        parts = content_parts(m.get(msg, "content")) + tool_call_parts(m.get(msg, "tool_calls"))
         out.append(p.message(role, parts))
     return out
 
