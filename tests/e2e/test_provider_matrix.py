@@ -242,3 +242,49 @@ def test_a_stitched_run_is_bounded_like_any_trace(tmp_path: Any, _global_provide
     metas = [json.loads(line)["metadata"] for line in (tmp_path / "traces.meta.jsonl").read_text().splitlines()]
     assert [(m["status"], m["span_count"]) for m in metas] == [("truncated", 5), ("complete", 1)]
     assert spanfold.stats()["traces_truncated"] == 1
+
+
+# --- the contract every API answers alike (each API's own fold tests keep only what is its own) ---------------------
+
+
+@pytest.mark.parametrize("provider", INSTALLED)
+def test_content_capture_off_writes_no_content(
+    tmp_path: Any, _global_provider: Any, server: MockLLMServer, provider: str
+) -> None:
+    """Capture off: the run's shape, ids and pairing are written, none of what was said (the question, the system
+    prompt, tool arguments and outputs, the answers)."""
+    chosen = PROVIDERS[provider]
+    spanfold.init(output=str(tmp_path), capture_content=False)
+    try:
+        with spanfold.agent("private-bot"):
+            chosen.run(chosen.client(server), "My secret question about Paris and Tokyo")
+        assert spanfold.flush(timeout=30)
+        text = (tmp_path / "traces.jsonl").read_text()
+    finally:
+        spanfold.shutdown()
+    events = json.loads(text)
+    assert shape(events) == WEATHER_SHAPE
+    for needle in ("secret", "Paris", "Tokyo", "sunny", "°C", "°F", "weather assistant"):
+        assert needle not in text, needle
+    assert all(event.get("content") is None for event in events)
+    calls = [call for event in events for call in event.get("tool_calls") or []]
+    outputs = [event for event in events if event["role"] == "tool"]
+    assert [output["tool_call_id"] for output in outputs] == [call["id"] for call in calls]
+
+
+@pytest.mark.parametrize("provider", INSTALLED)
+def test_a_server_error_mid_run_is_its_last_event(traced: Any, server: MockLLMServer, provider: str) -> None:
+    """The second model call answers HTTP 500: the application gets the SDK's own exception, and the run's trace
+    is what happened before it, then that error (its type the exception's, its message the server's)."""
+    server.respond_with(scenarios.failing_call(2, Reply.error(500, "The server had an error processing your request.")))
+    chosen = PROVIDERS[provider]
+    with pytest.raises(Exception) as info, spanfold.agent("weather-bot"):
+        chosen.run(chosen.client(server), question(0))
+    events = traced.one()
+    assert shape(events) == [*WEATHER_SHAPE[:5], "error"]
+    error = events[5]
+    assert error["error"]["type"].endswith(type(info.value).__qualname__)
+    assert "The server had an error" in error["content"]
+    (meta,) = traced.metas()
+    assert meta["summary"]["errorCount"] == 1
+    assert meta["metadata"]["status"] == "error"

@@ -214,22 +214,6 @@ def test_stream_broken_off(traced: Any, server: MockLLMServer) -> None:
     assert spanfold.stats().get("faults", 0) == 0
 
 
-def test_content_capture_off(tmp_path: Path, _global_provider: Any, server: MockLLMServer) -> None:
-    spanfold.init(output=str(tmp_path), capture_content=False)
-    try:
-        with spanfold.agent("private-bot"):
-            agent_loop(client_for(server))
-        spanfold.flush()
-        text = (tmp_path / "traces.jsonl").read_text()
-    finally:
-        spanfold.shutdown()
-    events = json.loads(text)
-    assert shape(events) == EXPECTED_SHAPE
-    for needle in ("Paris", "Tokyo", "sunny", "°C", "weather assistant"):
-        assert needle not in text
-    assert events[3]["tool_call_id"] == events[2]["tool_calls"][0]["id"]
-
-
 def test_concurrent_runs_in_threads_do_not_mix(traced: Any, server: MockLLMServer) -> None:
     client = client_for(server)
 
