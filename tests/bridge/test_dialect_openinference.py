@@ -18,7 +18,7 @@ from spanfold.testing import Reply, ToolCallSpec
 from spanfold.testing.agents import PROVIDERS
 
 from .producers import Harness, Run, chat_agent, instrumented, openinference_tools, plain_tool, run_openinference
-from .test_producers_equivalence import ANSWER, QUESTION, SYSTEM, expected
+from .test_producers_equivalence import ANSWER, QUESTION, SECOND_CALL_INPUT, SECOND_CALL_OUTPUT, SYSTEM, expected
 
 
 @pytest.fixture
@@ -45,39 +45,8 @@ def test_llm_span_is_rewritten(harness: Harness) -> None:
 
     name, attrs = dialect.rewrite(from_readable(llms[1]))
     assert name == "chat gpt-4o-mini"
-    assert json.loads(attrs["gen_ai.input.messages"]) == [
-        {"role": "system", "parts": [{"type": "text", "content": SYSTEM}]},
-        {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
-        {
-            "role": "assistant",
-            "parts": [
-                {"type": "tool_call", "id": "call_mock_1", "name": "get_weather", "arguments": {"city": "Paris"}},
-                {"type": "tool_call", "id": "call_mock_2", "name": "get_weather", "arguments": {"city": "Tokyo"}},
-            ],
-        },
-        {
-            "role": "tool",
-            "parts": [{"type": "tool_call_response", "id": "call_mock_1", "response": "Paris: 18°C, sunny"}],
-        },
-        {
-            "role": "tool",
-            "parts": [{"type": "tool_call_response", "id": "call_mock_2", "response": "Tokyo: 24°C, cloudy"}],
-        },
-    ]
-    assert json.loads(attrs["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [
-                {
-                    "type": "tool_call",
-                    "id": "call_mock_3",
-                    "name": "convert_temperature",
-                    "arguments": {"celsius": 18, "to": "fahrenheit"},
-                }
-            ],
-            "finish_reason": "tool_calls",
-        }
-    ]
+    assert json.loads(attrs["gen_ai.input.messages"]) == SECOND_CALL_INPUT
+    assert json.loads(attrs["gen_ai.output.messages"]) == SECOND_CALL_OUTPUT
     assert attrs["gen_ai.operation.name"] == "chat"
     assert attrs["gen_ai.request.model"] == raw["llm.model_name"]
     assert attrs["gen_ai.provider.name"] == "openai"

@@ -28,7 +28,7 @@ from spanfold.exporter.records import from_readable
 from spanfold.testing import MockLLMServer, scenarios
 
 from .producers import Harness, chat_agent, environ, instrumented, plain_tool, run_otel_v2_events, run_otel_v2_latest
-from .test_producers_equivalence import ANSWER, QUESTION, SYSTEM, expected
+from .test_producers_equivalence import ANSWER, SECOND_CALL_INPUT, SECOND_CALL_OUTPUT, expected
 
 EXPECTED = expected("call_mock_")
 EVENTS_ENV = {"OTEL_SEMCONV_STABILITY_OPT_IN": "", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
@@ -85,39 +85,8 @@ def test_events_are_buffered_by_span_and_taken_by_the_fold(harness: Harness) -> 
     name, attrs = events.rewrite(from_readable(spans[1]))
     assert spans[1].context.span_id not in events.BUFFER  # taken
     assert name == "chat gpt-4o-mini"
-    assert json.loads(attrs["gen_ai.input.messages"]) == [
-        {"role": "system", "parts": [{"type": "text", "content": SYSTEM}]},
-        {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
-        {
-            "role": "assistant",
-            "parts": [
-                {"type": "tool_call", "id": "call_mock_1", "name": "get_weather", "arguments": {"city": "Paris"}},
-                {"type": "tool_call", "id": "call_mock_2", "name": "get_weather", "arguments": {"city": "Tokyo"}},
-            ],
-        },
-        {
-            "role": "tool",
-            "parts": [{"type": "tool_call_response", "id": "call_mock_1", "response": "Paris: 18°C, sunny"}],
-        },
-        {
-            "role": "tool",
-            "parts": [{"type": "tool_call_response", "id": "call_mock_2", "response": "Tokyo: 24°C, cloudy"}],
-        },
-    ]
-    assert json.loads(attrs["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [
-                {
-                    "type": "tool_call",
-                    "id": "call_mock_3",
-                    "name": "convert_temperature",
-                    "arguments": {"celsius": 18, "to": "fahrenheit"},
-                }
-            ],
-            "finish_reason": "tool_calls",
-        }
-    ]
+    assert json.loads(attrs["gen_ai.input.messages"]) == SECOND_CALL_INPUT
+    assert json.loads(attrs["gen_ai.output.messages"]) == SECOND_CALL_OUTPUT
     assert attrs["gen_ai.operation.name"] == "chat"
     assert attrs["gen_ai.usage.output_tokens"] == (spans[1].attributes or {})["gen_ai.usage.output_tokens"]
 

@@ -39,6 +39,42 @@ def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+#: The weather agent's second model call as every producer's dialect must give it: what it was sent, what it answered.
+SECOND_CALL_INPUT: list[dict[str, Any]] = [
+    {"role": "system", "parts": [{"type": "text", "content": SYSTEM}]},
+    {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
+    {
+        "role": "assistant",
+        "parts": [
+            {"type": "tool_call", "id": "call_mock_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+            {"type": "tool_call", "id": "call_mock_2", "name": "get_weather", "arguments": {"city": "Tokyo"}},
+        ],
+    },
+    {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "call_mock_1", "response": "Paris: 18°C, sunny"}],
+    },
+    {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "call_mock_2", "response": "Tokyo: 24°C, cloudy"}],
+    },
+]
+SECOND_CALL_OUTPUT: list[dict[str, Any]] = [
+    {
+        "role": "assistant",
+        "parts": [
+            {
+                "type": "tool_call",
+                "id": "call_mock_3",
+                "name": "convert_temperature",
+                "arguments": {"celsius": 18, "to": "fahrenheit"},
+            }
+        ],
+        "finish_reason": "tool_calls",
+    }
+]
+
+
 def expected(ids: str) -> list[dict[str, Any]]:
     """The weather agent's flat trace; ``ids``: the mock server's tool-call id prefix for the API."""
     return [
