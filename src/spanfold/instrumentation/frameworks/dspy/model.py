@@ -25,7 +25,7 @@ from spanfold.instrumentation.invocations.model_steps import ModelStep, StepSpan
 from spanfold.instrumentation.toolkit.calls import server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Param, Request, Response
 from spanfold.instrumentation.toolkit.reading import fields as m
-from spanfold.instrumentation.toolkit.reading.chat_messages import input_message, usage
+from spanfold.instrumentation.toolkit.reading.chat_messages import CHAT_PARAMS, input_message, usage
 from spanfold.instrumentation.toolkit.reading.params import numbers
 from spanfold.semconv.shapes import OPENAI_COMPATIBLE_FINISH_REASONS
 
@@ -45,17 +45,8 @@ PROVIDERS: Final = {
     "xai": "x_ai",
 }
 
-#: A call's parameter -> the typed request parameter.
-PARAMS: Final[dict[str, Param]] = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "seed": "seed",
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
-    "max_tokens": "max_tokens",
-    "max_completion_tokens": "max_tokens",
-    "n": "choice_count",
-}
+#: A call's parameter -> the typed request parameter (``n``: how many candidates the call asks for).
+PARAMS: Final[dict[str, Param]] = {**CHAT_PARAMS, "n": "choice_count"}
 
 
 def provider_and_model(model: Any) -> tuple[str, str | None]:

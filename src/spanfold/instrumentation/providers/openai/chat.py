@@ -16,6 +16,7 @@ from spanfold.instrumentation.toolkit.invocation import Param, Request, Response
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading import params
 from spanfold.instrumentation.toolkit.reading.chat_messages import (
+    CHAT_PARAMS,
     Choice,
     add_audio,
     add_content,
@@ -27,15 +28,7 @@ from spanfold.instrumentation.toolkit.reading.chat_messages import (
 from spanfold.instrumentation.toolkit.reading.history import History
 
 #: Request keyword -> typed request parameter, copied when given.
-REQUEST_PARAMS: Final[dict[str, Param]] = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "seed": "seed",
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
-    "max_tokens": "max_tokens",
-    "max_completion_tokens": "max_tokens",
-}
+REQUEST_PARAMS: Final = CHAT_PARAMS
 
 
 # --- input ---------------------------------------------------------------------------------------------

@@ -10,12 +10,23 @@ Fields are read from dicts and SDK objects alike (:mod:`.fields`); nothing here 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from spanfold.instrumentation.toolkit.invocation import Usage
+from spanfold.instrumentation.toolkit.invocation import Param, Usage
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading.blocks import IndexedBlocks
 from spanfold.semconv import parts as p
+
+#: A request's keyword -> its typed parameter (``n`` apart: OpenAI's default 1 is no choice count).
+CHAT_PARAMS: Final[dict[str, Param]] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
+}
 
 # --- a message as sent --------------------------------------------------------------------------------------------
 
