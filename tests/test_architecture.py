@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "spanfold"
 GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.content", "spanfold.counters",
           "spanfold.version", "spanfold.codecs", "spanfold.stitching", "spanfold.host_check",
-          "spanfold.text", "spanfold.pricing",
+          "spanfold.text", "spanfold.pricing", "spanfold.sampling",
           # the public API's modules that import neither half (spanfold.agent opens a context)
           "spanfold.api.context", "spanfold.api.processor")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")

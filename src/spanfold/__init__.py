@@ -14,6 +14,7 @@ with spanfold.context(user_id="u-42", session_id="chat-7", tags=["beta"]):  # op
 
 The public surface is this module's ``__all__`` and these packages:
 
+* ``spanfold.sampling``: ``Sample``, the ``sample`` option's value (also among the names above);
 * ``spanfold.api``: the public API's home (``context``, and the span processor that writes its values on every span);
 * ``spanfold.testing``: MockLLMServer (every provider's wire format, no network), scenarios and ``run_agent``;
 * ``spanfold.checks``: trajectory and expected-message checks, and the pytest plugin (``spanfold_traces``);
@@ -40,9 +41,10 @@ from spanfold.api.tool import tool
 from spanfold.version import __version__
 
 if TYPE_CHECKING:  # the SDK-side modules load on first init(), not on import
+    from spanfold.sampling.option import Sample
     from spanfold.setup import Handle
 
-__all__ = ["Handle", "__version__", "agent", "context", "flush", "init", "shutdown", "stats", "tool"]
+__all__ = ["Handle", "Sample", "__version__", "agent", "context", "flush", "init", "shutdown", "stats", "tool"]
 
 
 def __getattr__(name: str) -> Any:
@@ -50,6 +52,10 @@ def __getattr__(name: str) -> Any:
         from spanfold.setup import Handle
 
         return Handle
+    if name == "Sample":
+        from spanfold.sampling.option import Sample
+
+        return Sample
     raise AttributeError(f"module 'spanfold' has no attribute {name!r}")
 
 
@@ -98,6 +104,19 @@ def init(
       genai-prices' bundled table (``pip install 'spanfold[cost]'``, never fetched) and written to the metadata.
     * ``otlp`` (``SPANFOLD_OTLP``): also export the raw spans over OTLP/HTTP to this endpoint (by default when
       spanfold installs the provider and ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set).
+    * ``metrics`` (``SPANFOLD_METRICS``): the GenAI client metrics, through the OpenTelemetry metrics API:
+      ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` histograms,
+      ``gen_ai.client.inference.time_to_first_chunk`` for streams, and the ``spanfold.gen_ai.client.cost`` counter
+      (added on the worker). By default recorded when the application set a MeterProvider before ``init()``;
+      ``True`` also without one (a MeterProvider exporting over OTLP/HTTP to ``otlp`` or the ``OTEL_*`` endpoint);
+      ``False`` never; or pass the ``MeterProvider`` to record to.
+    * ``sample`` (``SPANFOLD_SAMPLE``, default off: every run kept): keep whole runs, decided once each is folded:
+      every run that errored, ran longer than ``slower_than`` seconds, cost more than ``costlier_than`` US dollars
+      or failed one of the ``failing`` checks (callables over the folded trace, spanfold checks, spec files), and
+      of the rest the fraction ``rate``, chosen by trace id (every process and shard keeps the same runs):
+      ``spanfold.Sample(rate=0.1, slower_than=30, costlier_than=0.5, failing=[check])``, a rate alone, or text
+      (``"rate=0.1,slower_than=30s,costlier_than=0.5,failing=spec.yaml"``). The files and spanfold's own OTLP
+      export alike (a kept run's spans leave together once it is decided); counted in ``stats()``.
     * ``file_per_trace`` (``SPANFOLD_FILE_PER_TRACE``): also write each trace to its own ``<trace_id>.json``.
     * Rotation, for a service that runs for months: ``rotate_bytes`` (``SPANFOLD_ROTATE_BYTES``, such as ``100MiB``)
       and/or ``rotate_when`` (``SPANFOLD_ROTATE_WHEN``, ``midnight``) write numbered files
@@ -146,6 +165,10 @@ def stats() -> dict[str, Any]:
       ``writer.meta_lines_restored``, ``writer.rotations``, ``writer.files_removed``;
     * ``cost.unknown_model``, ``cost.bad_usage``, ``cost.no_table``: model calls that reported tokens and got no cost
       (a model no price knows; tokens that do not add up; genai-prices not installed);
+    * ``sampling.kept`` and ``sampling.kept.<reason>`` (``error``, ``slow``, ``costly``, ``failing``,
+      ``check_error``: a check that raised, ``rate``), ``sampling.dropped`` and ``sampling.dropped.rate``: runs
+      the ``sample`` option kept and dropped;
+    * ``dropped_calls``: model calls whose metric points the full queue could not take (``metrics``);
     * ``faults`` and ``fault.<kind>``: spanfold's own faults (each logged once per kind; your program is never
       affected); ``instrument.unsupported_version``: a library left unpatched.
     """

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from spanfold.pricing import overrides as price_overrides
+from spanfold.sampling import option as sampling
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -166,6 +167,21 @@ def _prices(name: str, raw: Any) -> price_overrides.PriceOverrides | None:
         raise ConfigError(f"{name}: {exc}") from None
 
 
+def _sample(name: str, raw: Any) -> sampling.Sample | None:
+    """Whole-run sampling: a ``spanfold.Sample``, a rate (0 to 1), or its text form (:func:`spanfold.sampling.parse`:
+    ``0.1``, ``rate=0.1,slower_than=30s,costlier_than=0.5,failing=spec.yaml``; ``off``)."""
+    if raw is None or isinstance(raw, sampling.Sample):
+        return raw
+    try:
+        if isinstance(raw, str):
+            return sampling.parse(raw)
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            return sampling.Sample(rate=raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+    raise ConfigError(f"{name}={shown(raw)}: expected a spanfold.Sample, a rate from 0 to 1, or its text form")
+
+
 #: A stitched conversation whose latest model call asked for tools waits on them: however long a plain (untraced)
 #: tool function or a person approving it takes, it stays open this many times ``stitch_idle`` (at the source and in
 #: the fold alike).
@@ -315,6 +331,22 @@ class Config:
         "your own prices, over genai-prices' (pip install 'spanfold[cost]'): a YAML or JSON file of entries (model, "
         "optional provider, input_mtok, output_mtok, ... in US dollars), or pass the list of entries to init()",
     )
+    metrics: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
+        ("SPANFOLD_METRICS",),
+        _bool,
+        None,
+        "record the GenAI client metrics (operation duration, token usage, time to first chunk, cost): by default when "
+        "the application set a MeterProvider before init(); true: also without one, exported over OTLP/HTTP (otlp or "
+        "OTEL_EXPORTER_OTLP_ENDPOINT); false: never; or pass a MeterProvider to init()",
+    )
+    sample: sampling.Sample | None = _option(  # noqa: RUF009 (a field() with metadata, like the others)
+        ("SPANFOLD_SAMPLE",),
+        _sample,
+        None,
+        "keep whole runs: every run that errored, ran longer or cost more than a bound, or failed a check, and a "
+        "fraction of the rest chosen by trace id (0.1, or rate=0.1,slower_than=30s,costlier_than=0.5,"
+        "failing=spec.yaml; a spanfold.Sample in code); applies to the trace files and spanfold's OTLP export alike",
+    )
     redact: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
         ("SPANFOLD_REDACT",),
         _bool,
@@ -342,7 +374,8 @@ def _check_given(name: str, opt: Option, raw: Any) -> None:
         if not number:
             raise ConfigError(f"{name}={shown(raw)}: expected a number of seconds")
         _check_positive(name, raw, raw, MAX_SECONDS)
-    elif parse in (_bool, _content) and name != "redact":  # redact takes a callable too (checked by the Runtime)
+    elif parse in (_bool, _content) and name not in ("redact", "metrics"):  # redact: a callable too; metrics: a
+        # MeterProvider too (both checked by setup)
         if not isinstance(raw, bool):
             raise ConfigError(f"{name}={shown(raw)}: expected true or false")
     elif parse is _names:
@@ -381,6 +414,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         values["instrument"] = tuple(values["instrument"])
     if values["prices"] is not None:
         values["prices"] = _prices("prices", values["prices"])
+    if values["sample"] is not None:
+        values["sample"] = _sample("sample", values["sample"])
     if isinstance(values["rotate_when"], str):
         values["rotate_when"] = _when("rotate_when", values["rotate_when"])
     if (values["keep_files"] or values["keep_days"]) and not (values["rotate_bytes"] or values["rotate_when"]):

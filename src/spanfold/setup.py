@@ -27,8 +27,13 @@ from spanfold.config import Config
 from spanfold.content import runtime
 from spanfold.content.redaction import from_option
 from spanfold.exporter.files.writers import MemoryWriter, report_unwritten, writers_for
+from spanfold.exporter.pipeline.cost_counter import CostCounter
 from spanfold.exporter.pipeline.processor import FoldingSpanProcessor
 from spanfold.instrumentation import registry
+from spanfold.instrumentation.toolkit import metrics
+from spanfold.instrumentation.toolkit.metrics import ModelMetrics
+from spanfold.sampling.decision import Sampler
+from spanfold.sampling.option import Sample
 from spanfold.stitching import asked, conversations
 from spanfold.trace.model import Trace
 
@@ -51,6 +56,8 @@ class Handle:
     otlp_processor: SpanProcessor | None = None  # raw spans also exported over OTLP/HTTP
     #: Whether this init() turned on opentelemetry-instrumentation-threading (``threads``); shutdown() turns it off.
     threads: bool = False
+    #: The MeterProvider spanfold made for ``metrics=True`` (exporting over OTLP), flushed and shut down with it.
+    meter_provider: Any = None
 
     @property
     def otlp(self) -> bool:
@@ -69,6 +76,8 @@ class Handle:
         written = bool(self.processor.force_flush(int(seconds * 1000)))
         if self.otlp_processor is not None:
             self.otlp_processor.force_flush(int(seconds * 1000))
+        if self.meter_provider is not None:
+            self.meter_provider.force_flush(int(seconds * 1000))
         return written
 
     def stop(self, reason: str, timeout: float) -> bool:
@@ -84,6 +93,8 @@ class Handle:
         written = self.processor.close(_millis_to(deadline))  # what finished, and what stopping ended, to the files
         if self.otlp_processor is not None:
             self.otlp_processor.force_flush(_millis_to(deadline))
+        if self.meter_provider is not None:
+            self.meter_provider.force_flush(_millis_to(deadline))
         return written
 
     def shutdown(self) -> None:
@@ -97,6 +108,8 @@ class Handle:
             self.processor.shutdown()
         if self.otlp_processor is not None:
             self.otlp_processor.shutdown()
+        if self.meter_provider is not None:
+            self.meter_provider.shutdown()
 
 
 def _millis_to(deadline: float) -> int:
@@ -213,8 +226,9 @@ def _otlp_endpoint(cfg: Config, owns_provider: bool) -> str | None:
     return None
 
 
-def _add_otlp(provider: TracerProvider, endpoint: str) -> SpanProcessor | None:
-    """A standard BatchSpanProcessor + OTLPSpanExporter (extra ``spanfold[otlp]``); None when not installed."""
+def _add_otlp(provider: TracerProvider | None, endpoint: str) -> SpanProcessor | None:
+    """A standard BatchSpanProcessor + OTLPSpanExporter (extra ``spanfold[otlp]``); None when not installed. On the
+    provider, or (``provider`` None: runs are sampled) fed by the fold, a kept run's spans together once decided."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -225,8 +239,76 @@ def _add_otlp(provider: TracerProvider, endpoint: str) -> SpanProcessor | None:
     if endpoint and not endpoint.rstrip("/").endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"
     processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint or None))
-    provider.add_span_processor(processor)
+    if provider is not None:
+        provider.add_span_processor(processor)
     return processor
+
+
+_METRICS_ENV = ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _meter_provider(cfg: Config) -> tuple[Any, bool]:
+    """The MeterProvider the metrics go to (None: metrics off), and whether spanfold made it: the one given to
+    ``init(metrics=...)``; else the application's (set before ``init()``); else, with ``metrics=True``, a new one
+    exporting over OTLP/HTTP (``otlp``, or the OTEL_* endpoint variables; extra ``spanfold[otlp]``)."""
+    choice = cfg.metrics
+    if choice is False:
+        return None, False
+    from opentelemetry import metrics as otel_metrics
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.metrics._internal import _ProxyMeterProvider
+
+    if choice is not None and choice is not True:
+        if not isinstance(choice, otel_metrics.MeterProvider):
+            raise config_module.ConfigError(
+                f"metrics={config_module.shown(choice)}: expected true, false or a MeterProvider"
+            )
+        return choice, False
+    application = otel_metrics.get_meter_provider()
+    if not isinstance(application, (NoOpMeterProvider, _ProxyMeterProvider)):
+        return application, False
+    if choice is None:
+        return None, False
+    endpoint = cfg.otlp if cfg.otlp and cfg.otlp.lower() not in ("0", "false", "off", "none") else None
+    if endpoint is None and not any(os.environ.get(var) for var in _METRICS_ENV):
+        raise config_module.ConfigError(
+            "metrics=true: no MeterProvider is set and no OTLP endpoint is given (otlp=, SPANFOLD_OTLP or "
+            "OTEL_EXPORTER_OTLP_ENDPOINT)"
+        )
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    except ImportError:
+        logger.warning("spanfold: metrics over OTLP asked for but not installed: pip install 'spanfold[otlp]'")
+        counters.incr("otlp_unavailable")
+        return None, False
+    if endpoint and not endpoint.rstrip("/").endswith("/v1/metrics"):
+        endpoint = endpoint.rstrip("/").removesuffix("/v1/traces") + "/v1/metrics"
+    reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint or None))
+    return MeterProvider(metric_readers=[reader]), True
+
+
+def _load_spec(path: str) -> Any:
+    """A spec file's checks for the ``sample`` option's ``failing`` (one set of checks: an AgentV eval file of several
+    tests grades traces by their position, which a sampled run has none of)."""
+    from spanfold.checks.errors import SpecError
+    from spanfold.checks.spec import load_spec
+
+    try:
+        spec = load_spec(path)
+    except SpecError as exc:
+        raise config_module.ConfigError(f"sample: failing: {exc}") from None
+    if spec.by_position:
+        raise config_module.ConfigError(
+            f"sample: failing: {path}: an eval file of several tests grades traces by their position; give one test"
+        )
+    return spec
+
+
+def sampler_for(sample: Sample | None) -> Sampler | None:
+    """The ``sample`` option ready to decide, its spec files loaded (``spanfold.init()`` and ``spanfold serve``)."""
+    return None if sample is None else Sampler(sample, load=_load_spec)
 
 
 def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
@@ -243,6 +325,8 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         if unknown:
             known = ", ".join(registry.INSTRUMENTORS)
             raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
+        sampler = sampler_for(cfg.sample)  # its spec files checked before anything is set up
+        meters, owns_meters = _meter_provider(cfg)
         rt = runtime.Runtime(
             capture_content=cfg.capture_content,
             redaction=from_option(cfg.redact),
@@ -253,13 +337,21 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         conversations.activate(conversations.from_environment(cfg=cfg))
         provider, owns = _provider()
         _add_context_processor(provider)
-        processor = FoldingSpanProcessor(writers_for(cfg) if to_files else [], cfg)
+        endpoint = _otlp_endpoint(cfg, owns)
+        # Sampled, spanfold's OTLP export is fed by the fold (a kept run's spans together); else by the provider.
+        otlp = _add_otlp(provider if sampler is None else None, endpoint) if endpoint is not None else None
+        forward = otlp if sampler is not None else None
+        cost = CostCounter.of(meters) if meters is not None else None
+        processor = FoldingSpanProcessor(
+            writers_for(cfg) if to_files else [], cfg, sampler=sampler, forward=forward, folded=cost
+        )
         provider.add_span_processor(processor)
         handle = Handle(config=cfg, enabled=True, provider=provider, processor=processor, owns_provider=owns)
+        handle.meter_provider = meters if owns_meters else None
+        # recorded on the folding worker: the calling thread only queues each ended model span
+        metrics.activate(ModelMetrics.of(meters, defer=processor.call) if meters is not None else None)
         handle.threads = _threads_on(cfg)
-        endpoint = _otlp_endpoint(cfg, owns)
-        if endpoint is not None:
-            handle.otlp_processor = _add_otlp(provider, endpoint)
+        handle.otlp_processor = otlp
         _listen_to_genai_events()
         handle.instrumented = registry.instrument_all(provider, rt, cfg.instrument)
         _say_what_is_instrumented(handle.instrumented, cfg.instrument)
@@ -328,6 +420,7 @@ def stop() -> None:
     if handle is not None:
         handle.shutdown()
         runtime.activate(None)  # init()'s choice ends with it
+        metrics.activate(None)
         conversations.activate(None)
         asked.clear()
 

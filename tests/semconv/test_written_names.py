@@ -46,6 +46,14 @@ def test_operations_and_events_are_the_registry_s() -> None:
         assert written.is_vendor(row) or event == semconv.EXCEPTION_EVENT
 
 
+def test_metrics_are_the_registry_s_or_say_whose() -> None:
+    for metric, row in written.METRICS.items():
+        assert written.is_vendor(row) or metric in registry.METRICS, metric
+        assert not (written.is_vendor(row) and metric in registry.METRICS), metric
+    for name, row in written.METRIC_ATTRIBUTES.items():
+        assert written.is_vendor(row) and not registry.defines(name), name
+
+
 def test_the_pin_is_one_commit() -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", registry.PINNED_COMMIT)
     assert registry.PINNED_REPOSITORY == "open-telemetry/semantic-conventions-genai"
@@ -71,6 +79,7 @@ def test_every_name_the_instrumentation_uses_is_in_the_table() -> None:
     """Every attribute-like ``semconv.NAME`` an instrumentation module uses (it writes them, or reads back what it
     wrote) has its row."""
     listed = {*written.ATTRIBUTES, *written.EVENT_ATTRIBUTES, *written.SPAN_EVENTS}
+    listed |= {*written.METRICS, *written.METRIC_ATTRIBUTES}
     missing: dict[str, list[str]] = {}
     for module in sorted(INSTRUMENTATION.rglob("*.py")):
         for constant in _referenced(module):

@@ -27,6 +27,7 @@ from spanfold.trace.model import Trace
 
 if TYPE_CHECKING:
     from spanfold.exporter.pipeline.receiver import Receiver
+    from spanfold.sampling.decision import Sampler
 
 _DEFAULTS = {"max_body_bytes": 16 * 1024 * 1024, "max_spans": 100_000}
 
@@ -69,6 +70,30 @@ SERVE_HINT = (
     "This receiver writes each trace here once the spans sent to it are folded: point an OTLP/HTTP exporter at it "
     "(OTEL_EXPORTER_OTLP_ENDPOINT), or a Collector's otlphttp exporter."
 )
+
+
+def _sampler(text: str | None) -> Sampler | None:
+    """``--sample`` (or ``SPANFOLD_SAMPLE``), its spec files loaded; ConfigError saying what is wrong."""
+    if text is None:
+        return None
+    from spanfold.config import load
+    from spanfold.setup import sampler_for
+
+    return sampler_for(load({"sample": text}, environ={}).sample)
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """What ``spanfold serve`` says when it stops: traces written and, when sampling, the runs kept and dropped by
+    reason."""
+    line = f"spanfold serve: {status.get('traces_written', 0)} traces written"
+    sampling = status.get("sampling") or {}
+    for outcome in ("kept", "dropped"):
+        counts = dict(sampling.get(outcome, {}))
+        total = counts.pop("total", 0)
+        reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+        if total or outcome in sampling:
+            line += f"; {outcome} by sampling: {total}" + (f" ({reasons})" if reasons else "")
+    return line
 
 
 def _ui_companion(
@@ -169,6 +194,15 @@ def _ui_companion(
     type=click.FloatRange(0, min_open=True),
     help="Seconds a client has for a request's headers, then for its body (slower: closed, or 408).",
 )
+@click.option(
+    "--sample",
+    envvar="SPANFOLD_SAMPLE",
+    show_envvar=True,
+    default=None,
+    help="Write only some runs: every run that errored, ran or cost more than a bound or failed a spec's checks, and "
+    "a fraction of the rest by trace id (0.1, or rate=0.1,slower_than=30s,costlier_than=0.5,failing=spec.yaml). "
+    "Counted in GET /status and in the line said at exit.",
+)
 @allow_host_option
 def command(
     host: str,
@@ -185,6 +219,7 @@ def command(
     max_spans: int,
     max_buffered_bytes: int,
     read_timeout: float,
+    sample: str | None,
     allowed_hosts: tuple[str, ...],
 ) -> None:
     """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and write them as flat traces.
@@ -208,6 +243,11 @@ def command(
     except ImportError as exc:
         click.echo(f"spanfold serve needs its extra: pip install 'spanfold[serve]' ({exc})", err=True)
         sys.exit(2)
+    try:
+        sampler = _sampler(sample)
+    except ConfigError as exc:
+        click.echo(f"spanfold serve: {exc}", err=True)
+        sys.exit(2)
     options = ServeOptions(
         host,
         port,
@@ -221,6 +261,7 @@ def command(
         read_timeout,
         final_wait,
         allowed_hosts,
+        sampler,
     )
     companion = _ui_companion(output, host, ui_port, ui_token, allowed_hosts) if with_ui else None
     if with_ui and host not in ("127.0.0.1", "localhost", "::1") and not ui_token:
@@ -229,6 +270,8 @@ def command(
 
     def ready(receiver: Receiver) -> None:
         click.echo(f"spanfold serve: listening on {receiver.url}, writing to {output}", err=True)
+        if sampler is not None:
+            click.echo(f"spanfold serve: sampling: keeping {sampler.sample.describe()}", err=True)
         if sys.stdout.isatty():
             rotated = receiver.config.rotate_bytes is not None or receiver.config.rotate_when is not None
             target = "" if rotated else EVENTS_FILES[fmt]  # rotated: one of the numbered files in the directory
@@ -238,7 +281,9 @@ def command(
         click.echo("spanfold serve: stopping; writing what is buffered", err=True)
 
     try:
-        flushed = serve(options, ready, stopping, companion)
+        flushed = serve(
+            options, ready, stopping, companion, said=lambda status: click.echo(status_line(status), err=True)
+        )
     except ConfigError as exc:  # a bad SPANFOLD_* environment variable
         click.echo(f"spanfold serve: {exc}", err=True)
         sys.exit(2)

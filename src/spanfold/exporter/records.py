@@ -50,6 +50,9 @@ class SpanRecord:
     events: tuple[SpanEvent, ...] = ()
     scope_name: str | None = None
     resource: Mapping[str, Any] = field(default_factory=dict)
+    #: The SDK span it was read from, kept only while a sampled run's spans wait for its decision to leave over OTLP
+    #: together (``FoldWorker(forward=...)``); None otherwise.
+    origin: ReadableSpan | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_local_root(self) -> bool:

@@ -438,3 +438,17 @@ LANGSMITH_SPAN_KIND: Final = "langsmith.span.kind"
 LANGSMITH_NAME: Final = "langsmith.trace.name"
 LANGSMITH_PROMPT: Final = "gen_ai.prompt"
 LANGSMITH_COMPLETION: Final = "gen_ai.completion"
+
+# --- metrics the instrumentation records (spanfold.semconv.written.METRICS: the entry each follows) ----------------
+#: A model call's duration (seconds) and its tokens (``{token}``, by ``gen_ai.token.type``): the histograms the
+#: official opentelemetry-util-genai records, with the conventions' bucket boundaries.
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+#: A stream's time to its first chunk (seconds), by the pinned registry's name.
+METRIC_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.inference.time_to_first_chunk"
+#: What model calls cost (a counter, priced on the fold's worker; no registry defines one).
+METRIC_COST: Final = "spanfold.gen_ai.client.cost"
+#: ``gen_ai.client.token.usage``'s attribute: ``input`` or ``output``.
+TOKEN_TYPE: Final = "gen_ai.token.type"
+#: The cost counter's attribute: the currency of the amounts (ISO 4217).
+COST_CURRENCY: Final = "spanfold.cost.currency"

@@ -170,6 +170,26 @@ OPERATIONS: Final = frozenset(
     }
 )
 
+#: ``model/gen-ai/metrics.yaml``: the metrics it defines. (Not ``gen_ai.client.token.usage``: at the pinned commit
+#: the conventions count tokens per inference elsewhere; nor a ``gen_ai.client.operation.time_to_first_chunk``: a
+#: stream's first chunk is ``gen_ai.client.inference.time_to_first_chunk``.)
+GENAI_METRICS_FILE: Final = "model/gen-ai/metrics.yaml"
+METRICS: Final = frozenset(
+    {
+        "gen_ai.client.operation.duration",
+        "gen_ai.client.inference.duration",
+        "gen_ai.client.inference.time_to_first_chunk",
+        "gen_ai.client.inference.time_per_output_chunk",
+        "gen_ai.server.request.duration",
+        "gen_ai.server.time_per_output_token",
+        "gen_ai.server.time_to_first_token",
+        "gen_ai.invocation.duration",
+        "gen_ai.invoke_agent.inference_calls",
+        "gen_ai.invoke_agent.tool_calls",
+        "gen_ai.execute_tool.duration",
+    }
+)
+
 #: Event names of ``model/gen-ai/events.yaml`` (log-record events).
 GENAI_EVENTS: Final = "model/gen-ai/events.yaml"
 EVENTS: Final = frozenset({"gen_ai.client.inference.operation.details", "gen_ai.evaluation.result"})

@@ -160,5 +160,20 @@ OPERATIONS: Final = frozenset(
 )
 
 
+#: The released semantic conventions (1.37, ``opentelemetry.semconv._incubating``) the official
+#: ``opentelemetry-util-genai`` records its token histogram by: what GenAI dashboards read today.
+RELEASED: Final = vendor("semantic-conventions 1.37, as opentelemetry-util-genai records it")
+
+#: Metric name -> the registry entry it follows.
+METRICS: Final[Mapping[str, str]] = {
+    n.METRIC_OPERATION_DURATION: r.GENAI_METRICS_FILE,
+    n.METRIC_TIME_TO_FIRST_CHUNK: r.GENAI_METRICS_FILE,
+    n.METRIC_TOKEN_USAGE: RELEASED,
+    n.METRIC_COST: SPANFOLD,
+}
+#: Attribute keys only the metrics carry (the others are span attributes' rows above).
+METRIC_ATTRIBUTES: Final[Mapping[str, str]] = {n.TOKEN_TYPE: RELEASED, n.COST_CURRENCY: SPANFOLD}
+
+
 def is_vendor(row: str) -> bool:
     return row.startswith(VENDOR)

@@ -29,6 +29,11 @@ still buffered (a retried export, two copies of one file) counts once (``duplica
 a receiver (``Policy.final_idle``): ``final_idle`` seconds after a final answer while nothing more of that process
 waits to be folded, and at once when the receiver learns that the sending process is gone
 (:meth:`Assembler.process_ended`).
+
+Sampled (``sampler``, the ``sample`` option): each folded run is kept or dropped as a whole before any writer sees it
+(:class:`~spanfold.sampling.decision.Sampler`). With ``forward`` (spanfold's own OTLP export when sampling), a kept
+run's SDK spans (``SpanRecord.origin``) leave together once it is decided; a trace that makes no run (no GenAI span)
+leaves as it is, and a run the fold fails on is kept.
 """
 
 from __future__ import annotations
@@ -44,10 +49,14 @@ from spanfold.config import Config
 from spanfold.exporter.files.writers import Writer
 from spanfold.exporter.records import SpanRecord, attribute_bytes, process_key
 from spanfold.exporter.runs.run import status as trace_status
+from spanfold.sampling.decision import Sampler
 
 if TYPE_CHECKING:  # the later stages load when the first trace is done, not at init() (start-up time)
+    from opentelemetry.sdk.trace import ReadableSpan
+
     from spanfold.exporter.runs.grouping import Runs
     from spanfold.exporter.runs.run import Run
+    from spanfold.trace.model import Trace
 
 
 def local_root(record: SpanRecord) -> bool:
@@ -124,8 +133,23 @@ class _Buffer:
 class Assembler:
     """Spans in, flat traces out to the writers."""
 
-    def __init__(self, writers: Iterable[Writer], config: Config, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        writers: Iterable[Writer],
+        config: Config,
+        policy: Policy | None = None,
+        *,
+        sampler: Sampler | None = None,
+        forward: Callable[[ReadableSpan], None] | None = None,
+        folded: Callable[[Trace], None] | None = None,
+    ) -> None:
         self.config = config
+        #: Told every run folded, before sampling (the cost counter).
+        self.folded = folded
+        #: Which runs are kept (None: all).
+        self.sampler = sampler
+        #: Where a kept run's SDK spans go (spanfold's OTLP export when sampling; None: nowhere).
+        self.forward = forward
         self.policy = policy if policy is not None else Policy()
         self.writers: tuple[Writer, ...] = tuple(writers)
         self.spans = 0  # records buffered, all traces together
@@ -312,7 +336,12 @@ class Assembler:
             )
         except Exception as exc:
             counters.fault("processor.fold", exc)
+            self._forward(buf.records)  # not decided: kept
             return
+        if self.forward is not None and self._runs is not None and self._runs.skipped:
+            skipped, self._runs.skipped = self._runs.skipped, []
+            for records in skipped:  # no run to decide on: they leave as they are
+                self._forward(records)
         self._hand_on(finished)
 
     def prepare(self) -> None:
@@ -333,6 +362,7 @@ class Assembler:
             table.available()  # genai-prices' table, when installed
 
             self._runs = Runs(self.config, stitch=self.policy.stitch, final_idle=self.policy.final_idle)
+            self._runs.keep_skipped = self.forward is not None
         return self._runs
 
     def _hand_on(self, finished: list[Run]) -> None:
@@ -349,7 +379,16 @@ class Assembler:
             trace = fold_run(run, self.config.prices)
         except Exception as exc:
             counters.fault("processor.fold", exc)
+            self._forward(run.records)  # not decided: kept
             return
+        if self.folded is not None:
+            try:
+                self.folded(trace)
+            except Exception as exc:
+                counters.fault("metrics.cost", exc)
+        if self.sampler is not None and not self._kept(trace, run):
+            return
+        self._forward(run.records)
         counted = False
         for writer in self.writers:
             if getattr(writer, "wants_spans", False):  # otlp-json: the spans the trace was folded from
@@ -360,6 +399,28 @@ class Assembler:
         self._written = True
         if not counted:  # a file writer counts the trace once it is on disk; else handed over is written
             counters.incr("traces_written")
+
+    def _kept(self, trace: Trace, run: Run) -> bool:
+        """The sampler's decision on a folded run (a fault in it keeps the run)."""
+        assert self.sampler is not None
+        try:
+            return self.sampler.keeps(trace, run.trace_ids[0] if run.trace_ids else 0)
+        except Exception as exc:
+            counters.fault("sampling.decide", exc)
+            return True
+
+    def _forward(self, records: Iterable[SpanRecord]) -> None:
+        """A decided run's SDK spans, out together (``forward``: spanfold's OTLP export's span processor)."""
+        forward = self.forward
+        if forward is None:
+            return
+        try:
+            for record in records:
+                origin = record.origin
+                if origin is not None:
+                    forward(origin)
+        except Exception as exc:
+            counters.fault("otlp.forward", exc)
 
     @staticmethod
     def _call(writer: Writer, method: str, *args: Any) -> None:

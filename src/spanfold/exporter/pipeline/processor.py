@@ -7,6 +7,9 @@ SDK's ``BatchSpanProcessor``:
 * the worker folds in batches on its own thread: the shared :class:`~spanfold.exporter.pipeline.assembler.Assembler`
   groups spans by trace id and passes a trace on once its local root and every span it saw start have ended (its
   un-parented calls stitched into runs, then folded), and bounds memory;
+* sampled (``sampler``, else the ``sample`` option): each folded run kept or dropped whole; ``forward``, a span
+  processor (spanfold's OTLP export when sampling), gets a kept run's spans together once it is decided, never a
+  dropped run's; ``folded`` is told every run folded, before sampling (the cost counter, when metrics are on);
 * fork-safe: a forked child drops what it inherited and starts its own worker;
 * the spans still running are known (by span id, a dict entry each), so a process that is stopping can end them
   (:meth:`FoldingSpanProcessor.end_running`) and write the runs they belong to.
@@ -16,7 +19,7 @@ SDK's ``BatchSpanProcessor``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -30,6 +33,8 @@ from spanfold.exporter.fold.meta import trace_hex
 from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Policy
 from spanfold.exporter.pipeline.worker import POLL_INTERVAL_S, WAKE_AT, FoldWorker
+from spanfold.sampling.decision import Sampler
+from spanfold.trace.model import Trace
 
 __all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor", "trace_hex"]
 
@@ -47,12 +52,25 @@ class FoldingSpanProcessor(SpanProcessor):
         *,
         stitch: bool | None = None,
         poll_interval: float = POLL_INTERVAL_S,
+        sampler: Sampler | None = None,
+        forward: SpanProcessor | None = None,
+        folded: Callable[[Trace], None] | None = None,
     ) -> None:
         self.config = config if config is not None else config_module.load()
         limit = 2 * self.config.max_queue_size  # start markers and spans
         stitched = self.config.stitch if stitch is None else stitch  # the stitch option (SPANFOLD_STITCH) by default
+        if sampler is None and self.config.sample is not None:  # the sample option (SPANFOLD_SAMPLE) by default
+            sampler = Sampler(self.config.sample)
         self._fold = FoldWorker(
-            writers, self.config, Policy(stitch=stitched), poll_interval=poll_interval, max_depth=limit, prepare=True
+            writers,
+            self.config,
+            Policy(stitch=stitched),
+            poll_interval=poll_interval,
+            max_depth=limit,
+            prepare=True,
+            sampler=sampler,
+            forward=forward.on_end if forward is not None else None,
+            folded=folded,
         )
         #: The spans started and not yet ended, by span id (bounded: past it a span is not tracked, counted). A forked
         #: child forgets its parent's: they run in the parent.
@@ -110,6 +128,11 @@ class FoldingSpanProcessor(SpanProcessor):
         """:meth:`shutdown`, saying whether everything was written within ``timeout_millis`` (the process is ending:
         every trace held is written, a trace whose root never ended ``incomplete``)."""
         return self._fold.flush(timeout_millis / 1000, final=True)
+
+    def call(self, work: Callable[[], object]) -> None:
+        """Run ``work`` on the folding worker, in order with the spans (a model call's metric points: the calling
+        thread only queues them)."""
+        self._fold.call(work)
 
     # --- writers -----------------------------------------------------------------------------------------
 

@@ -73,9 +73,12 @@ from spanfold.exporter.otlp.common import Decoded, OtlpError
 from spanfold.exporter.pipeline.assembler import Policy, trace_root
 from spanfold.exporter.pipeline.processor import FoldWorker
 from spanfold.exporter.records import SenderResource, SpanRecord, attribute_bytes, process_key
+from spanfold.sampling.decision import Sampler
 from spanfold.semconv import names
 
 TRACES_PATH: Final = "/v1/traces"
+#: ``GET``: :meth:`Receiver.status` as JSON.
+STATUS_PATH: Final = "/status"
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
 #: gRPC status codes for the ``google.rpc.Status`` error bodies.
@@ -116,6 +119,8 @@ class ServeOptions:
     final_wait: float = 2.0
     #: Names the receiver answers to beside loopback and ``host`` (``--allow-host``).
     allowed_hosts: tuple[str, ...] = ()
+    #: Which runs are written (``--sample``, its spec files loaded; None: all).
+    sampler: Sampler | None = None
 
     @property
     def retry_after(self) -> int:
@@ -218,6 +223,21 @@ def _success_body(kind: str, decoded: Decoded) -> bytes:
 
 
 _RESOURCE: Final = operator.attrgetter("resource")
+_STATUS_COUNTERS: Final = ("receiver.spans", "spans_received", "traces_written", "dropped_spans", "faults")
+
+
+def status_of(counted: Mapping[str, Any], now: Mapping[str, int]) -> dict[str, Any]:
+    """A receiver's status from the counters and its fold's stats: totals, what is held now, and ``sampling``:
+    ``{"kept": {"total", <reason>...}, "dropped": {"total", "rate"}}`` (empty when nothing was sampled)."""
+    out: dict[str, Any] = {key: counted.get(key, 0) for key in _STATUS_COUNTERS}
+    out.update(now)
+    sampling: dict[str, dict[str, int]] = {}
+    for key, value in counted.items():
+        if key.startswith("sampling."):
+            _, outcome, *reason = key.split(".", 2)
+            sampling.setdefault(outcome, {})["total" if not reason else reason[0]] = value
+    out["sampling"] = sampling
+    return out
 
 
 class _Senders:
@@ -277,7 +297,7 @@ class Receiver:
         final_idle = options.final_wait if options.final_wait > 0 else None
         policy = Policy(quiet=options.wait, root=trace_root, max_spans=options.max_spans, final_idle=final_idle)
         self._decoding = ThreadPoolExecutor(_DECODE_THREADS, thread_name_prefix="spanfold-serve-decode")
-        self.fold = FoldWorker(writers or (), self.config, policy, name="spanfold-serve")
+        self.fold = FoldWorker(writers or (), self.config, policy, name="spanfold-serve", sampler=options.sampler)
         self._senders = _Senders(options.final_wait, self.fold.process_ended) if final_idle is not None else None
         self._file_writers = writers is None  # made once listening: a failed start leaves no output directory
         self._token = options.token.encode() if options.token else None
@@ -293,6 +313,7 @@ class Receiver:
     def application(self) -> web.Application:
         app = web.Application(client_max_size=self.options.max_body_bytes, middlewares=[self._own_requests_only])
         app.router.add_post(TRACES_PATH, self.handle)
+        app.router.add_get(STATUS_PATH, self.handle_status)
         return app
 
     @web.middleware
@@ -391,6 +412,18 @@ class Receiver:
             return True
         return hmac.compare_digest(bearer_token(request.headers.get("Authorization", "")), self._token)
 
+    def status(self) -> dict[str, Any]:
+        """What the receiver did so far: spans received, traces written, what it holds now, and the runs sampling
+        kept and dropped, by reason (``GET /status``, and the line ``spanfold serve`` says when it stops)."""
+        return status_of(counters.snapshot(), self.fold.stats())
+
+    async def handle_status(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.Response(
+                status=401, text="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+            )
+        return web.json_response(self.status())
+
     async def handle(self, request: web.Request) -> web.Response:
         counters.incr("receiver.requests")
         kind = request.content_type
@@ -476,6 +509,7 @@ async def _serve(
     ready: Callable[[Receiver], None],
     stopping: Callable[[], None],
     companion: Companion | None = None,
+    said: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> bool:
     receiver = Receiver(options)
     await receiver.start()
@@ -496,7 +530,9 @@ async def _serve(
             await stop_companion()
         except Exception as exc:  # the traces still get written
             counters.fault("receiver.companion", exc)
-    return await receiver.stop()
+    flushed = await receiver.stop()
+    said(receiver.status())
+    return flushed
 
 
 def serve(
@@ -504,10 +540,12 @@ def serve(
     ready: Callable[[Receiver], None] = lambda _: None,
     stopping: Callable[[], None] = lambda: None,
     companion: Companion | None = None,
+    said: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> bool:
     """Run until SIGTERM or SIGINT, then write everything buffered (True when all of it was written in time).
-    ``companion``: started on the same event loop once listening, stopped first (the ``--ui`` page)."""
-    return asyncio.run(_serve(options, ready, stopping, companion))
+    ``companion``: started on the same event loop once listening, stopped first (the ``--ui`` page); ``said``: given
+    the receiver's status once everything is written."""
+    return asyncio.run(_serve(options, ready, stopping, companion, said))
 
 
 class ReceiverThread:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -38,6 +38,8 @@ from spanfold.exporter.files.writers import Writer
 from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Assembler, Policy
 from spanfold.exporter.records import SpanRecord, from_readable
+from spanfold.sampling.decision import Sampler
+from spanfold.trace.model import Trace
 
 #: Longest the worker sleeps between looks at the queue and the idle timers.
 POLL_INTERVAL_S = 0.5
@@ -62,10 +64,11 @@ _START: Final = 0
 _FLUSH: Final = 1
 _BYTES: Final = 2  # after a submitted batch: the attribute bytes its submitter measured, released once it is handled
 _ENDED: Final = 3  # a sending process is gone (the receiver saw it): its resource
+_CALL: Final = 4  # work the calling thread hands off (a model call's metric points): run in queue order
 _Span: TypeAlias = "ReadableSpan | SpanRecord"
 _Item: TypeAlias = (
     "_Span | tuple[Literal[0], int, int] | tuple[Literal[1], _Flush] | tuple[Literal[2], int]"
-    " | tuple[Literal[3], Mapping[str, Any]]"
+    " | tuple[Literal[3], Mapping[str, Any]] | tuple[Literal[4], Callable[[], object]]"
 )
 
 
@@ -82,12 +85,21 @@ class FoldWorker:
         name: str = "spanfold-fold",
         max_depth: int | None = None,
         prepare: bool = False,
+        sampler: Sampler | None = None,
+        forward: Callable[[ReadableSpan], None] | None = None,
+        folded: Callable[[Trace], None] | None = None,
     ) -> None:
         self.config = config if config is not None else config_module.load()
         #: Items the queue holds at most (:meth:`start`, :meth:`end` and :meth:`offer` drop beyond it).
         self.max_depth = max_depth if max_depth is not None else self.config.max_queue_size
         self._wake_at = max(min(WAKE_AT, self.max_depth // 2), 1)
         self._policy = policy
+        #: Which runs are kept (``sample``), and where a kept run's SDK spans go (spanfold's OTLP export when
+        #: sampling: each record keeps its span, ``SpanRecord.origin``, until its run is decided).
+        self._sampler = sampler
+        self._forward = forward
+        #: Told every run folded (the cost counter, when metrics are on).
+        self._folded = folded
         self._poll = poll_interval
         self._name = name
         #: Load the assembler's later stages as soon as the first span ended (an application's process, which may
@@ -109,7 +121,9 @@ class FoldWorker:
         self.pending_bytes = 0
         self._bytes_lock = threading.Lock()
         self._writers_lock = threading.Lock()
-        self.assembler = Assembler(writers, self.config, self._policy)
+        self.assembler = Assembler(
+            writers, self.config, self._policy, sampler=self._sampler, forward=self._forward, folded=self._folded
+        )
         #: No span has ended yet (with ``prepare``, the first wakes the worker to load the later stages).
         self._cold = self._prepare
 
@@ -184,6 +198,18 @@ class FoldWorker:
                 self.pending_bytes += attribute_bytes
             self._queue.append((_BYTES, attribute_bytes))
         self._wake.set()
+
+    def call(self, work: Callable[[], object]) -> None:
+        """Run ``work`` on the worker, in queue order (what the calling thread hands off: a model call's metric points,
+        recorded from its ended span). Hot path: an append; over :attr:`max_depth` dropped and counted
+        (``dropped_calls``)."""
+        if self.shut:
+            return
+        queue = self._queue
+        if len(queue) >= self.max_depth:
+            counters.incr("dropped_calls")
+            return
+        queue.append((_CALL, work))
 
     def process_ended(self, resource: Mapping[str, Any]) -> None:
         """The process that sent spans with ``resource`` is gone: once what it sent before is handled, its traces
@@ -274,6 +300,11 @@ class FoldWorker:
                         self.pending_bytes -= item[1]
                 elif item[0] == _ENDED:
                     assembler.process_ended(item[1], now)
+                elif item[0] == _CALL:
+                    try:
+                        item[1]()
+                    except Exception as exc:
+                        counters.fault("worker.call", exc)
                 elif self._flush(item[1], now):
                     return True
         finally:
@@ -282,7 +313,12 @@ class FoldWorker:
 
     def _ended(self, span: ReadableSpan | SpanRecord, now: float) -> None:
         try:
-            record = span if isinstance(span, SpanRecord) else from_readable(span)
+            if isinstance(span, SpanRecord):
+                record = span
+            else:
+                record = from_readable(span)
+                if self._forward is not None:
+                    record.origin = span
         except Exception as exc:
             counters.fault("processor.span", exc)
             return

@@ -58,6 +58,10 @@ class Runs:
         self._stitchers: dict[Hashable, Stitcher] = {}  # one per process: calls are stitched within a process
         #: The attribute bytes of the open conversations' spans (the assembler counts them as held).
         self.attribute_bytes = 0
+        #: With ``keep_skipped``: the done traces' parts that made no run (no GenAI span), until the caller takes them
+        #: (the assembler forwards their spans over OTLP as they are: there is no run to sample).
+        self.keep_skipped = False
+        self.skipped: list[list[SpanRecord]] = []
 
     def __len__(self) -> int:
         """The open conversations."""
@@ -101,6 +105,8 @@ class Runs:
         steps = steps_of(records)
         if not any(s is not None for s in steps.values()):
             counters.incr("traces_skipped")  # no GenAI span: nothing to write
+            if self.keep_skipped:
+                self.skipped.append(records)
             return []
         root = stitch_root(records, steps) if self.stitch else None
         if root is None:

@@ -20,7 +20,7 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content.redaction import secrets
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import attributes, shown
+from spanfold.instrumentation.toolkit import attributes, metrics, shown
 from spanfold.instrumentation.toolkit.invocation import Response
 from spanfold.stitching import asked
 from spanfold.stitching.conversations import FULL, Turn, records_all
@@ -167,7 +167,7 @@ class ModelSpan(RunSpan):
     """A model call's started span (its request's attributes shown, its result's written) and the promise to end it
     exactly once; a zero-code call's conversation is told how it ended."""
 
-    __slots__ = ("_token", "full", "provider", "run", "turn")
+    __slots__ = ("_token", "first_chunk_ns", "full", "measured", "provider", "run", "turn")
 
     def __init__(
         self,
@@ -183,6 +183,9 @@ class ModelSpan(RunSpan):
     ) -> None:
         #: The API's provider (a model call's: which vendor attributes its typed response writes).
         self.provider = provider
+        #: The metrics recorder when metrics are on (:mod:`.metrics`), and when a stream's first chunk came.
+        self.measured = metrics.active()
+        self.first_chunk_ns: int | None = None
         #: The run (its root's question and answer) this call belongs to; the call's own input and output shown
         #: (with content capture on: what it records then is structure alone).
         self.run = shown.current_run(context) if rt.capture_content else None
@@ -220,6 +223,8 @@ class ModelSpan(RunSpan):
         """Set the result attributes and end the span; False when it had ended already."""
         if not super().finish(attributes):
             return False
+        if self.measured is not None:
+            self._measure()
         if self.turn is not None:
             self._told(attributes or {})
         return True
@@ -249,9 +254,19 @@ class ModelSpan(RunSpan):
         """Record ``exc`` (status set before the end) and end the span; False when it had ended already."""
         if not super().fail(exc, attributes):
             return False
+        if self.measured is not None:
+            self._measure()
         if self.turn is not None:
             self._told(None)
         return True
+
+    def _measure(self) -> None:
+        """The call's metric points, from its ended span."""
+        try:
+            if self.measured is not None:
+                self.measured.ended(self.span, self.first_chunk_ns)
+        except Exception as exc:
+            counters.fault("metrics.record", exc)
 
     def _told(self, attributes: Mapping[str, Any] | None) -> None:
         """Tell the call's conversation how it ended (``None``: it failed)."""

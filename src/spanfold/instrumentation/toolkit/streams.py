@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, cast
 
@@ -51,7 +52,7 @@ class StreamState:
     application that changes a chunk in place afterwards (LlamaIndex appends to the first tool-call delta) does not
     change the span."""
 
-    __slots__ = ("accumulator", "add", "failed", "hide", "kind", "span")
+    __slots__ = ("accumulator", "add", "failed", "hide", "kind", "span", "timed")
 
     def __init__(
         self,
@@ -68,15 +69,25 @@ class StreamState:
         #: A chunk spanfold asked for and the application did not (its usage: :attr:`Runtime.stream_usage`): True
         #: for one the accumulator takes and the application never sees. None: every chunk goes through.
         self.hide = hide
+        #: A model span whose metrics wait for the first chunk's time (metrics on), until it comes.
+        self.timed = span if isinstance(span, ModelSpan) and span.measured is not None else None
 
     def push(self, chunk: Any) -> None:
         """A chunk the user is about to get (one fault per stream, not per chunk)."""
+        if self.timed is not None:
+            self.first_chunk()
         if self.failed:
             return
         try:
             self.add(chunk)
         except Exception as exc:
             self.fault(exc)
+
+    def first_chunk(self) -> None:
+        """The first chunk came (metrics on): its time, for the call's time to first chunk."""
+        timed, self.timed = self.timed, None
+        if timed is not None:
+            timed.first_chunk_ns = time.time_ns()
 
     def fault(self, exc: Exception) -> None:
         self.failed = True
@@ -210,6 +221,8 @@ class SyncStreamProxy(Transparent):
             except BaseException as exc:
                 state.finish(exc)
                 raise
+            if state.timed is not None:
+                state.first_chunk()
             if not state.failed:
                 try:
                     add(chunk)
