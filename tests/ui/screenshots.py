@@ -43,14 +43,14 @@ with MockLLMServer() as server:
     client = agents.client(server)
     markdown = "**Paris**: 18°C, sunny; **Tokyo**: 24°C, cloudy.\\n\\n* in Fahrenheit, Paris: `64.4°F`"
     server.script(*agents.WEATHER_REPLIES[:2], Reply.text(markdown))
-    with spanfold.agent("paris-bot"):
+    with spanfold.agent("paris-bot", user_id="u-42", tags=["beta"], prompt=("weather", "v3")):
         agents.run(client)
     server.script(
         agents.WEATHER_REPLIES[0],
         Reply.tools([ToolCallSpec("convert_temperature", {"celsius": 24})]),
         Reply.text("Tokyo: 24°C, cloudy; Paris: 18°C, sunny. In Fahrenheit, 24°C is 75.2°F."),
     )
-    with spanfold.agent("weather-bot-tokyo"):
+    with spanfold.agent("weather-bot-tokyo", user_id="u-7", tags=["beta", "vip"], prompt=("weather", "v4")):
         agents.run(client)
     for k in range(1, 13):
         calls = [ToolCallSpec(name, {"path": f"src/m{k}.py"}) for name in ("read_file", "run_tests")]
@@ -98,7 +98,7 @@ def main() -> None:
                 page.wait_for_selector("#run-body .selected")
                 page.screenshot(path=str(OUT / "ui-run.png"), full_page=True)
                 page.goto(f"{server.url}#/run/{ids['coder']}/timeline/s6")
-                page.wait_for_selector("#step-details dl")
+                page.wait_for_selector("#step-details .step-output")
                 page.screenshot(path=str(OUT / "ui-timeline.png"), full_page=True)
                 page.goto(f"{server.url}#/compare/{ids['paris-bot']}/{ids['weather-bot-tokyo']}")
                 page.wait_for_selector("#deltas")

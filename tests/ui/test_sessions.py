@@ -107,7 +107,7 @@ def test_a_run_leads_to_its_session_and_the_session_to_its_runs(tmp_path: Path, 
     rows = page.locator("#session-runs tr.run")
     expect(rows).to_have_count(3)
     assert [rows.nth(i).get_attribute("data-id") for i in range(3)] == [trace_id(1), trace_id(2), trace_id(3)]
-    assert rows.nth(0).locator("td").nth(3).inner_text() == "question number 1"
+    assert rows.nth(0).locator(".turn-question").inner_text() == "question number 1"
     expect(page.locator("#totals [data-total=runs]")).to_have_text("runs 3")
     expect(page.locator("#totals [data-total=cost]")).to_have_text("cost $0.040 (2 of the runs record one)")
     rows.nth(1).click()

@@ -13,9 +13,13 @@ calls, events and steps; else it is a run of its own under its place in its file
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from spanfold.ui.index import Row
+
+#: The fewest characters of a trace id a permalink may name the run by (``spanfold summary`` prints 16).
+PREFIX_CHARS = 8
 
 #: How much a record of each shape says of its run (lower says more); others rank as ``agentv-cli``.
 SHAPE_RANK = {
@@ -51,6 +55,7 @@ class Catalog:
     by_id: dict[str, Row] = field(default_factory=dict)
     ids: dict[int, str] = field(default_factory=dict)  # id(row) -> its permalink
     copies: dict[int, list[Row]] = field(default_factory=dict)  # id(listed row) -> the run's other records
+    _sorted_ids: list[str] | None = None  # the runs' trace ids in order, made on the first look-up by a prefix
 
     @classmethod
     def of(cls, generation: int, rows: list[Row]) -> Catalog:
@@ -97,8 +102,21 @@ class Catalog:
         return self.ids.get(id(row), row.id)
 
     def resolve(self, run_id: str) -> Row | None:
-        """The row a permalink names (a trace id, or a record's place in its file)."""
-        return self.by_id.get(run_id)
+        """The row a permalink names: a trace id, a record's place in its file, or the start of exactly one run's
+        trace id (:data:`PREFIX_CHARS` characters or more, any case: what ``spanfold summary`` prints)."""
+        found = self.by_id.get(run_id)
+        if found is not None or len(run_id) < PREFIX_CHARS:
+            return found
+        prefix = run_id.lower()
+        if self._sorted_ids is None:
+            self._sorted_ids = sorted(self.ids.values())
+        ids = self._sorted_ids
+        at = bisect_left(ids, prefix)
+        if at >= len(ids) or not ids[at].startswith(prefix):
+            return None
+        if at + 1 < len(ids) and ids[at + 1].startswith(prefix):
+            return None  # two runs start so: the prefix names neither
+        return self.by_id.get(ids[at])
 
     def copies_of(self, row: Row) -> list[Row]:
         return self.copies.get(id(row), [])

@@ -72,6 +72,11 @@ class Row:
     preview: str
     own_meta: bool  # the metadata came from the trace itself, not from a sibling
     slot: int = -1  # which record of the metadata sibling describes it (-1: none)
+    #: The question the run was asked (its last user message: a later turn's own question, where :attr:`preview` is
+    #: the conversation's first), and its answer (its last assistant message with text); both cut to
+    #: :data:`PREVIEW_CHARS`.
+    question: str = ""
+    answer: str = ""
 
     @property
     def status(self) -> str:
@@ -126,6 +131,9 @@ class Row:
             "errors": self.summary.error_count,
             "events": self.summary.event_count,
             "preview": self.preview,
+            "question": self.question,
+            "answer": self.answer,
+            **context_json(meta.extra),
         }
 
     def haystack(self) -> str:
@@ -135,13 +143,65 @@ class Row:
         return "\n".join(parts).lower()
 
 
-def _preview(trace: Trace | None) -> str:
+def context_json(extra: dict[str, Any]) -> dict[str, Any]:
+    """Who a run is for and what it belongs to, as its metadata states it (``spanfold.context``: ``user_id``,
+    ``session_id``, ``tags``, ``prompt``), each present only when stated."""
+    if not extra:
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("user_id", "session_id"):
+        value = extra.get(key)
+        if isinstance(value, str) and value:
+            out[key] = value
+    tags = tags_of(extra)
+    if tags:
+        out["tags"] = tags
+    prompt = prompt_of(extra)
+    if prompt is not None:
+        out["prompt"] = prompt
+    return out
+
+
+def tags_of(extra: dict[str, Any]) -> list[str]:
+    """The run's tags (its metadata's ``tags``: a list of text)."""
+    tags = extra.get("tags") if extra else None
+    return [t for t in tags if isinstance(t, str) and t] if isinstance(tags, list) else []
+
+
+def prompt_of(extra: dict[str, Any]) -> str | None:
+    """The run's prompt as ``NAME@VERSION`` (``NAME`` when its metadata's ``prompt`` names no version), None when
+    it names none."""
+    prompt = extra.get("prompt") if extra else None
+    if not isinstance(prompt, dict) or not isinstance(prompt.get("name"), str) or not prompt["name"]:
+        return None
+    version = prompt.get("version")
+    if version is None or isinstance(version, bool) or not isinstance(version, (str, int)):
+        return str(prompt["name"])
+    return f"{prompt['name']}@{version}"
+
+
+def _preview(trace: Trace | None) -> tuple[str, str, str]:
+    """A run's first question (the conversation's first user message), the question the run itself was asked (its
+    last user message: in a later turn of a conversation, that turn's own), and its answer (the last assistant message
+    with text), each cut to :data:`PREVIEW_CHARS`."""
     if trace is None:
-        return ""
-    for ev in trace.events:
+        return "", "", ""
+    events = trace.events
+    first = asked = -1
+    for n, ev in enumerate(events):
         if ev.role == "user":
-            return ev.text()[:PREVIEW_CHARS]
-    return ""
+            if first < 0:
+                first = n
+            asked = n
+    preview = events[first].text()[:PREVIEW_CHARS] if first >= 0 else ""
+    question = preview if asked == first else events[asked].text()[:PREVIEW_CHARS]
+    answer = ""
+    for ev in reversed(events):
+        if ev.role == "assistant" and ev.content:
+            answer = ev.text()[:PREVIEW_CHARS]
+            if answer:
+                break
+    return preview, question, answer
 
 
 def _listed(value: Any) -> Decoded | None:
@@ -417,8 +477,9 @@ class Index:
         trace = decoded.trace
         summary = trace.summary() if trace is not None else decoded.summary or TraceSummary(0, [], {}, 0)
         meta = decoded.meta or TraceMeta(trace_id="")
+        preview, question, answer = _preview(trace)
         if meta.steps:  # a row holds no steps (read again with the run): the list stays small, their count kept
-            meta = replace(meta, steps=[], step_count=len(meta.steps))
+            meta = replace(meta, steps=[], step_count=meta.steps_taken)
         return Row(
             id=f"{entry.label}:{line}",
             file=entry.name,
@@ -430,8 +491,10 @@ class Index:
             summary=summary,
             meta=meta,
             steps=_steps(trace),
-            preview=_preview(trace),
+            preview=preview,
             own_meta=bool(meta.trace_id),
+            question=question,
+            answer=answer,
         )
 
     def _refresh_file(self, entry: _File) -> bool:

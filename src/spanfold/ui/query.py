@@ -2,8 +2,8 @@
 
 The filters combine (each one given must hold): a text (in the run's metadata, file, tools and first question, or,
 from :data:`CONTENT_CHARS` characters on, anywhere in its content: :mod:`spanfold.ui.search`), a tool, a model, an
-agent, a service, a status, errors or none, a time range (when the run started), and the conversation (session) and
-user ids its metadata records.
+agent, a service, a status, errors or none, a time range (when the run started), the conversation (session) and
+user ids its metadata records, a tag and a prompt (``NAME`` or ``NAME@VERSION``) from its ``spanfold.context``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from spanfold.ui.index import Row
+from spanfold.ui.index import Row, prompt_of, tags_of
 from spanfold.ui.steps import epoch_ms, trace_cost
 
 #: Sortable columns and the key each sorts by (missing values sort as the smallest).
 SORT_KEYS: dict[str, Callable[[Row], Any]] = {
     "time": lambda r: (r.meta.start or "", r.seq),
     "name": lambda r: ((r.meta.name or "").lower(), r.seq),
+    "service": lambda r: (r.meta.service or "", r.seq),
+    "user": lambda r: (user_of(r) or "", r.seq),
     "models": lambda r: (",".join(r.meta.models), r.seq),
     "steps": lambda r: (r.step_count, r.seq),
     "calls": lambda r: (sum(r.summary.tool_calls_by_name.values()), r.seq),
@@ -67,6 +69,8 @@ class Query:
     errors: str = ""  # "", "yes", "no"
     conversation: str = ""
     user: str = ""
+    tag: str = ""
+    prompt: str = ""  # NAME@VERSION, or NAME: any version of it
     since: float | None = None  # ms since the epoch: runs that started then or later
     until: float | None = None  # ... started before then
     copies: bool = False  # list the copies of a run in other files too
@@ -94,6 +98,8 @@ class Query:
             errors=params.get("errors", ""),
             conversation=params.get("conversation", "").strip(),
             user=params.get("user", "").strip(),
+            tag=params.get("tag", ""),
+            prompt=params.get("prompt", ""),
             since=epoch_ms(params.get("from")),
             until=epoch_ms(params.get("to")),
             copies=params.get("copies", "") == "show",
@@ -124,6 +130,10 @@ class Query:
             return False
         if self.user and user_of(row) != self.user:
             return False
+        if self.tag and self.tag not in tags_of(meta.extra):
+            return False
+        if self.prompt and not _same_prompt(prompt_of(meta.extra), self.prompt):
+            return False
         if self.since is not None or self.until is not None:
             start = epoch_ms(meta.start)
             if start is None or (self.since is not None and start < self.since):
@@ -135,6 +145,11 @@ class Query:
     def key(self) -> tuple[Any, ...]:
         """What the rows kept, and their order, depend on (not the page)."""
         return tuple(getattr(self, f.name) for f in fields(self) if f.name not in ("offset", "limit"))
+
+
+def _same_prompt(prompt: str | None, wanted: str) -> bool:
+    """Whether a run's prompt (``NAME@VERSION``) is the one asked for: that version, or any version of a name."""
+    return prompt is not None and (prompt == wanted or ("@" not in wanted and prompt.startswith(wanted + "@")))
 
 
 #: Which rows hold a text in their content: ``(text, rows) -> {id(row)}`` (:class:`spanfold.ui.search.ContentSearch`).
@@ -169,12 +184,14 @@ class Lister:
 
 def facets(rows: list[Row]) -> dict[str, Any]:
     """The filters' choices: the tool names, models, agents, services and statuses present; whether any run records
-    its cost, a conversation id, a user id."""
+    its cost, a conversation id, a user id; the tags and prompts (``NAME@VERSION``) the runs' context names."""
     tools: set[str] = set()
     models: set[str] = set()
     agents: set[str] = set()
     services: set[str] = set()
     statuses: set[str] = set()
+    tags: set[str] = set()
+    prompts: set[str] = set()
     priced = conversations = users = False
     for r in rows:
         tools.update(r.summary.tool_calls_by_name)
@@ -189,6 +206,10 @@ def facets(rows: list[Row]) -> dict[str, Any]:
             priced = priced or "cost" in extra or "cost_usd" in extra
             conversations = conversations or conversation_of(r) is not None
             users = users or user_of(r) is not None
+            if "tags" in extra:
+                tags.update(tags_of(extra))
+            if "prompt" in extra and (prompt := prompt_of(extra)) is not None:
+                prompts.add(prompt)
     return {
         "tools": sorted(tools),
         "models": sorted(models),
@@ -198,4 +219,6 @@ def facets(rows: list[Row]) -> dict[str, Any]:
         "priced": priced,
         "conversations": conversations,
         "users": users,
+        "tags": sorted(tags),
+        "prompts": sorted(prompts),
     }

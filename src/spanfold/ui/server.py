@@ -47,7 +47,7 @@ STATIC = {
         name: "text/javascript"
         for name in (
             *("app.js", "dom.js", "keys.js", "list.js", "run.js", "conversation.js", "markdown.js", "waterfall.js"),
-            *("compare.js", "numbers.js", "sessions.js"),
+            *("compare.js", "numbers.js", "sessions.js", "metadata.js", "step.js"),
         )
     },
     "style.css": "text/css",

@@ -79,7 +79,8 @@ def _percentile(values: Sequence[float], p: float) -> float | None:
 
 def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
     """Totals over ``rows`` (with the error rate and duration percentiles) and ``bins``: the same counts per stretch
-    of start time (``start``/``end`` in ms since the epoch), over the runs that say when they started."""
+    of start time (``start``/``end`` in ms since the epoch), over the runs that say when they started (no more bins than
+    such runs)."""
     total = _Sum()
     durations: list[float] = []
     started: list[tuple[float, _Facts]] = []
@@ -102,7 +103,7 @@ def stats(rows: Sequence[Row], bins: int = BINS) -> dict[str, Any]:
     out["error_rate"] = total.with_errors / total.runs if total.runs else None
     out["duration_p50"] = _percentile(durations, 50)
     out["duration_p95"] = _percentile(durations, 95)
-    out["bins"] = _bins(started, bins)
+    out["bins"] = _bins(started, min(bins, len(started)))  # a handful of runs: as many bins, none empty for nothing
     return out
 
 

@@ -108,6 +108,17 @@ class _Step:
         return (self.start if self.start is not None else float("inf"), self.took or 0.0)
 
 
+def _label(step: StepTime) -> str:
+    """What a step is called on the waterfall: a model call's (or an embeddings call's) model, a tool run's tool, a
+    retrieval's or a memory operation's store (or operation)."""
+    if step.kind in ("model", "embeddings"):
+        return step.model or ""
+    if step.kind == "tool":
+        return step.name or step.call_id or ""
+    store, operation = getattr(step, "store", None), getattr(step, "operation", None)
+    return str(store or operation or step.name or "")
+
+
 def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Step:
     ev = events[event] if event is not None else None
     ev_meta = ev.metadata if ev is not None else {}
@@ -122,7 +133,7 @@ def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Ste
         kind=step.kind,
         start=epoch_ms(step.start),
         took=step.duration_ms,
-        label=(step.model or "") if model else (step.name or step.call_id or ""),
+        label=_label(step),
         event=event,
         error=step.error,
         usage=usage_of(raw_usage, ev_meta.get("usage")) if model else None,

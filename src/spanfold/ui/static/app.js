@@ -3,7 +3,7 @@
 // its server).
 import { api, el, fmtInt, setStatus } from "./dom.js";
 import { onKey } from "./keys.js";
-import { list, listParams, loadList } from "./list.js";
+import { fromUrl, list, listParams, loadList } from "./list.js";
 import { openRun, pickInPlace, renderRun } from "./run.js";
 import { renderCompare } from "./compare.js";
 import { renderSession, renderSessions } from "./sessions.js";
@@ -21,16 +21,23 @@ function nav() {
 }
 
 async function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/").map(decodeURIComponent);
   try {
     if (parts[0] === "run" && parts[1]) {
       state.view = "run";
       const tab = parts[2] || "conversation";
       if (state.run && state.run.id === parts[1] && pickInPlace(state.run.data, tab, parts[3])) return;
       if (!state.run || state.run.id !== parts[1]) state.run = { id: parts[1], data: await openRun(parts[1]) };
+      const named = state.run.data.row.id;
+      if (named !== parts[1]) {  // a trace id's start: the run's own permalink takes its place
+        state.run.id = named;
+        history.replaceState(null, "", location.hash.replace(`#/run/${encodeURIComponent(parts[1])}`, `#/run/${encodeURIComponent(named)}`));
+      }
       await renderRun(state.run.data, tab, parts[3]);
     } else if (parts[0] === "sessions") {
       state.view = "sessions";
+      fromUrl(query);
       await renderSessions(listParams());
     } else if (parts[0] === "session" && parts[1]) {
       state.view = "session";
@@ -41,6 +48,7 @@ async function route() {
     } else {
       state.view = "list";
       state.run = null;
+      fromUrl(query);
       await loadList(view);
     }
   } catch (e) {

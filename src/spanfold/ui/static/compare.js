@@ -1,14 +1,21 @@
 // Two runs compared: the first message where they differ, the deltas of their numbers, their tool trajectories side by
 // side (where they part), and what each call's output and each run's answer became (a diff made of text nodes).
-import { el, fmtCost, fmtInt, fmtMs, pretty } from "./dom.js";
+import { el, fmtCost, fmtInt, fmtMs, fmtTime, pretty, utcTitle } from "./dom.js";
 
 function title(row) { return row.name || row.trace_id || `${row.file}:${row.line}`; }
+
+// What tells two runs apart when their names are the same: when each started, and the start of its trace id.
+function tell(row) {
+  return [fmtTime(row.start), row.trace_id ? row.trace_id.slice(0, 8) : `${row.file}:${row.line}`].filter(Boolean).join(" · ");
+}
+
+function plural(n, word) { return `${fmtInt(n)} ${word}${n === 1 ? "" : "s"}`; }
 
 function side(data, divergence, label) {
   const row = data.row;
   return el("div", {},
     el("h2", {}, el("a", { href: `#/run/${encodeURIComponent(row.id)}` }, `${label}: ${title(row)}`)),
-    el("div", { class: "muted" }, `${row.calls} tool calls · ${row.status}`),
+    el("div", { class: "muted side-facts", title: utcTitle(row.start) }, `${tell(row)} · ${plural(row.calls, "tool call")} · ${row.status}`),
     el("ol", { class: "calls" }, data.calls.map((c, i) => el("li", {
       class: divergence === null || i < divergence ? "same" : i === divergence ? "diverge" : "" },
     el("span", { class: "tool-name" }, c.name), " ", el("code", {}, pretty(c.args ?? {}).replace(/\s+/g, " ").slice(0, 160)),
@@ -71,7 +78,8 @@ export function renderCompare(data) {
       el("div", { class: "compare" }, messageSide(m.a, "A"), messageSide(m.b, "B")));
   const outputs = data.outputs.map((o) => el("div", { class: "output-diff", "data-call": o.call },
     el("h3", {}, `Call ${o.call + 1} (${o.name}): the outputs differ`), diffView(o, null)));
-  const link = (row, label) => el("a", { href: `#/run/${encodeURIComponent(row.id)}` }, `${label}: ${title(row)}`);
+  const link = (row, label) => el("a", { href: `#/run/${encodeURIComponent(row.id)}`, title: utcTitle(row.start) },
+    `${label}: ${title(row)}`, el("span", { class: "muted tell" }, ` (${tell(row)})`));
   document.getElementById("main").replaceChildren(
     el("h1", { class: "compare-title" }, link(data.a.row, "A"), " compared with ", link(data.b.row, "B")),
     el("p", { id: "divergence" }, summary), first,

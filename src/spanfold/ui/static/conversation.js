@@ -1,7 +1,7 @@
 // A run's conversation, shown a page of events at a time (more as the reader scrolls down): each message, each tool
 // call with its output, and each step's chip. A long text arrives cut (the event's `cut` names where and how long it
 // is) and the rest is fetched a slice at a time when asked for.
-import { api, el, errorBlock, fmtInt, fmtMs, fmtTime, pretty } from "./dom.js";
+import { api, el, errorBlock, fmtInt, fmtMs, fmtTime, pretty, saysError, utcTitle } from "./dom.js";
 import { MARKDOWN_CHARS, markdown } from "./markdown.js";
 import { stepLabel, stepNumbers } from "./waterfall.js";
 
@@ -56,7 +56,7 @@ function moreButton(run, ev, path, node, shown, total, whole) {
 }
 
 // Text (a string of the event at `path`), folded when long; the rest fetched on request when it was cut.
-function textBlock(run, ev, path, value, label, kind) {
+export function textBlock(run, ev, path, value, label, kind) {
   const text = String(value ?? "");
   const total = (ev.cut || {})[path] || text.length;
   const node = el(kind === "pre" ? "pre" : "div", { class: kind === "pre" ? null : "text" }, text);
@@ -86,7 +86,7 @@ function markdownBlock(run, ev, path, value) {
 }
 
 // A JSON part of the event at `path` (arguments, an unknown chunk), indented; whole on request when a string in it was cut.
-function jsonBlock(run, ev, path, value, label) {
+export function jsonBlock(run, ev, path, value, label) {
   const text = pretty(value);
   const cut = cutUnder(ev, path);
   const node = el("pre", {}, text);
@@ -131,6 +131,14 @@ function stepChip(run, k, selected) {
     k === selected ? el("a", { class: "to-timeline", href: runHref(run.row.id, "timeline", k) }, "in the timeline") : null);
 }
 
+// How many leading events the run was handed (its metadata's `handed`), when they hold an earlier turn (an answer): a
+// later turn of a conversation, whose history is shown apart from what it produced; else 0.
+function handedTurns(run) {
+  const handed = run.meta && Number.isInteger(run.meta.handed) ? run.meta.handed : 0;
+  if (handed <= 0 || handed >= run.count) return 0;
+  return run.events.slice(0, handed).some((ev) => ev.role === "assistant") ? handed : 0;
+}
+
 // What the conversation needs across pages: which event is which step's, and which tool outputs were shown with their
 // call; `markdownOn`: an assistant's text is shown as Markdown.
 export function conversationContext(run, selected, markdownOn) {
@@ -138,6 +146,7 @@ export function conversationContext(run, selected, markdownOn) {
     run, selected, markdownOn,
     stepOf: new Map(run.waterfall.steps.map((s, k) => [s.event, k]).filter(([n]) => n !== null)),
     paired: new Set(),
+    handed: handedTurns(run),
   };
 }
 
@@ -155,7 +164,8 @@ function toolCard(ctx, ev, i, call, output, outputN) {
     const took = output.metadata && output.metadata.duration_ms;
     card.appendChild(el("div", { class: "label" }, "output" + (took !== undefined ? ` · ${fmtMs(took)}` : "")));
     card.appendChild(errorBlock(output.error) || el("span"));
-    if (typeof output.content === "string") card.appendChild(textBlock(run, output, "content", output.content, "output", "pre"));
+    if (saysError(output.content, output.error)) { /* its text is its error, shown above */ }
+    else if (typeof output.content === "string") card.appendChild(textBlock(run, output, "content", output.content, "output", "pre"));
     else card.append(...chunks(run, output, "content", output.content, (p, t) => textBlock(run, output, p, t, "output", "pre")));
   } else if (outputN) {
     card.appendChild(el("div", { class: "label" }, `output: event ${outputN}, further down`));
@@ -171,11 +181,18 @@ export function messages(ctx, events, byN) {
   const out = [];
   for (const ev of events) {
     if (ev.role === "tool" && ctx.paired.has(ev.n)) continue;
+    if (ctx.handed && ev.n === 1) {
+      out.push(el("div", { class: "handed-mark", id: "handed-start" },
+        `History: the ${fmtInt(ctx.handed)} event${ctx.handed === 1 ? "" : "s"} this run was handed (earlier turns, the question)`));
+    }
+    if (ctx.handed && ev.n === ctx.handed + 1) {
+      out.push(el("div", { class: "handed-mark", id: "produced-start" }, "What this run produced"));
+    }
     const k = ctx.stepOf.get(ev.n - 1);
-    const box = el("div", { class: `msg ${ev.role}${ev.error ? " error" : ""}${k !== undefined && k === ctx.selected ? " selected" : ""}`,
+    const box = el("div", { class: `msg ${ev.role}${ev.n <= ctx.handed ? " handed" : ""}${ev.error ? " error" : ""}${k !== undefined && k === ctx.selected ? " selected" : ""}`,
       id: `event-${ev.n}`, "data-n": ev.n },
     el("div", { class: "role" }, ev.role === "tool" ? `tool output${ev.name ? " · " + ev.name : ""}` : ev.role,
-      ev.timestamp ? el("span", { class: "muted" }, ` · ${fmtTime(ev.timestamp)}`) : null,
+      ev.timestamp ? el("span", { class: "muted", title: utcTitle(ev.timestamp) }, ` · ${fmtTime(ev.timestamp)}`) : null,
       k !== undefined ? [" ", stepChip(run, k, ctx.selected)] : null));
     box.appendChild(errorBlock(ev.error) || el("span"));
     const reasoning = ev.metadata && ev.metadata.reasoning;
@@ -187,7 +204,7 @@ export function messages(ctx, events, byN) {
     const text = ev.role === "assistant" && ctx.markdownOn ? (p, t) => markdownBlock(run, ev, p, t)
       : ev.role === "tool" ? (p, t) => textBlock(run, ev, p, t, "output", "pre")
         : (p, t) => textBlock(run, ev, p, t, "content", "div");
-    box.append(...chunks(run, ev, "content", ev.content, text));
+    if (!saysError(ev.content, ev.error)) box.append(...chunks(run, ev, "content", ev.content, text));
     (ev.tool_calls || []).forEach((call, i) => {
       const outputN = call.id && ev.outputs ? ev.outputs[call.id] : undefined;
       const output = outputN !== undefined ? byN.get(outputN) : undefined;

@@ -46,10 +46,27 @@ export function fmtMs(ms) {
   return `${Math.floor(ms / 60000)} m ${Math.round((ms % 60000) / 1000)} s`;
 }
 
+const pad = (n) => String(n).padStart(2, "0");
+
+// A time in this browser's local time zone, to the second ("2026-01-01 09:00:05"); `utcTitle` gives it in UTC.
 export function fmtTime(iso) {
   if (!iso) return "";
   const d = new Date(iso);
-  return isNaN(d) ? String(iso) : d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  if (isNaN(d)) return String(iso);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+// A time in UTC, for a title ("UTC 2026-01-01 00:00:05.000Z"); "" when there is none.
+export function utcTitle(iso) {
+  const d = iso ? new Date(iso) : null;
+  return d && !isNaN(d) ? `UTC ${d.toISOString().replace("T", " ")}` : "";
+}
+
+// A UTC ISO time as a datetime-local input's value (this browser's local time, to the minute).
+export function localInput(iso) {
+  const d = iso ? new Date(iso) : null;
+  if (!d || isNaN(d)) return "";
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
 // A time to the millisecond (a step's start).
@@ -110,15 +127,28 @@ export function pretty(value) {
   try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
 }
 
+// An error as one line, "Type: message", the type written once (a message that starts with it is written as it is).
 export function errorTitle(error) {
   if (!error || typeof error !== "object") return null;
-  return error.message ? `${error.type}: ${error.message}` : String(error.type ?? "error");
+  const kind = String(error.type ?? "error");
+  if (error.message === undefined || error.message === null || error.message === "") return kind;
+  const message = typeof error.message === "string" ? error.message : pretty(error.message);
+  const short = kind.split(".").pop();
+  return message.startsWith(`${kind}:`) || message.startsWith(`${short}:`) ? message : `${kind}: ${message}`;
 }
 
 export function errorBlock(error) {
   if (!error) return null;
-  const text = typeof error === "object" ? `${error.type ?? "error"}: ${error.message ?? pretty(error)}` : String(error);
-  return el("div", { class: "err-text" }, text);
+  return el("div", { class: "err-text" }, typeof error === "object" ? errorTitle(error) : String(error));
+}
+
+// Whether an event's text only says its error again (an error event's text is "Type: message"; a failed tool's output
+// is often its message): shown once, as the error.
+export function saysError(content, error) {
+  if (!error || typeof error !== "object" || typeof content !== "string") return false;
+  const text = content.trim();
+  const message = typeof error.message === "string" ? error.message.trim() : "";
+  return text === errorTitle(error) || text === String(error.type ?? "") || (message !== "" && text === message);
 }
 
 export function setStatus(text) { document.getElementById("status").textContent = text; }

@@ -1,7 +1,7 @@
 // The keyboard: j / k through the runs of the list and through the steps of a run, Enter to open the current run,
 // x to pick it to compare, / to search, t / c for a run's timeline and conversation, Esc to leave a field or go back
 // to the list. Keys typed into a field are the field's (but Esc).
-import { currentRow, moveCurrent } from "./list.js";
+import { currentRow, moveCurrent, urlQuery } from "./list.js";
 import { runHref, shown } from "./run.js";
 
 function typing(target) {
@@ -19,6 +19,12 @@ function pickStep(step) {
   location.replace(runHref(run.row.id, tab, k));
 }
 
+// The list, with the filters it had.
+function listHash() {
+  const query = urlQuery();
+  return `#/${query ? `?${query}` : ""}`;
+}
+
 export function onKey(e, view) {
   if (e.ctrlKey || e.metaKey || e.altKey) return;
   if (e.key === "Escape") {
@@ -26,7 +32,7 @@ export function onKey(e, view) {
       if (e.target.type === "search" && e.target.value) { e.target.value = ""; e.target.dispatchEvent(new Event("input")); }
       e.target.blur();
     } else if (view() !== "list") {
-      location.hash = "#/";
+      location.hash = listHash();
     }
     return;
   }
@@ -34,7 +40,7 @@ export function onKey(e, view) {
   const key = e.key;
   if (key === "/") {
     e.preventDefault();
-    if (view() !== "list") { location.hash = "#/"; setTimeout(() => document.getElementById("f-q")?.focus(), 300); }
+    if (view() !== "list") { location.hash = listHash(); setTimeout(() => document.getElementById("f-q")?.focus(), 300); }
     else document.getElementById("f-q")?.focus();
   } else if (view() === "list") {
     if (key === "j" || key === "ArrowDown") { e.preventDefault(); moveCurrent(1); }

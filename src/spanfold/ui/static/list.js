@@ -1,22 +1,65 @@
-// The run list: filters, sortable columns, a page of runs at a time, two runs picked to compare.
-import { api, el, errorTitle, fmtCost, fmtCount, fmtInt, fmtMs, fmtTime, setStatus, unreportedNote } from "./dom.js";
+// The run list: filters (kept in the page's URL: `#/?tool=search&user=u-42`), sortable columns, a page of runs at a
+// time, two runs picked to compare.
+import { api, el, errorTitle, fmtCost, fmtCount, fmtInt, fmtMs, fmtTime, localInput, setStatus, unreportedNote, utcTitle } from "./dom.js";
 import { numbers } from "./numbers.js";
 
 const PAGE = 100;
+// [key, label, sortable, shown(facets)]: a column the runs may leave empty is shown when some run fills it.
 const COLUMNS = [
-  ["time", "Time"], ["name", "Agent"], ["models", "Models"], ["steps", "Steps"], ["calls", "Tool calls"],
-  ["errors", "Errors"], ["tokens_in", "Tokens in"], ["tokens_out", "Tokens out"], ["cost", "Cost"],
-  ["duration", "Duration"], ["status", "Status"],
+  ["time", "Time", true], ["name", "Agent", true],
+  ["service", "Service", true, (f) => f.services.length > 1],
+  ["user", "User", true, (f) => f.users],
+  ["tags", "Tags · prompt", false, (f) => f.tags.length > 0 || f.prompts.length > 0],
+  ["io", "Input / output", false], ["models", "Models", true], ["steps", "Steps", true], ["calls", "Tool calls", true],
+  ["errors", "Errors", true], ["tokens_in", "Tokens in", true], ["tokens_out", "Tokens out", true],
+  ["cost", "Cost", true, (f) => f.priced], ["duration", "Duration", true], ["status", "Status", true],
 ];
 const STATUSES = ["complete", "error", "incomplete", "truncated", "unknown"];
 
-//: The query's parameters the list keeps (the server's `spanfold.ui.query`).
-const FILTERS = ["q", "tool", "model", "agent", "service", "status", "errors", "conversation", "user", "from", "to", "copies"];
+//: The query's parameters the list keeps (the server's `spanfold.ui.query`); `from` and `to` are UTC ISO times.
+const FILTERS = ["q", "tool", "model", "agent", "service", "status", "errors", "conversation", "user", "tag", "prompt",
+  "from", "to", "copies"];
+const DEFAULTS = { sort: "time", order: "desc" };
 
 export const list = {
-  q: "", tool: "", model: "", agent: "", service: "", status: "", errors: "", conversation: "", user: "", from: "",
-  to: "", copies: "", sort: "time", order: "desc", offset: 0, generation: -1, picked: [], current: -1, total: 0,
+  q: "", tool: "", model: "", agent: "", service: "", status: "", errors: "", conversation: "", user: "", tag: "",
+  prompt: "", from: "", to: "", copies: "", sort: "time", order: "desc", offset: 0, generation: -1, picked: [],
+  current: -1, total: 0,
 };
+
+// The filters on now, by name.
+export function filtersOn() {
+  return FILTERS.filter((k) => list[k]);
+}
+
+// The list's filters, order and page as the page's URL keeps them (defaults left out).
+export function urlQuery() {
+  const p = new URLSearchParams();
+  for (const k of FILTERS) if (list[k]) p.set(k, list[k]);
+  for (const [k, v] of Object.entries(DEFAULTS)) if (list[k] !== v) p.set(k, list[k]);
+  if (list.offset) p.set("offset", list.offset);
+  return p.toString();
+}
+
+// The list's state taken from a URL's query (what is not there: its default), as a reload or a shared link gives it.
+export function fromUrl(query) {
+  const p = new URLSearchParams(query || "");
+  for (const k of FILTERS) list[k] = p.get(k) || "";
+  for (const [k, v] of Object.entries(DEFAULTS)) list[k] = p.get(k) || v;
+  list.offset = Math.max(0, Number(p.get("offset")) || 0);
+}
+
+// The page's URL made to say the list's state (in place: no history entry per key typed).
+function keepInUrl() {
+  const query = urlQuery();
+  const hash = `#/${query ? `?${query}` : ""}`;
+  if (location.hash !== hash && !location.hash.startsWith("#/run") && !location.hash.startsWith("#/session")) {
+    history.replaceState(null, "", hash);
+  }
+  document.querySelectorAll("#nav a").forEach((a) => {
+    a.setAttribute("href", `#/${a.dataset.nav === "sessions" ? "sessions" : ""}${query ? `?${query}` : ""}`);
+  });
+}
 
 // Set filter `name` (from the filters, or a link such as a session's) and show the list again from its first page.
 export function setFilter(name, value) {
@@ -26,13 +69,10 @@ export function setFilter(name, value) {
   loadList();
 }
 
-// The list's query (its filters, order and page) as URL parameters (the sessions take the same filters).
+// The list's query (its filters, order and page) as the API's parameters (the sessions take the same filters).
 export function listParams() {
   const p = new URLSearchParams();
-  for (const k of [...FILTERS, "sort", "order"]) {
-    if (!list[k]) continue;
-    p.set(k, k === "from" || k === "to" ? `${list[k]}:00Z` : list[k]);  // the time inputs are UTC, as the list shows
-  }
+  for (const k of [...FILTERS, "sort", "order"]) if (list[k]) p.set(k, list[k]);
   p.set("offset", list.offset);
   p.set("limit", PAGE);
   return p.toString();
@@ -62,10 +102,15 @@ function typed(name, attrs) {
     oninput: (e) => { clearTimeout(timer); timer = setTimeout(() => setFilter(name, e.target.value), 250); } });
 }
 
+// A time filter, in this browser's local time as the list shows it (the URL keeps it in UTC).
 function when(name, label) {
-  return el("label", { class: "muted when", title: "when the run started (UTC, as the list shows it)" }, `${label} `,
+  return el("label", { class: "muted when", title: "when the run started (local time, as the list shows it)" }, `${label} `,
     el("input", { id: `f-${name}`, type: "datetime-local",
-    value: list[name], "aria-label": `started ${label} (UTC)`, onchange: (e) => setFilter(name, e.target.value) }));
+    value: localInput(list[name]), "aria-label": `started ${label} (local time)`,
+    onchange: (e) => {
+      const at = e.target.value ? new Date(e.target.value) : null;
+      setFilter(name, at && !isNaN(at) ? at.toISOString() : "");
+    } }));
 }
 
 function filters(facets, copies) {
@@ -86,6 +131,8 @@ function filters(facets, copies) {
     facets.conversations || list.conversation ? typed("conversation", { placeholder: "conversation / session id", size: 22,
       "aria-label": "conversation or session id" }) : null,
     facets.users || list.user ? typed("user", { placeholder: "user id", size: 14, "aria-label": "user id" }) : null,
+    facets.tags.length || list.tag ? select("tag", "any tag", named(facets.tags), list.tag) : null,
+    facets.prompts.length || list.prompt ? select("prompt", "any prompt", prompts(facets.prompts), list.prompt) : null,
     copies || list.copies ? el("label", { class: "muted", title: "the same run in other files (spanfold convert's copies)" },
       el("input", { type: "checkbox", id: "f-copies", checked: list.copies === "show",
         onchange: (e) => setFilter("copies", e.target.checked ? "show" : "") }),
@@ -93,7 +140,31 @@ function filters(facets, copies) {
     compare);
 }
 
-function runRow(run, i, priced) {
+// The prompts to choose from: each name (any version), then each version of it.
+function prompts(found) {
+  const names = [...new Set(found.map((p) => p.split("@")[0]))];
+  return names.flatMap((name) => [[name, `${name} (any version)`],
+    ...found.filter((p) => p.startsWith(`${name}@`)).map((p) => [p, `${name} ${p.slice(name.length + 1)}`])]);
+}
+
+// A run's question and answer, cut (the whole of each on hover).
+function ioCell(run) {
+  const question = run.question || run.preview || "";
+  return el("td", { class: "col-io" },
+    question ? el("div", { class: "io-in", title: question }, question.slice(0, 90)) : null,
+    run.answer ? el("div", { class: "io-out muted", title: run.answer }, run.answer.slice(0, 90)) : null);
+}
+
+// The cells of the columns the runs may leave empty, by column.
+const CELLS = {
+  service: (run) => el("td", { class: "col-service" }, run.service || ""),
+  user: (run) => el("td", { class: "col-user" }, run.user_id || ""),
+  tags: (run) => el("td", { class: "col-tags" }, (run.tags || []).map((t) => el("span", { class: "tag" }, t)),
+    run.prompt ? el("span", { class: "prompt", title: "prompt and its version" }, run.prompt.replace("@", " ")) : null),
+  cost: (run) => el("td", { class: "num col-cost" }, fmtCost(run.cost)),
+};
+
+function runRow(run, i, shown) {
   const pick = el("input", { type: "checkbox", class: "pick", checked: list.picked.includes(run.id),
     "aria-label": "pick to compare",
     onclick: (e) => {
@@ -107,15 +178,18 @@ function runRow(run, i, priced) {
   return el("tr", { class: `run${run.errors ? " has-errors" : ""}${i === list.current ? " current" : ""}`, "data-id": run.id,
     onclick: () => { location.hash = `#/run/${encodeURIComponent(run.id)}`; } },
   el("td", {}, pick),
-  el("td", { class: "col-time", title: `${run.file}:${run.line}` }, fmtTime(run.start) || `${run.file}:${run.line}`),
-  el("td", { class: "col-name" }, run.name || el("span", { class: "muted" }, run.preview.slice(0, 60) || "—")),
+  el("td", { class: "col-time", title: [utcTitle(run.start), `${run.file}:${run.line}`].filter(Boolean).join("\n") },
+    fmtTime(run.start) || `${run.file}:${run.line}`),
+  el("td", { class: "col-name" }, run.name || el("span", { class: "muted" }, "—")),
+  ["service", "user", "tags"].filter((k) => shown.has(k)).map((k) => CELLS[k](run)),
+  ioCell(run),
   el("td", { class: "col-models" }, run.models.join(", ")),
   el("td", { class: "num col-steps" }, run.steps),
   el("td", { class: "col-calls" }, el("div", { class: "num" }, run.calls), tools),
   el("td", { class: "num errors col-errors" }, run.errors),
   el("td", { class: "num col-tokens_in", title: unreportedNote(run.tokens_unreported) }, fmtCount(run.tokens_in, run.tokens_unreported)),
   el("td", { class: "num col-tokens_out", title: unreportedNote(run.tokens_unreported) }, fmtCount(run.tokens_out, run.tokens_unreported)),
-  priced ? el("td", { class: "num col-cost" }, fmtCost(run.cost)) : null,
+  shown.has("cost") ? CELLS.cost(run) : null,
   el("td", { class: "num col-duration" }, fmtMs(run.duration_ms)),
   statusCell(run, "td"));
 }
@@ -156,18 +230,20 @@ function renderList(data) {
     main.replaceChildren(waitingNote(data.waiting));
     return;
   }
-  const priced = data.facets.priced;
-  const columns = COLUMNS.filter(([key]) => key !== "cost" || priced);
-  const head = el("tr", {}, el("th", {}, ""), columns.map(([key, label]) => el("th", {
-    class: `col-${key}${list.sort === key ? ` sorted ${list.order}` : ""}`, "data-sort": key,
-    onclick: () => {
+  const columns = COLUMNS.filter(([, , , when]) => !when || when(data.facets));
+  const shown = new Set(columns.map(([key]) => key));
+  const head = el("tr", {}, el("th", {}, ""), columns.map(([key, label, sortable]) => el("th", {
+    class: `col-${key}${sortable ? " sortable" : ""}${list.sort === key ? ` sorted ${list.order}` : ""}`,
+    "data-sort": sortable ? key : null,
+    onclick: sortable ? () => {
       if (list.sort === key) list.order = list.order === "desc" ? "asc" : "desc";
       else { list.sort = key; list.order = "desc"; }
       loadList();
-    } }, label)));
+    } : null }, label)));
   list.total = data.total;
   if (list.current >= data.runs.length) list.current = data.runs.length - 1;
-  const body = el("tbody", { id: "runs" }, data.runs.map((run, i) => runRow(run, i, priced)));
+  const body = el("tbody", { id: "runs" }, data.runs.map((run, i) => runRow(run, i, shown)));
+  if (!data.runs.length) body.appendChild(emptyRow(data, columns.length + 1));
   const first = data.total ? data.offset + 1 : 0;
   const last = data.offset + data.runs.length;
   const pager = el("div", { class: "pager" },
@@ -188,11 +264,24 @@ function renderList(data) {
   }
 }
 
+// What an empty page says: no run the filters keep (with a way to clear them), or none at all.
+function emptyRow(data, width) {
+  const on = filtersOn();
+  const text = data.all && on.length ? `No run matches these filters (${on.join(", ")}) among ${fmtInt(data.all)} runs.`
+    : data.all ? "No run on this page." : "No runs here.";
+  const clear = on.length ? el("button", { id: "clear-filters", type: "button", onclick: () => {
+    for (const k of FILTERS) list[k] = "";
+    setFilter("q", "");
+  } }, "Clear the filters") : null;
+  return el("tr", { class: "empty" }, el("td", { colspan: width, id: "empty-result" }, text, " ", clear));
+}
+
 let asked = 0;
 
 // The list shown again: its page of runs first (the count as you type), then the numbers over them.
 export async function loadList(view) {
   const mine = ++asked;
+  if (view === undefined || view() === "list") keepInUrl();
   const query = listParams();
   try {
     const data = await api(`/api/runs?${query}`);

@@ -2,9 +2,13 @@
 // duration percentiles) and a small chart of runs, errors, tokens and cost over time (the server's /api/stats).
 import { el, fmtCost, fmtInt, fmtMs, fmtRunTokens, svg } from "./dom.js";
 
-const WIDTH = 800;
-const LABEL = 13;
-const ROW = 30;
+// The chart is drawn 1600 units wide, shown as wide as the page (about 0.8 units to a pixel): a row of bars 26 units
+// tall under its label.
+const WIDTH = 1600;
+const LABEL = 20;
+const ROW = 26;
+//: Times written under the chart, evenly spaced (its ends among them).
+const TICKS = 5;
 
 function compact(n) {
   if (n >= 1e9) return `${(n / 1e9).toFixed(1)}G`;
@@ -58,7 +62,16 @@ function chart(stats) {
   return el("div", { id: "chart" }, svg("svg", { viewBox: `0 0 ${WIDTH} ${height}`, role: "img",
     "aria-label": "runs, errors, tokens and cost over time" },
   rows.map(([label, value, cls, over, fmt], i) => chartRow(bins, i * (LABEL + ROW + 4), label, value, cls, over, fmt))),
-  el("div", { class: "chart-axis muted" }, el("span", {}, when(bins[0].start, bins)), el("span", {}, when(bins[bins.length - 1].end, bins))));
+  axisLabels(bins));
+}
+
+// The times under the chart: its start, its end and evenly between (one when the runs started at the same moment).
+function axisLabels(bins) {
+  const start = bins[0].start;
+  const end = bins[bins.length - 1].end;
+  const count = end - start > 1000 ? TICKS : 1;
+  const labels = Array.from({ length: count }, (_, i) => el("span", {}, when(start + ((end - start) * i) / Math.max(1, count - 1), bins)));
+  return el("div", { class: "chart-axis muted", title: "UTC" }, labels);
 }
 
 // The totals line and the chart of the runs the filters keep.

@@ -1,7 +1,8 @@
 // One run: its facts, and tabs for the conversation, the waterfall, the metadata and the raw record. A step picked in
 // the waterfall is the step picked in the conversation (`#/run/ID/TAB/sK`), and the other way round. The run arrives
 // as it is shown: its first page of events (more as the reader scrolls), the raw record and the spec when asked for.
-import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtRunTokens, fmtTime, fmtTokens, pretty, setStatus } from "./dom.js";
+import { api, el, errorTitle, fmtCost, fmtInt, fmtMs, fmtRunTokens, fmtTime, setStatus, utcTitle } from "./dom.js";
+import { metadataTable } from "./metadata.js";
 import { conversation, loadEvents, runHref } from "./conversation.js";
 import { statusCell } from "./list.js";
 import { sessionHref } from "./sessions.js";
@@ -47,7 +48,7 @@ function latency(run) {
   if (!steps.some((s) => s.duration_ms !== null)) return null;
   const sum = (kind) => steps.filter((s) => s.kind === kind).reduce((t, s) => t + (s.duration_ms || 0), 0);
   const models = steps.filter((s) => s.kind === "model").length;
-  const tools = steps.length - models;
+  const tools = steps.filter((s) => s.kind === "tool").length;
   return el("span", { id: "run-latency" }, el("b", {}, "in steps "),
     `${models} model call${models === 1 ? "" : "s"} ${fmtMs(sum("model"))} · ${tools} tool run${tools === 1 ? "" : "s"} ${fmtMs(sum("tool"))}`);
 }
@@ -69,6 +70,8 @@ function header(run, tab) {
     el("div", { class: "facts" },
       el("span", { id: "run-status" }, el("b", {}, "status "), statusCell(row, "span"),
         ended ? el("span", { class: "err-text" }, ` (${errorTitle(ended)})`) : null),
+      row.trace_id ? el("span", { id: "run-trace-id" }, el("b", {}, "trace id "), el("code", {}, row.trace_id)) : null,
+      row.service ? el("span", { id: "run-service" }, el("b", {}, "service "), row.service) : null,
       el("span", {}, el("b", {}, "models "), row.models.join(", ") || "—"),
       el("span", { id: "run-steps", title: "model calls and tool runs" }, el("b", {}, "steps "), String(row.steps)),
       el("span", {}, el("b", {}, "tool calls "), String(row.calls)),
@@ -77,7 +80,10 @@ function header(run, tab) {
       row.cost ? el("span", {}, el("b", {}, "cost "), fmtCost(row.cost)) : null,
       el("span", {}, el("b", {}, "duration "), fmtMs(row.duration_ms) || "—"),
       latency(run),
-      el("span", {}, el("b", {}, "started "), fmtTime(row.start) || "—"),
+      el("span", { title: utcTitle(row.start) }, el("b", {}, "started "), fmtTime(row.start) || "—"),
+      row.user_id ? el("span", { id: "run-user" }, el("b", {}, "user "), row.user_id) : null,
+      row.tags ? el("span", { id: "run-tags" }, el("b", {}, "tags "), row.tags.map((t) => el("span", { class: "tag" }, t))) : null,
+      row.prompt ? el("span", { id: "run-prompt" }, el("b", {}, "prompt "), row.prompt.replace("@", " ")) : null,
       el("span", { class: "muted where" }, `${row.file}:${row.line}`)),
     copies,
     run.session ? el("div", { class: "session-link" }, el("b", {}, "session "),
@@ -165,7 +171,7 @@ export async function renderRun(run, tab, anchor) {
   let body;
   if (!run.waterfall) body = [el("p", { class: "muted" }, "This record holds a summary only, no events.")];
   else if (tab === "timeline") body = waterfall(run, selected, (t, k) => runHref(run.row.id, t, k));
-  else if (tab === "metadata") body = [el("pre", { id: "metadata" }, pretty(run.meta))];
+  else if (tab === "metadata") body = [metadataTable(run.meta)];
   else if (tab === "raw") body = rawView(run);
   else {
     if (target !== null && target > run.next) await loadEvents(run, target - 1);

@@ -1,7 +1,9 @@
 // Sessions: the runs of one conversation (the conversation or session id their metadata records), a list of them
 // (the list's filters apply), and one session with its runs in the order they started and its totals.
-import { api, el, fmtCost, fmtCount, fmtInt, fmtMs, fmtTime, unreportedNote } from "./dom.js";
-import { list, statusCell } from "./list.js";
+import { api, el, fmtCost, fmtCount, fmtInt, fmtMs, fmtTime, unreportedNote, utcTitle } from "./dom.js";
+
+const SESSIONS_PAGE = 100;
+import { filtersOn, statusCell } from "./list.js";
 import { numbers } from "./numbers.js";
 
 export function sessionHref(id) {
@@ -9,32 +11,55 @@ export function sessionHref(id) {
 }
 
 function filtersNote() {
-  const on = ["q", "tool", "model", "agent", "service", "status", "errors", "user", "from", "to"].filter((k) => list[k]);
+  const on = filtersOn();
   return on.length ? el("p", { class: "muted" }, `Among the runs the list's filters keep (${on.join(", ")}).`) : null;
 }
 
-// The sessions among the runs the list's filters keep, the one active last first.
+function sessionRow(s) {
+  return el("tr", { class: "session", "data-id": s.id, onclick: () => { location.hash = sessionHref(s.id); } },
+    el("td", {}, el("a", { href: sessionHref(s.id) }, s.id)),
+    el("td", { class: "num" }, fmtInt(s.runs)),
+    el("td", { title: utcTitle(s.first) }, fmtTime(s.first)), el("td", { title: utcTitle(s.last) }, fmtTime(s.last)),
+    el("td", {}, s.agents.join(", ")),
+    el("td", { class: "num col-tokens", title: unreportedNote(s.tokens_unreported) }, `${fmtCount(s.tokens_in, s.tokens_unreported)} / ${fmtCount(s.tokens_out, s.tokens_unreported)}`),
+    el("td", { class: "num" }, s.cost ? fmtCost(s.cost) : ""),
+    el("td", { class: `num${s.errors ? " err-text" : ""}` }, fmtInt(s.errors)),
+    el("td", { class: "muted preview" }, s.preview.slice(0, 80)));
+}
+
+// The sessions among the runs the list's filters keep (`params`: the list's query), the one active last first, a
+// page at a time: "Show more sessions" appends the next page until every one is shown.
 export async function renderSessions(params) {
-  const data = await api(`/api/sessions?${params}`);
-  const rows = data.sessions.map((s) => el("tr", { class: "session", "data-id": s.id,
-    onclick: () => { location.hash = sessionHref(s.id); } },
-  el("td", {}, el("a", { href: sessionHref(s.id) }, s.id)),
-  el("td", { class: "num" }, fmtInt(s.runs)),
-  el("td", {}, fmtTime(s.first)), el("td", {}, fmtTime(s.last)),
-  el("td", {}, s.agents.join(", ")),
-  el("td", { class: "num col-tokens", title: unreportedNote(s.tokens_unreported) }, `${fmtCount(s.tokens_in, s.tokens_unreported)} / ${fmtCount(s.tokens_out, s.tokens_unreported)}`),
-  el("td", { class: "num" }, s.cost ? fmtCost(s.cost) : ""),
-  el("td", { class: `num${s.errors ? " err-text" : ""}` }, fmtInt(s.errors)),
-  el("td", { class: "muted preview" }, s.preview.slice(0, 80))));
+  const query = new URLSearchParams(params);
+  query.delete("offset");
+  query.delete("limit");
+  const page = (offset) => api(`/api/sessions?${query}&offset=${offset}&limit=${SESSIONS_PAGE}`);
+  const data = await page(0);
+  const body = el("tbody", {}, data.sessions.map(sessionRow));
+  const footer = el("div", { class: "pager", id: "sessions-more" });
+  let shown = data.sessions.length;
+  const fill = (total) => {
+    footer.replaceChildren(el("span", { id: "sessions-shown", class: "muted" }, `${fmtInt(shown)} of ${fmtInt(total)} shown`),
+      shown < total ? el("button", { type: "button", id: "more-sessions", onclick: async (e) => {
+        e.target.disabled = true;
+        try {
+          const next = await page(shown);
+          body.append(...next.sessions.map(sessionRow));
+          shown += next.sessions.length;
+          fill(next.total);
+        } catch (err) { footer.replaceChildren(el("span", { class: "err-text" }, `cannot load more sessions: ${err.message}`)); }
+      } }, `Show more sessions (${fmtInt(Math.min(SESSIONS_PAGE, total - shown))} more)`) : null);
+  };
+  fill(data.total);
   const table = el("table", { id: "sessions" }, el("thead", {}, el("tr", {},
     ["Session", "Runs", "First run", "Last run", "Agents", "Tokens in / out", "Cost", "Runs with errors", "First question"]
-      .map((h) => el("th", {}, h)))), el("tbody", {}, rows));
+      .map((h) => el("th", {}, h)))), body);
   document.getElementById("main").replaceChildren(el("div", { class: "sessions" },
     el("h1", {}, "Sessions"),
     el("p", { class: "muted", id: "sessions-count" },
       `${fmtInt(data.total)} session${data.total === 1 ? "" : "s"}: runs grouped by the conversation or session id their metadata records.`),
     filtersNote(),
-    data.total ? el("div", { class: "table-wrap" }, table)
+    data.total ? [el("div", { class: "table-wrap" }, table), footer]
       : el("p", {}, "No run here records a conversation or session id (gen_ai.conversation.id).")));
 }
 
@@ -45,9 +70,11 @@ export async function renderSession(id) {
   const runs = data.runs.map((r, i) => el("tr", { class: "run", "data-id": r.id,
     onclick: () => { location.hash = `#/run/${encodeURIComponent(r.id)}`; } },
   el("td", { class: "num" }, String(i + 1)),
-  el("td", {}, fmtTime(r.start) || `${r.file}:${r.line}`),
+  el("td", { title: utcTitle(r.start) }, fmtTime(r.start) || `${r.file}:${r.line}`),
   el("td", {}, r.name || ""),
-  el("td", {}, el("a", { href: `#/run/${encodeURIComponent(r.id)}` }, r.preview.slice(0, 100) || "(no question)")),
+  el("td", { class: "turn" }, el("a", { href: `#/run/${encodeURIComponent(r.id)}`, class: "turn-question", title: r.question || r.preview },
+    (r.question || r.preview).slice(0, 100) || "(no question)"),
+  r.answer ? el("div", { class: "muted turn-answer", title: r.answer }, r.answer.slice(0, 100)) : null),
   el("td", { class: "num" }, fmtInt(r.steps)),
   el("td", { class: "num col-tokens", title: unreportedNote(r.tokens_unreported) }, `${fmtCount(r.tokens_in, r.tokens_unreported)} / ${fmtCount(r.tokens_out, r.tokens_unreported)}`),
   el("td", { class: "num" }, r.cost ? fmtCost(r.cost) : ""),
@@ -61,6 +88,6 @@ export async function renderSession(id) {
         el("a", { href: "#/sessions" }, "all sessions"))),
     numbers(data.stats),
     el("div", { class: "table-wrap" }, el("table", { id: "session-runs" }, el("thead", {}, el("tr", {},
-      ["#", "Started", "Agent", "Question", "Steps", "Tokens in / out", "Cost", "Duration", "Status"].map((h) => el("th", {}, h)))),
+      ["#", "Started", "Agent", "Turn: question and answer", "Steps", "Tokens in / out", "Cost", "Duration", "Status"].map((h) => el("th", {}, h)))),
     el("tbody", {}, runs))));
 }

@@ -1,6 +1,9 @@
 // A run's waterfall: each model call and tool run (the server's `waterfall`: steps in the order drawn, tool runs
 // under the call that asked for them) as a bar on one time axis, with the selected step's details below.
-import { el, errorTitle, fmtCost, fmtMs, fmtTimeMs, fmtTokens } from "./dom.js";
+import { el, errorTitle, fmtCost, fmtMs, fmtTokens } from "./dom.js";
+import { stepDetails } from "./step.js";
+
+export { stepDetails };
 
 // "model gpt-4o" / "tool get_weather": what a step is called everywhere on the page.
 export function stepLabel(step) {
@@ -35,27 +38,23 @@ function tooltip(step, k) {
     stepNumbers(step), step.error ? `error: ${errorTitle(step.error)}` : ""].filter(Boolean).join("\n");
 }
 
-// The details of the selected step (`k`), with a link to its event in the conversation.
-export function stepDetails(run, k, href) {
-  const step = run.waterfall.steps[k];
-  if (!step) return el("div", { id: "step-details", class: "muted" }, "Select a step to see its details.");
-  const origin = Date.parse(run.waterfall.origin);
-  const rows = [
-    ["step", `${k + 1} of ${run.waterfall.steps.length}`],
-    [step.kind === "tool" ? "tool" : "model", step.label || "—"],
-    ["started", step.offset_ms !== null && !isNaN(origin)
-      ? `${fmtTimeMs(new Date(origin + step.offset_ms).toISOString())} (+${fmtMs(step.offset_ms)})` : "—"],
-    ["duration", fmtMs(step.duration_ms) || "not recorded"],
-  ];
-  if (step.kind === "model") rows.push(["tokens", fmtTokens(step.usage) || "not recorded"]);
-  if (step.cost) rows.push(["cost", fmtCost(step.cost)]);
-  if (step.call_id) rows.push(["call id", step.call_id]);
-  if (step.span_id) rows.push(["span id", step.span_id]);
-  if (step.parent !== null) rows.push(["asked for by", `step ${step.parent + 1}: ${stepLabel(run.waterfall.steps[step.parent])}`]);
-  return el("div", { id: "step-details", class: step.error ? "error" : "" },
-    el("dl", {}, rows.map(([k2, v]) => [el("dt", {}, k2), el("dd", {}, v)])),
-    step.error ? el("div", { class: "err-text" }, errorTitle(step.error)) : null,
-    step.event !== null ? el("a", { href: href("conversation", k), id: "step-in-conversation" }, "Show in the conversation") : null);
+// The run itself as the first row, its steps under it: its whole time on the axis, and what came before its first
+// step (the time its own code took before the first call) said rather than left a gap.
+function runRow(run, span) {
+  const wf = run.waterfall;
+  const row = run.row;
+  const firsts = wf.steps.map((s) => s.offset_ms).filter((o) => o !== null && o !== undefined);
+  const first = firsts.length ? Math.min(...firsts) : null;
+  const took = row.duration_ms ?? wf.span_ms;
+  const bar = el("div", { class: "bar run" });
+  bar.style.left = "0%";
+  bar.style.width = `max(3px, ${(100 * (took || span)) / span}%)`;
+  const gap = first !== null && first > 0 ? `${fmtMs(first)} before its first step` : "";
+  return el("div", { class: "wf-row run-row step-run", id: "wf-run",
+    title: [`the run${row.name ? `: ${row.name}` : ""}`, took ? `took ${fmtMs(took)}` : "", gap].filter(Boolean).join("\n") },
+  el("span", { class: "wf-label" }, `run ${row.name || ""}`.trim()), el("div", { class: "wf-track" },
+    first ? el("div", { class: "bar before", style: `left:0%;width:${(100 * first) / span}%` }) : null, bar),
+  el("span", { class: "muted num" }, fmtMs(took)), el("span", { class: "muted", id: "wf-run-gap" }, gap), el("span", {}, ""));
 }
 
 // The waterfall of `run` with step `selected` (or null) picked; `href(tab, k)` makes a step's link.
@@ -71,7 +70,7 @@ export function waterfall(run, selected, href) {
     } else {
       bar.classList.add("untimed");
     }
-    const label = el("a", { class: "wf-label", href: href("timeline", k), style: `padding-left:${s.depth * 1.25}em` },
+    const label = el("a", { class: "wf-label", href: href("timeline", k), style: `padding-left:${(s.depth + 1) * 1.25}em` },
       s.depth ? el("span", { class: "nest" }, "└ ") : null, stepLabel(s));
     return el("div", { class: `wf-row bar-row step-${s.kind}${k === selected ? " selected" : ""}${s.error ? " has-error" : ""}`,
       "data-step": k, title: tooltip(s, k), onclick: (e) => { if (e.target.tagName !== "A") location.hash = href("timeline", k); } },
@@ -82,5 +81,5 @@ export function waterfall(run, selected, href) {
     s.event !== null ? el("a", { class: "to-event", href: href("conversation", k), title: "show in the conversation" }, "↗")
       : el("span", {}, ""));
   });
-  return [el("div", { class: "timeline" }, axis(span), rows), stepDetails(run, selected, href)];
+  return [el("div", { class: "timeline" }, axis(span), runRow(run, span), rows), stepDetails(run, selected, href)];
 }
