@@ -64,7 +64,7 @@ def test_chat_stream_ends_with_done(server: MockLLMServer) -> None:
 
 def test_routing_and_bad_requests(server: MockLLMServer) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", server.port)
-    missing = _post(connection, "/v1/embeddings", {"model": "m"})
+    missing = _post(connection, "/v1/moderations", {"model": "m"})
     assert missing.status == 404 and json.loads(missing.read())["error"]["code"] == "not_found"
     invalid = _post(connection, "/v1/messages", b"{not json")
     assert invalid.status == 400

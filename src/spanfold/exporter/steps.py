@@ -2,7 +2,9 @@
 
 * :class:`ModelStep`: one model call (inputs, outputs, model, usage, error ...);
 * :class:`ToolStep`: one tool run (name, call id, arguments, result, error);
-* :class:`AgentSpan`: an agent run, grouping only (the thread its steps belong to).
+* :class:`AgentSpan`: an agent run, grouping only (the thread its steps belong to);
+* :class:`AsideStep`: an embeddings call, a retrieval, a rerank or a memory operation: a metadata step beside the
+  conversation (never an event: retrieved text appears where the application put it in a prompt).
 
 Plain data: :mod:`spanfold.exporter.dialects.dispatch` makes them, :mod:`~spanfold.exporter.runs` (grouping and
 stitching) and :mod:`~spanfold.exporter.fold.folding` read them. Messages are semconv messages (``{"role", "parts":
@@ -80,6 +82,39 @@ class AgentSpan:
     error: dict[str, Any] | None = None
 
 
-Step: TypeAlias = "ModelStep | ToolStep | AgentSpan"
+@dataclass(slots=True)
+class AsideStep:
+    """A step of a kind of :data:`~spanfold.trace.model.ASIDE_KINDS`: an embeddings call (model, tokens, how many
+    inputs), a retrieval or rerank (the store, ``top_k``, the query and the documents as they came, ``[{"id",
+    "score", "text"?}]``) or a memory operation (``operation``: the conventions' ``search_memory`` ...). Priced like
+    a model call when it reports tokens (:mod:`~spanfold.exporter.fold.cost`)."""
+
+    span_id: int
+    parent_id: int | None
+    start_ns: int
+    end_ns: int
+    kind: str
+    operation: str | None = None
+    request_model: str | None = None
+    response_model: str | None = None
+    provider: str | None = None
+    server_address: str | None = None
+    server_port: int | None = None
+    usage: Usage | None = None
+    cost: StepCost | None = None
+    inputs: int | None = None
+    dimensions: int | None = None
+    store: str | None = None
+    top_k: int | None = None
+    query: str | None = None
+    documents: list[dict[str, Any]] | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.response_model or self.request_model
+
+
+Step: TypeAlias = "ModelStep | ToolStep | AgentSpan | AsideStep"
 #: The steps of a trace's spans by span id (None: a span the fold does not read), parsed once.
 Steps: TypeAlias = "dict[int, Step | None]"

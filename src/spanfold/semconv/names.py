@@ -238,6 +238,31 @@ EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 
+# --- embeddings, retrieval, rerank and memory: steps beside the conversation (metadata steps) ---------------
+OP_EMBEDDINGS: Final = "embeddings"
+OP_RETRIEVAL: Final = "retrieval"
+#: The conventions' memory operations (``search_memory``, ``create_memory`` ...): the fold's ``memory`` steps.
+MEMORY_OPERATIONS: Final = frozenset(
+    {"search_memory", "create_memory", "update_memory", "upsert_memory", "delete_memory"}
+)
+#: A rerank: no operation of the conventions at the pinned commit; the name the dialects give OpenInference's
+#: ``RERANKER`` spans (read by the fold, never written).
+OP_RERANK: Final = "rerank"
+EMBEDDINGS_DIMENSION_COUNT: Final = "gen_ai.embeddings.dimension.count"
+REQUEST_ENCODING_FORMATS: Final = "gen_ai.request.encoding_formats"
+#: How many inputs an embeddings request sends (no name in the conventions).
+SPANFOLD_EMBEDDINGS_INPUT_COUNT: Final = "spanfold.embeddings.input_count"
+#: The store or index a retrieval searched (the retriever's class where it names none).
+DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
+RETRIEVAL_TOP_K: Final = "gen_ai.retrieval.top_k"
+#: JSON ``[{"id", "score", "content"?}]``: ids and scores always, each document's text with content capture on.
+RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+MEMORY_STORE_ID: Final = "gen_ai.memory.store.id"
+MEMORY_QUERY_TEXT: Final = "gen_ai.memory.query.text"
+MEMORY_RECORD_COUNT: Final = "gen_ai.memory.record.count"
+MEMORY_RECORDS: Final = "gen_ai.memory.records"
+
 # --- names the fold reads that spanfold does not write -----------------------------------------------------
 #: Another model operation of the conventions (the fold reads it as a model step; OP_TEXT_COMPLETION is above).
 OP_GENERATE_CONTENT: Final = "generate_content"
@@ -298,6 +323,37 @@ OPENLLMETRY_USAGE_ALIASES: Final = {
     "gen_ai.usage.cache_creation_input_tokens": USAGE_CACHE_WRITE_INPUT_TOKENS,
 }
 
+#: ``llm.request.type`` of OpenLLMetry's embeddings and rerank spans (before 0.54; later ones write the operation).
+OPENLLMETRY_REQUEST_EMBEDDING: Final = "embedding"
+OPENLLMETRY_REQUEST_RERANK: Final = "rerank"
+
+# --- OpenLLMetry's vector-store spans (exporter/dialects/vector_stores.py) ------------------------------------
+#: The store (``chroma``, ``pinecone``, ``Qdrant`` ...) and the method (Qdrant names none: its span name's last word).
+VECTOR_DB_SYSTEM: Final = "db.system"
+VECTOR_DB_OPERATION: Final = "db.operation"
+#: How many results a search asked for, by the names the instrumentations write.
+VECTOR_DB_TOP_K: Final = (
+    "db.vector.query.top_k",
+    "db.chroma.query.n_results",
+    "pinecone.query.top_k",
+    "db.milvus.search.limit",
+)
+#: One span event per result: its id, score or distance, and text (``document``; Milvus's ``entity``).
+VECTOR_DB_RESULT_EVENTS: Final = {
+    "db.query.result": (
+        "db.query.result.id",
+        "db.query.result.score",
+        "db.query.result.distance",
+        "db.query.result.document",
+    ),
+    "db.search.result": (
+        "db.search.result.id",
+        "db.search.result.score",
+        "db.search.result.distance",
+        "db.search.result.entity",
+    ),
+}
+
 # --- OpenInference (exporter/dialects/openinference.py) -----------------------------------------------------
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 #: Indexed message attributes: ``llm.input_messages.{N}.message.{field}``, the same under ``llm.output_messages``.
@@ -340,6 +396,33 @@ OPENINFERENCE_LLM_ATTRIBUTES: Final = {
     "llm.token_count.prompt_details.cache_write": USAGE_CACHE_WRITE_INPUT_TOKENS,
     OPENINFERENCE_SESSION_ID: CONVERSATION_ID,
 }
+
+#: RETRIEVER / EMBEDDING / RERANKER spans (``openinference.span.kind``): steps beside the conversation.
+OPENINFERENCE_KIND_RETRIEVER: Final = "RETRIEVER"
+OPENINFERENCE_KIND_EMBEDDING: Final = "EMBEDDING"
+OPENINFERENCE_KIND_RERANKER: Final = "RERANKER"
+#: Indexed documents: ``retrieval.documents.{N}.document.{id,score,content}``; a reranker's under
+#: ``reranker.input_documents.{N}.`` / ``reranker.output_documents.{N}.``.
+OPENINFERENCE_RETRIEVAL_DOCUMENTS: Final = "retrieval.documents."
+OPENINFERENCE_RERANKER_OUTPUT_DOCUMENTS: Final = "reranker.output_documents."
+OPENINFERENCE_DOCUMENT_ID: Final = "document.id"
+OPENINFERENCE_DOCUMENT_SCORE: Final = "document.score"
+OPENINFERENCE_DOCUMENT_CONTENT: Final = "document.content"
+#: A document's key in ``gen_ai.retrieval.documents`` -> its name under ``retrieval.documents.{N}.`` (what spanfold
+#: writes for Phoenix on its own retrieval spans).
+OPENINFERENCE_DOCUMENT_FIELDS: Final = (
+    ("id", OPENINFERENCE_DOCUMENT_ID),
+    ("score", OPENINFERENCE_DOCUMENT_SCORE),
+    ("content", OPENINFERENCE_DOCUMENT_CONTENT),
+)
+#: Indexed embeddings: ``embedding.embeddings.{N}.embedding.{text,vector}``.
+OPENINFERENCE_EMBEDDINGS: Final = "embedding.embeddings."
+OPENINFERENCE_EMBEDDING_TEXT: Final = "embedding.text"
+OPENINFERENCE_EMBEDDING_VECTOR: Final = "embedding.vector"
+OPENINFERENCE_EMBEDDING_MODEL: Final = "embedding.model_name"
+OPENINFERENCE_RERANKER_MODEL: Final = "reranker.model_name"
+OPENINFERENCE_RERANKER_QUERY: Final = "reranker.query"
+OPENINFERENCE_RERANKER_TOP_K: Final = "reranker.top_k"
 
 # --- GenAI per-message log events, semconv 1.28-1.30 (exporter/dialects/genai_events.py) --------------------
 #: Log record attribute naming the event, for emitters older than the Logs API's event names.

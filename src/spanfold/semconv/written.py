@@ -92,6 +92,7 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.OPENINFERENCE_INPUT_MIME_TYPE: OPENINFERENCE,
     n.OPENINFERENCE_OUTPUT_VALUE: OPENINFERENCE,
     n.OPENINFERENCE_OUTPUT_MIME_TYPE: OPENINFERENCE,
+    n.OPENINFERENCE_SPAN_KIND: OPENINFERENCE,  # RETRIEVER, on a retrieval's span
     # tool run
     n.TOOL_NAME: r.GENAI,
     n.TOOL_CALL_ID: r.GENAI,
@@ -110,6 +111,14 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.OPENAI_AGENTS_HANDOFF_TO: vendor("OpenAI Agents SDK (a handoff's target agent; no registry name)"),
     n.OPENAI_AGENTS_WORKFLOW_NAME: vendor("OpenAI Agents SDK (RunConfig.workflow_name)"),
     n.OPENAI_AGENTS_TRACE_ID: vendor("OpenAI Agents SDK (its trace id)"),
+    # embeddings and retrieval
+    n.EMBEDDINGS_DIMENSION_COUNT: r.GENAI,
+    n.REQUEST_ENCODING_FORMATS: r.GENAI,
+    n.SPANFOLD_EMBEDDINGS_INPUT_COUNT: SPANFOLD,
+    n.DATA_SOURCE_ID: r.GENAI,
+    n.RETRIEVAL_QUERY_TEXT: r.GENAI,
+    n.RETRIEVAL_TOP_K: r.GENAI,
+    n.RETRIEVAL_DOCUMENTS: r.GENAI,
     # a run's context (spanfold.context), on every span started inside; gen_ai.conversation.id (above) for its session
     n.USER_ID: USER,
     n.OPENINFERENCE_SESSION_ID: OPENINFERENCE,
@@ -122,7 +131,11 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
 
 #: Attribute keys written as a prefix and a key of the application's -> the registry entry each follows
 #: (``langfuse.trace.metadata.<key>``: one per ``spanfold.context`` metadata key, with content capture on).
-ATTRIBUTE_PREFIXES: Final[Mapping[str, str]] = {n.LANGFUSE_TRACE_METADATA_PREFIX: LANGFUSE}
+#: ``retrieval.documents.{N}.document.id|score|content``: a retrieval's documents as Phoenix reads them.
+ATTRIBUTE_PREFIXES: Final[Mapping[str, str]] = {
+    n.LANGFUSE_TRACE_METADATA_PREFIX: LANGFUSE,
+    n.OPENINFERENCE_RETRIEVAL_DOCUMENTS: OPENINFERENCE,
+}
 
 #: Span event name -> the registry entry it follows.
 SPAN_EVENTS: Final[Mapping[str, str]] = {
@@ -156,6 +169,8 @@ OPERATIONS: Final = frozenset(
         n.OP_INVOKE_AGENT,
         n.OP_INVOKE_WORKFLOW,
         n.OP_HANDLE_CONVERSATION_TURN,
+        n.OP_EMBEDDINGS,
+        n.OP_RETRIEVAL,
     }
 )
 

@@ -21,6 +21,13 @@ Api = Literal[
     "ollama",
     "ollama_generate",
     "cohere",
+    "embeddings",
+    "cohere_embed",
+    "cohere_rerank",
+    "gemini_embed",
+    "mistral_embed",
+    "ollama_embed",
+    "bedrock_embed",
 ]
 Role = Literal["system", "user", "assistant", "tool"]
 

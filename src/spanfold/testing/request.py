@@ -51,7 +51,7 @@ class MockRequest:
         if self.api == "gemini":  # ``.../models/{model}:generateContent``
             name = self.path.rpartition("/models/")[2].partition(":")[0]
             return name or "mock-model"
-        if self.api in ("converse", "invoke"):  # Bedrock: /model/{modelId}/...
+        if self.api in ("converse", "invoke", "bedrock_embed"):  # Bedrock: /model/{modelId}/...
             return unquote(self.path.split("/")[2])
         model = self.body.get("model")
         return model if isinstance(model, str) and model else "mock-model"

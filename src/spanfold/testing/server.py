@@ -27,10 +27,16 @@ from spanfold.testing.wire.base import RenderContext, Renderer
 from spanfold.testing.wire.bedrock import ConverseRenderer, InvokeRenderer
 from spanfold.testing.wire.chat import ChatRenderer
 from spanfold.testing.wire.cohere import CohereRenderer
+from spanfold.testing.wire.embeddings import EmbeddingsRenderer
 from spanfold.testing.wire.gemini import GeminiRenderer
 from spanfold.testing.wire.groq import GroqChatRenderer
 from spanfold.testing.wire.mistral import MistralRenderer
 from spanfold.testing.wire.ollama import OllamaRenderer
+from spanfold.testing.wire.rag.bedrock import BedrockEmbedRenderer
+from spanfold.testing.wire.rag.cohere import CohereEmbedRenderer, CohereRerankRenderer
+from spanfold.testing.wire.rag.gemini import GeminiEmbedRenderer
+from spanfold.testing.wire.rag.mistral import MistralEmbeddingsRenderer
+from spanfold.testing.wire.rag.ollama import OllamaEmbedRenderer
 from spanfold.testing.wire.responses import ResponsesRenderer
 from spanfold.testing.wire.sse import SSE_CONTENT_TYPE
 
@@ -48,7 +54,19 @@ RENDERERS: dict[Api, Renderer] = {
     "ollama": OllamaRenderer(),
     "ollama_generate": OllamaRenderer(generate=True),
     "cohere": CohereRenderer(),
+    "embeddings": EmbeddingsRenderer(),
+    "cohere_embed": CohereEmbedRenderer(),
+    "cohere_rerank": CohereRerankRenderer(),
+    "gemini_embed": GeminiEmbedRenderer(),
+    "mistral_embed": MistralEmbeddingsRenderer(),
+    "ollama_embed": OllamaEmbedRenderer(),
+    "bedrock_embed": BedrockEmbedRenderer(),
 }
+#: The APIs answered by what their request asks (vectors, rankings), never by the script or the responder: the
+#: replies :meth:`MockLLMServer.script_embeddings` queues, else a plain answer.
+EMBEDDING_APIS: frozenset[Api] = frozenset(
+    {"embeddings", "cohere_embed", "cohere_rerank", "gemini_embed", "mistral_embed", "ollama_embed", "bedrock_embed"}
+)
 #: Amazon Bedrock Runtime routes: ``/model/{modelId}/{operation}`` -> the API.
 BEDROCK_OPERATIONS: dict[str, Api] = {
     "converse": "converse",
@@ -66,7 +84,10 @@ def api_for_path(path: str) -> Api | None:
     """``.../chat/completions`` -> chat, ``.../messages`` -> messages, ``.../responses`` -> responses."""
     path = path.rstrip("/")
     if path.startswith("/model/") and path.count("/") == 3:
-        return BEDROCK_OPERATIONS.get(path.rsplit("/", 1)[1])
+        _, model, operation = path.rsplit("/", 2)
+        if operation == "invoke" and "embed" in model:  # an embedding model's InvokeModel (Titan, Cohere)
+            return "bedrock_embed"
+        return BEDROCK_OPERATIONS.get(operation)
     more = more_providers_api(path)
     if more is not None:
         return more
@@ -76,8 +97,12 @@ def api_for_path(path: str) -> Api | None:
         return "messages"
     if path.endswith("/responses"):
         return "responses"
+    if path.endswith("/embeddings"):  # OpenAI's (and the OpenAI-compatible servers')
+        return "embeddings"
     if path.endswith((":generateContent", ":streamGenerateContent")):  # Gemini, Developer API and Vertex AI
         return "gemini"
+    if path.endswith(":batchEmbedContents"):  # Gemini's embeddings (the Developer API's)
+        return "gemini_embed"
     return None
 
 
@@ -87,12 +112,20 @@ def more_providers_api(path: str) -> Api | None:
         return "groq"
     if path.startswith("/mistral/") and path.endswith(("/chat/completions", "/agents/completions")):
         return "mistral"
+    if path.startswith("/mistral/") and path.endswith("/embeddings"):
+        return "mistral_embed"
     if path.endswith("/api/chat"):
         return "ollama"
     if path.endswith("/api/generate"):
         return "ollama_generate"
+    if path.endswith("/api/embed"):
+        return "ollama_embed"
     if path.endswith("/v2/chat"):
         return "cohere"
+    if path.endswith("/v2/embed"):
+        return "cohere_embed"
+    if path.endswith("/v2/rerank"):
+        return "cohere_rerank"
     return None
 
 
@@ -117,6 +150,9 @@ class _State:
         self.errors: list[BaseException] = []
         self.ids = Ids()
         self.store = ResponseStore()
+        #: Replies for embeddings requests (``MockLLMServer.script_embeddings``): an embeddings request never takes
+        #: a reply of the script or asks the responder, so a RAG agent's script holds its model replies only.
+        self.embeddings: deque[Reply] = deque()
 
     def receive(self, api: Api, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[MockRequest, Reply]:
         """Log the request and decide the reply: the script first, then the responder, else ``echo``."""
@@ -129,6 +165,8 @@ class _State:
                 return request, Reply.error(
                     400, f"Previous response with id '{previous}' not found.", code="previous_response_not_found"
                 )
+            if api in EMBEDDING_APIS:  # answers derived from the input; a scripted failure when one waits
+                return request, self.embeddings.popleft() if self.embeddings else Reply()
             scripted = self.queue.popleft() if self.queue else None
             responder = self.responder
         if scripted is not None:
@@ -209,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
         ctx = RenderContext(request, state.ids, state.store)
         request_id = state.ids.next("req_mock_")
         extra = {"request-id" if api == "messages" else "x-request-id": request_id}
-        if api in ("converse", "invoke"):
+        if api in ("converse", "invoke", "bedrock_embed"):
             extra = {"x-amzn-RequestId": request_id}
         try:
             self._send_reply(renderer, reply, ctx, extra)
@@ -412,6 +450,14 @@ class MockLLMServer:
             self._state.queue.extend(replies)
         return self
 
+    def script_embeddings(self, *replies: Reply) -> MockLLMServer:
+        """Queue replies for the next embeddings requests (a ``Reply.error`` to fail one; a plain ``Reply()`` answers
+        as usual, ``Reply(usage=Usage(n, 0))`` reporting ``n`` prompt tokens); with none waiting, an embeddings
+        request is answered with vectors derived from its input."""
+        with self._state.lock:
+            self._state.embeddings.extend(replies)
+        return self
+
     def respond_with(self, responder: Responder | None) -> MockLLMServer:
         self.responder = responder
         return self
@@ -426,6 +472,7 @@ class MockLLMServer:
         """Forget the script, the request log, errors, id counters and stored responses (the responder stays)."""
         with self._state.lock:
             self._state.queue.clear()
+            self._state.embeddings.clear()
             self._state.requests.clear()
             self._state.errors.clear()
         self._state.ids.reset()

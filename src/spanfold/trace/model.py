@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from spanfold.codecs import jsonio
 
@@ -204,12 +204,24 @@ class RunCost:
         return cls(total, currency, by_kind, by_model, _int(raw.get("unpriced_steps")))
 
 
+#: The steps beside the conversation (embeddings, retrieval, rerank, memory), and every kind of step.
+ASIDE_KINDS: Final = ("embeddings", "retrieval", "rerank", "memory")
+STEP_KINDS: Final = ("model", "tool", *ASIDE_KINDS)
+
+
 @dataclass(slots=True)
 class StepTime:
     """One model call (``kind="model"``) or tool run (``kind="tool"``) of a trace, for a waterfall: when it started,
     how long it took, its model, tokens and cost or its tool and call id, its error. ``event``: where (from 0) the
     step's first event is in the trace's event list (a model call's output or error, a tool run's output), when it has
-    one."""
+    one.
+
+    A step beside the conversation (:data:`ASIDE_KINDS`: ``embeddings``, ``retrieval``, ``rerank``, ``memory``) has no
+    event of its own: its ``event`` is the one it precedes (the first event written after it). An embeddings call has
+    its ``model``, ``usage``, ``cost`` and ``inputs`` (how many); a retrieval or rerank its ``store``, ``top_k``,
+    ``query`` (with content capture on) and ``documents`` (``[{"id", "score", "text"?}]``, as the store returned
+    them); a memory operation its ``operation`` (``search_memory`` ...), ``store``, ``query`` and ``documents``.
+    """
 
     kind: str
     start: str | None = None  # ISO 8601
@@ -221,19 +233,34 @@ class StepTime:
     error: dict[str, Any] | None = None  # {"type", "message"}
     span_id: str | None = None
     event: int | None = None
-    cost: StepCost | None = None  # a model call's, when it was priced
+    cost: StepCost | None = None  # a model call's (or an embeddings call's), when it was priced
+    inputs: int | None = None
+    store: str | None = None
+    top_k: int | None = None
+    query: str | None = None
+    documents: list[dict[str, Any]] | None = None
+    operation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "start": self.start, "duration_ms": self.duration_ms}
-        if self.kind == "model":
+        if self.kind == "model" or self.kind == "embeddings":
             out["model"] = self.model
             if self.usage is not None:
                 out["usage"] = self.usage.to_dict()
             if self.cost is not None:
                 out["cost"] = self.cost.to_dict()
-        else:
+            if self.inputs is not None:
+                out["inputs"] = self.inputs
+        elif self.kind == "tool":
             out["name"] = self.name
             out["call_id"] = self.call_id
+        else:
+            aside = {"operation": self.operation, "model": self.model, "store": self.store, "top_k": self.top_k}
+            out.update((k, v) for k, v in aside.items() if v is not None)
+            if self.query is not None:
+                out["query"] = self.query
+            if self.documents is not None:
+                out["documents"] = self.documents
         if self.error is not None:
             out["error"] = self.error
         if self.span_id is not None:
@@ -245,9 +272,12 @@ class StepTime:
     @classmethod
     def from_dict(cls, raw: Any) -> StepTime | None:
         """The inverse of :meth:`to_dict` (a field of the wrong type is left out; None: not a step at all)."""
-        if not isinstance(raw, dict) or raw.get("kind") not in ("model", "tool"):
+        if not isinstance(raw, dict) or raw.get("kind") not in STEP_KINDS:
             return None
         usage = raw.get("usage")
+        documents = raw.get("documents")
+        top_k = raw.get("top_k")
+        inputs = raw.get("inputs")
         error = raw.get("error")
         event = raw.get("event")
         took = finite_number(raw.get("duration_ms"))
@@ -263,6 +293,12 @@ class StepTime:
             span_id=_str(raw.get("span_id")),
             event=event if isinstance(event, int) and not isinstance(event, bool) and event >= 0 else None,
             cost=StepCost.from_dict(raw.get("cost")),
+            inputs=inputs if isinstance(inputs, int) and not isinstance(inputs, bool) else None,
+            store=_str(raw.get("store")),
+            top_k=top_k if isinstance(top_k, int) and not isinstance(top_k, bool) else None,
+            query=_str(raw.get("query")),
+            documents=[d for d in documents if isinstance(d, dict)] if isinstance(documents, list) else None,
+            operation=_str(raw.get("operation")),
         )
 
 
@@ -349,9 +385,11 @@ class TraceMeta:
 
     @property
     def steps_taken(self) -> int | None:
-        """The run's steps: how many model calls and tool runs (and other steps, as the metadata lists them) it took;
-        None when the metadata does not say."""
-        return len(self.steps) if self.steps else self.step_count
+        """The run's steps: how many model calls and tool runs it took (the steps beside the conversation, embeddings
+        or retrievals, are not counted); None when the metadata does not say."""
+        if self.steps:
+            return sum(1 for step in self.steps if step.kind in ("model", "tool"))
+        return self.step_count
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], *, steps: bool = True) -> TraceMeta:
@@ -384,7 +422,9 @@ class TraceMeta:
             usage_known="input_tokens" in tokens
             or "output_tokens" in tokens
             or not _int(tokens.get("unreported_steps")),
-            step_count=len(counted) if isinstance(counted, list) else None,
+            step_count=sum(1 for step in counted if isinstance(step, dict) and step.get("kind") in ("model", "tool"))
+            if isinstance(counted, list)
+            else None,
             extra={k: v for k, v in raw.items() if k not in _META_KEYS},
         )
 

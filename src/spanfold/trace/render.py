@@ -27,7 +27,7 @@ import click
 from spanfold.text import plural, visible
 from spanfold.trace.compact import parse_time
 from spanfold.trace.model import Message, RunCost, StepTime, ToolCall, TraceMeta, TraceSummary
-from spanfold.trace.timing import steps_by_event
+from spanfold.trace.timing import asides_by_event, steps_by_event
 
 #: Role -> click.style arguments.
 ROLE_STYLES: dict[str, dict[str, Any]] = {
@@ -164,6 +164,33 @@ def _raw_content_text(msg: Message) -> str:
     return "".join(parts)
 
 
+def aside_text(step: StepTime, limit: int | None) -> str:
+    """A step beside the conversation as one line: ``text-embedding-3-small, 2 inputs, 12 in / 0 out tokens``;
+    ``InMemoryVectorStore top 4 "the query" -> 3 documents: d1 0.91, d2 0.83``."""
+    head = [visible(x) for x in (step.operation, step.model, step.store) if x]
+    if step.top_k is not None:
+        head.append(f"top {step.top_k}")
+    if step.inputs is not None:
+        head.append(plural(step.inputs, "input"))
+    tokens = format_tokens(step.usage)
+    if tokens:
+        head.append(tokens)
+    if step.cost is not None:
+        head.append(format_cost(step.cost.amount, step.cost.currency))
+    text = ", ".join(head)
+    if step.query is not None:
+        text += f' "{clip(visible(step.query), limit)}"'
+    if step.documents is not None:
+        found = [
+            f"{visible(str(d.get('id')))} {d['score']:.3g}"
+            if isinstance(d.get("score"), (int, float))
+            else visible(str(d.get("id")))
+            for d in step.documents
+        ]
+        text += f" -> {plural(len(found), 'document')}" + (f": {clip(', '.join(found), limit)}" if found else "")
+    return text
+
+
 def header(meta: TraceMeta | None, summary: TraceSummary) -> list[str]:
     """The trace's one- or two-line heading: id, agent, models, tokens, cost, duration, counts."""
     first = ["trace"]
@@ -213,6 +240,7 @@ class _Renderer:
         self.width = width
         self.paint = _Painter(color)
         self.steps = steps_by_event(meta.steps, events) if meta is not None else {}
+        self.asides = asides_by_event(meta.steps, events) if meta is not None else {}
         self.current = 0  # the position of the event being rendered
         self.origin = self._origin(meta)
         self.timed = any(e.timestamp for e in events) or bool(self.steps)
@@ -310,13 +338,33 @@ class _Renderer:
         if details:
             self.emit(msg, self.paint(f"({', '.join(details)})", dim=True), first=False)
 
+    def aside(self, step: StepTime) -> None:
+        """A step beside the conversation (embeddings, retrieval, rerank, memory), a line of its own."""
+        at = parse_time(step.start)
+        when = ""
+        if self.timed:
+            shown = at is not None and self.origin is not None and (at.tzinfo is None) == (self.origin.tzinfo is None)
+            offset = (at - self.origin).total_seconds() * 1000 if shown and at and self.origin else None
+            when = self.paint(f"{'+' + format_ms(offset):>10} ", dim=True) if offset is not None else " " * 11
+        kind = self.paint(f"{step.kind:<{ROLE_WIDTH}}", fg="magenta")
+        body = aside_text(step, self.limit)
+        if step.duration_ms is not None:
+            body += self.paint(f"  ({format_ms(step.duration_ms)})", dim=True)
+        if step.error is not None:
+            body += self.paint(f"  !! {visible(str(step.error.get('type', 'error')))}", fg="red", bold=True)
+        self.lines.append(f"{when}{kind} {body}".rstrip())
+
     def render(self) -> list[str]:
         for n, msg in enumerate(self.events):
             self.current = n
+            for step in self.asides.get(n, ()):
+                self.aside(step)
             if msg.role == "tool":
                 self.output(msg)
             else:
                 self.message(msg)
+        for step in self.asides.get(None, ()):
+            self.aside(step)
         return self.lines
 
 

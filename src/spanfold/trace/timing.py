@@ -5,17 +5,33 @@ A step names its first event (``event``: its position in the event list) when it
 found by its span (the first event of its kind whose metadata names that span, as the fold's events and AgentV's
 carry it: an assistant or error event for a model call, a tool output for a tool run), and a tool run by its call
 id (the tool output answering it). A step found neither way stays unlinked.
+
+A step beside the conversation (embeddings, retrieval, rerank, memory) is no event's own: :func:`asides_by_event`
+gives each the event it precedes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spanfold.trace.model import Message, StepTime
+from spanfold.trace.model import ASIDE_KINDS, Message, StepTime
+
+
+def asides_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict[int | None, list[StepTime]]:
+    """Event position -> the steps beside the conversation that precede it, in the metadata's order (None: after
+    the last event, or unlinked)."""
+    out: dict[int | None, list[StepTime]] = {}
+    for step in steps:
+        if step.kind in ASIDE_KINDS:
+            at = step.event if step.event is not None and 0 <= step.event < len(events) else None
+            out.setdefault(at, []).append(step)
+    return out
 
 
 def steps_by_event(steps: Sequence[StepTime], events: Sequence[Message]) -> dict[int, StepTime]:
-    """Event position -> the step whose first event it is (one pass over the events, to the last one needed)."""
+    """Event position -> the model call or tool run whose first event it is (one pass over the events, to the last
+    one needed)."""
+    steps = [s for s in steps if s.kind not in ASIDE_KINDS]
     out: dict[int, StepTime] = {}
     unlinked = [s for s in steps if s.event is None or not 0 <= s.event < len(events)]
     for step in steps:

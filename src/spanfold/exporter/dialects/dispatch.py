@@ -34,7 +34,8 @@ from spanfold.exporter.dialects import pydantic_ai as dialect_pydantic_ai
 from spanfold.exporter.dialects import strands as dialect_strands
 from spanfold.exporter.dialects import vercel_ai as dialect_vercel_ai
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.steps import AgentSpan, ModelStep, SemconvMessage, Step, Steps, ToolStep
+from spanfold.exporter.steps import AgentSpan, AsideStep, ModelStep, SemconvMessage, Step, Steps, ToolStep
+from spanfold.text import clip
 from spanfold.trace.model import StepCost, Usage, finite_number, parse_arguments
 
 #: The previous response of a chain whose history is on the server (the fold and the stitcher join by it).
@@ -306,6 +307,79 @@ def agent_span(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> Agent
     )
 
 
+#: A retrieved document's text, as the metadata keeps it: cut to this many characters.
+DOCUMENT_TEXT_CHARS: Final = 500
+
+
+def _document(raw: Any) -> dict[str, Any] | None:
+    """One retrieved document as the metadata lists it: ``{"id", "score", "text"?}`` (the text only when the span
+    carries it: content capture on; cut)."""
+    if not isinstance(raw, dict):
+        return None
+    out: dict[str, Any] = {"id": None if raw.get("id") is None else str(raw["id"])}
+    out["score"] = finite_number(raw.get("score"))
+    text = raw.get("content", raw.get("text"))
+    if isinstance(text, str):
+        out["text"] = clip(text, DOCUMENT_TEXT_CHARS)
+    return out
+
+
+def documents_of(attrs: Mapping[str, Any], key: str) -> list[dict[str, Any]] | None:
+    value = parse_json(attrs, key, list)
+    if value is None:
+        return None
+    return [d for d in (_document(raw) for raw in value) if d is not None]
+
+
+#: The conventions' operation -> the kind of metadata step it is.
+ASIDE_OPERATIONS: Final = {
+    semconv.OP_EMBEDDINGS: "embeddings",
+    semconv.OP_RETRIEVAL: "retrieval",
+    semconv.OP_RERANK: "rerank",
+    **{op: "memory" for op in semconv.MEMORY_OPERATIONS},
+}
+
+
+def _input_count(attrs: Mapping[str, Any], kind: str) -> int | None:
+    """How many inputs an embeddings span sent when it says so only by listing them (OpenLLMetry's, 0.54 on: one
+    ``gen_ai.input.messages`` message per input)."""
+    if kind != "embeddings" or semconv.INPUT_MESSAGES not in attrs:
+        return None
+    inputs = parse_json(attrs, semconv.INPUT_MESSAGES, list)
+    return len(inputs) if inputs else None
+
+
+def aside_step(record: SpanRecord, name: str, attrs: Mapping[str, Any]) -> AsideStep:
+    """An embeddings call, a retrieval, a rerank or a memory operation (by ``gen_ai.operation.name``)."""
+    op = str(attrs.get(semconv.OPERATION_NAME) or name.partition(" ")[0])
+    kind = ASIDE_OPERATIONS.get(op, "retrieval")
+    if kind == "retrieval" and attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_RERANKER:
+        kind = "rerank"  # spanfold's own rerank spans: the conventions' retrieval, Phoenix's reranker
+    memory = kind == "memory"
+    return AsideStep(
+        span_id=record.span_id,
+        parent_id=record.parent_id,
+        start_ns=record.start_ns,
+        end_ns=record.end_ns,
+        kind=kind,
+        operation=op if memory else None,
+        request_model=_str(attrs, semconv.REQUEST_MODEL),
+        response_model=_str(attrs, semconv.RESPONSE_MODEL),
+        provider=_str(attrs, semconv.PROVIDER_NAME) or _str(attrs, semconv.SYSTEM_LEGACY),
+        server_address=_str(attrs, semconv.SERVER_ADDRESS),
+        server_port=_port(attrs.get(semconv.SERVER_PORT)),
+        usage=usage_of(attrs),
+        cost=cost_of(attrs),
+        inputs=_int(attrs, semconv.SPANFOLD_EMBEDDINGS_INPUT_COUNT) or _input_count(attrs, kind),
+        dimensions=_int(attrs, semconv.EMBEDDINGS_DIMENSION_COUNT),
+        store=_str(attrs, semconv.MEMORY_STORE_ID if memory else semconv.DATA_SOURCE_ID),
+        top_k=_int(attrs, semconv.RETRIEVAL_TOP_K),
+        query=_str(attrs, semconv.MEMORY_QUERY_TEXT if memory else semconv.RETRIEVAL_QUERY_TEXT),
+        documents=documents_of(attrs, semconv.MEMORY_RECORDS if memory else semconv.RETRIEVAL_DOCUMENTS),
+        error=error_of(record, attrs),
+    )
+
+
 #: ``gen_ai.operation.name`` -> step builder (the span name's first word is read when the attribute is missing).
 OPERATIONS: dict[str, Builder] = {
     semconv.OP_CHAT: model_step,
@@ -315,7 +389,11 @@ OPERATIONS: dict[str, Builder] = {
     semconv.OP_INVOKE_AGENT: agent_span,
     semconv.OP_INVOKE_WORKFLOW: agent_span,
     semconv.OP_HANDLE_CONVERSATION_TURN: agent_span,
+    **dict.fromkeys(ASIDE_OPERATIONS, aside_step),
 }
+#: Operations read from ``gen_ai.operation.name`` only, never from a span name's first word (``retrieval`` ...: words
+#: an application's own spans may start with).
+BY_ATTRIBUTE_ONLY: Final = frozenset(ASIDE_OPERATIONS)
 
 
 # --- foreign producers -------------------------------------------------------------------------------------
@@ -333,6 +411,7 @@ REWRITERS: list[Rewriter] = [
     _anthropic_native,
     dialect_openinference.rewrite,  # openinference.span.kind
     dialect_openllmetry.rewrite,  # traceloop.span.kind, llm.request.type
+    dialect_openllmetry.vector_store,  # db.system naming a vector store
     # frameworks' own spans (docs/frameworks.md "Framework spans (dialects)")
     dialect_pydantic_ai.rewrite,  # scope pydantic-ai
     dialect_strands.rewrite,  # scope strands.telemetry.tracer
@@ -359,7 +438,7 @@ def operation(name: str, attrs: Mapping[str, Any]) -> str | None:
     if isinstance(op, str) and op in OPERATIONS:
         return op
     first = name.partition(" ")[0]
-    return first if first in OPERATIONS else None
+    return first if first in OPERATIONS and first not in BY_ATTRIBUTE_ONLY else None
 
 
 #: The instrumentation scopes of spanfold's own spans: ``spanfold`` (tool and agent spans) and ``spanfold.*``.

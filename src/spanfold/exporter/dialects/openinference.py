@@ -16,7 +16,16 @@
     call by name and arguments) -> ``execute_tool``; a hidden (``__REDACTED__``) value is left out.
 ``AGENT`` spans
     ``agent.name`` (else the span name), ``session.id`` -> ``invoke_agent``.
-``CHAIN``, ``RETRIEVER``, ``EMBEDDING`` ... are not steps and are left alone.
+``RETRIEVER`` spans
+    ``input.value`` (the query), ``retrieval.documents.{N}.document.id|score|content`` -> ``retrieval {name}``
+    (``gen_ai.retrieval.query.text``, ``gen_ai.retrieval.documents``, the span's name as the store): a metadata step.
+``EMBEDDING`` spans
+    ``embedding.model_name``, ``embedding.embeddings.{N}.embedding.text|vector`` (how many inputs; the first
+    vector's length), ``llm.token_count.prompt``, ``llm.system`` -> ``embeddings {model}``: a metadata step, priced.
+``RERANKER`` spans
+    ``reranker.model_name``, ``reranker.query``, ``reranker.top_k``, ``reranker.output_documents.{N}.document.*``
+    (the order and scores it gave) -> ``rerank {model}``: a metadata step.
+``CHAIN`` and the other kinds are not steps and are left alone.
 
 Never imports :mod:`spanfold.instrumentation`.
 """
@@ -80,10 +89,7 @@ def _messages(groups: dict[int, dict[str, Any]], finish_reason: str | None) -> l
 
 
 def _llm(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    out = dict(attrs)
-    for theirs, ours in LLM_ATTRIBUTES.items():
-        if theirs in attrs and ours not in out:
-            out[ours] = attrs[theirs]
+    out = _with_llm_names(attrs)
     reason = attrs.get(semconv.OPENINFERENCE_FINISH_REASON)
     if isinstance(reason, str) and semconv.RESPONSE_FINISH_REASONS not in attrs:
         out[semconv.RESPONSE_FINISH_REASONS] = [reason]
@@ -123,11 +129,86 @@ def _agent(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str,
     return semconv.span_name(semconv.OP_INVOKE_AGENT, str(name)), out
 
 
+def _documents(groups: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """``{prefix}{N}.document.*`` as the contract's ``[{"id", "score", "content"?}]``, in their order."""
+    out: list[dict[str, Any]] = []
+    for fields in in_order(groups):
+        doc = {
+            "id": fields.get(semconv.OPENINFERENCE_DOCUMENT_ID),
+            "score": fields.get(semconv.OPENINFERENCE_DOCUMENT_SCORE),
+        }
+        content = fields.get(semconv.OPENINFERENCE_DOCUMENT_CONTENT)
+        if content is not None and content != REDACTED:
+            doc["content"] = content
+        out.append(doc)
+    return out
+
+
+def _retriever(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = dict(attrs)
+    out[semconv.OPERATION_NAME] = semconv.OP_RETRIEVAL
+    out.setdefault(semconv.DATA_SOURCE_ID, record.name)
+    query = attrs.get(INPUT_VALUE)
+    if isinstance(query, str) and query != REDACTED:
+        out.setdefault(semconv.RETRIEVAL_QUERY_TEXT, query)
+    groups = indexed(attrs, (semconv.OPENINFERENCE_RETRIEVAL_DOCUMENTS,))[semconv.OPENINFERENCE_RETRIEVAL_DOCUMENTS]
+    if groups and semconv.RETRIEVAL_DOCUMENTS not in attrs:
+        out[semconv.RETRIEVAL_DOCUMENTS] = _documents(groups)
+    return semconv.span_name(semconv.OP_RETRIEVAL, record.name), out
+
+
+def _with_llm_names(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The span's attributes with the contract's names for OpenInference's model, provider and tokens."""
+    out = dict(attrs)
+    for theirs, ours in LLM_ATTRIBUTES.items():
+        if theirs in attrs and ours not in out:
+            out[ours] = attrs[theirs]
+    return out
+
+
+def _embedding(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = _with_llm_names(attrs)
+    out[semconv.OPERATION_NAME] = semconv.OP_EMBEDDINGS
+    model = attrs.get(semconv.OPENINFERENCE_EMBEDDING_MODEL)
+    if model is not None:
+        out.setdefault(semconv.REQUEST_MODEL, model)
+    groups = indexed(attrs, (semconv.OPENINFERENCE_EMBEDDINGS,))[semconv.OPENINFERENCE_EMBEDDINGS]
+    if groups:
+        out.setdefault(semconv.SPANFOLD_EMBEDDINGS_INPUT_COUNT, len(groups))
+        vector = groups[min(groups)].get(semconv.OPENINFERENCE_EMBEDDING_VECTOR)
+        if isinstance(vector, (list, tuple)):
+            out.setdefault(semconv.EMBEDDINGS_DIMENSION_COUNT, len(vector))
+    name = out.get(semconv.REQUEST_MODEL)
+    return semconv.span_name(semconv.OP_EMBEDDINGS, str(name) if name is not None else None), out
+
+
+def _reranker(record: SpanRecord, attrs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = _with_llm_names(attrs)
+    out[semconv.OPERATION_NAME] = semconv.OP_RERANK
+    out.setdefault(semconv.DATA_SOURCE_ID, record.name)
+    for theirs, ours in (
+        (semconv.OPENINFERENCE_RERANKER_MODEL, semconv.REQUEST_MODEL),
+        (semconv.OPENINFERENCE_RERANKER_QUERY, semconv.RETRIEVAL_QUERY_TEXT),
+        (semconv.OPENINFERENCE_RERANKER_TOP_K, semconv.RETRIEVAL_TOP_K),
+    ):
+        if attrs.get(theirs) is not None:
+            out.setdefault(ours, attrs[theirs])
+    prefix = semconv.OPENINFERENCE_RERANKER_OUTPUT_DOCUMENTS
+    groups = indexed(attrs, (prefix,))[prefix]
+    if groups and semconv.RETRIEVAL_DOCUMENTS not in attrs:
+        out[semconv.RETRIEVAL_DOCUMENTS] = _documents(groups)
+    name = out.get(semconv.REQUEST_MODEL)
+    return semconv.span_name(semconv.OP_RERANK, str(name) if name is not None else None), out
+
+
 #: ``openinference.span.kind`` -> its rewrite (other kinds are not steps).
 KINDS: Final[dict[str, Callable[[SpanRecord, Mapping[str, Any]], tuple[str, dict[str, Any]]]]] = {
     "LLM": _llm,
     "TOOL": _tool,
     "AGENT": _agent,
+    semconv.OPENINFERENCE_KIND_RETRIEVER: _retriever,
+    semconv.OPENINFERENCE_KIND_EMBEDDING: _embedding,
+    semconv.OPENINFERENCE_KIND_RERANKER: _reranker,
 }
 
 

@@ -1,4 +1,5 @@
 """What each model call of a run cost, and the run: part of the metadata stage (:mod:`~.meta`), on the fold's worker.
+An embeddings call is priced the same way (its input tokens) and counted in the run's total.
 
 A model step is priced once, as of the time of its call (its start):
 
@@ -24,7 +25,7 @@ from typing import TypeVar
 
 from spanfold import counters, semconv
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.steps import ModelStep
+from spanfold.exporter.steps import AsideStep, ModelStep
 from spanfold.pricing import endpoints, table
 from spanfold.pricing.overrides import PriceOverrides
 from spanfold.trace.model import COST_KINDS, RunCost, StepCost, StepTime
@@ -58,7 +59,7 @@ class Costs:
         self.priced = 0
         self.unpriced = 0
 
-    def price(self, step: ModelStep) -> StepCost | None:
+    def price(self, step: ModelStep | AsideStep) -> StepCost | None:
         """The step's cost (None: it has none), added to the run's."""
         cost, parts, amount = self._cost(step)
         if cost is None:
@@ -79,7 +80,7 @@ class Costs:
         self.by_model[name] = self.by_model.get(name, _ZERO) + amount
         return cost
 
-    def _cost(self, step: ModelStep) -> tuple[StepCost | None, dict[str, Decimal], Decimal | None]:
+    def _cost(self, step: ModelStep | AsideStep) -> tuple[StepCost | None, dict[str, Decimal], Decimal | None]:
         """The step's cost, its amount by kind of token and in all (None: stated by its span, not split)."""
         if step.cost is not None:
             return step.cost, {}, None

@@ -42,7 +42,7 @@ from spanfold.exporter.fold.meta import Tally, iso, run_meta, span_hex, step_met
 from spanfold.exporter.fold.nested_tools import merge_nested_tool_steps
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run
-from spanfold.exporter.steps import AgentSpan, ModelStep, Step, ToolStep
+from spanfold.exporter.steps import AgentSpan, AsideStep, ModelStep, Step, ToolStep
 from spanfold.pricing.overrides import PriceOverrides
 from spanfold.semconv.shapes import first_choice
 from spanfold.stitching.pairing import Call, Pairing
@@ -202,6 +202,8 @@ class _Folder:
         #: step produced (outputs, errors, tool runs' outputs), by identity: the rest were handed to the run.
         self.first_output: dict[int, Message] = {}
         self.produced: set[int] = set()
+        #: A step beside the conversation (embeddings, retrieval ...): the position of the event written after it.
+        self.precedes: dict[int, int] = {}
 
     # --- threads -----------------------------------------------------------------------------------------
 
@@ -475,9 +477,9 @@ class _Folder:
     # --- the whole trace ---------------------------------------------------------------------------------
 
     def run(self) -> list[Message]:
-        order: list[tuple[tuple[int, int, int], ModelStep | ToolStep]] = []
+        order: list[tuple[tuple[int, int, int], ModelStep | ToolStep | AsideStep]] = []
         for step in self.steps.values():
-            if isinstance(step, ModelStep):
+            if isinstance(step, (ModelStep, AsideStep)):
                 order.append(((step.start_ns, step.end_ns, step.span_id), step))
             elif isinstance(step, ToolStep):
                 order.append(((step.end_ns, step.end_ns, step.span_id), step))
@@ -485,8 +487,11 @@ class _Folder:
         for _, step in order:
             if isinstance(step, ModelStep):
                 self.model(step)
-            else:
+            elif isinstance(step, ToolStep):
                 self.tool(step)
+            else:  # beside the conversation: a metadata step, before the next event written
+                self.tally.add(step)
+                self.precedes[step.span_id] = len(self.events)
         for thread in self.threads.values():
             self.release(thread)
         return self.events
@@ -508,6 +513,11 @@ class _Folder:
                     msg = self.first_output.get(int(step.span_id, 16))
                     if msg is not None:
                         step.event = position.get(id(msg))
+        if self.precedes:  # a step beside the conversation: the event it precedes, when one came after it
+            for step in meta.steps:
+                at = self.precedes.get(int(step.span_id, 16)) if step.span_id is not None else None
+                if at is not None and at < len(events):
+                    step.event = at
         return meta
 
 

@@ -39,7 +39,7 @@ from spanfold.codecs import jsonio
 from spanfold.exporter.fold.cost import Costs, annotate
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run, worst
-from spanfold.exporter.steps import AgentSpan, ModelStep, ToolStep
+from spanfold.exporter.steps import AgentSpan, AsideStep, ModelStep, ToolStep
 from spanfold.pricing.overrides import PriceOverrides
 from spanfold.trace.model import StepTime, TraceMeta, Usage
 
@@ -94,10 +94,12 @@ class Tally:
         self.usage = Usage()
         self.reported = 0  # model calls that reported their tokens
         self.unreported = 0  # model calls that did not: unknown, never counted as 0
-        self.steps: list[ModelStep | ToolStep] = []
+        self.steps: list[ModelStep | ToolStep | AsideStep] = []
         self.prices = prices
 
-    def add(self, step: ModelStep | ToolStep) -> None:
+    def add(self, step: ModelStep | ToolStep | AsideStep) -> None:
+        """A step taken (an embeddings call's tokens are its own and its cost the run's, never the model calls'
+        token totals)."""
         self.steps.append(step)
         if isinstance(step, ModelStep):
             if step.model:
@@ -126,11 +128,30 @@ def iso_micro(ns: int) -> str:
     return f"{_second(sec)}.{rem // 1_000:06d}Z"
 
 
-def step_time(step: ModelStep | ToolStep, costs: Costs | None = None) -> StepTime:
+def _aside(step: AsideStep, out: StepTime, costs: Costs | None) -> StepTime:
+    """An embeddings call, retrieval, rerank or memory operation as the metadata lists it."""
+    out.kind, out.model, out.operation = step.kind, step.model, step.operation
+    out.inputs, out.store, out.top_k, out.query, out.documents = (
+        step.inputs,
+        step.store,
+        step.top_k,
+        step.query,
+        step.documents,
+    )
+    if step.usage is not None:
+        out.usage = Usage(step.usage.input_tokens, step.usage.output_tokens)
+        if costs is not None:
+            out.cost = costs.price(step)
+    return out
+
+
+def step_time(step: ModelStep | ToolStep | AsideStep, costs: Costs | None = None) -> StepTime:
     """A step as the metadata lists it (its start and its duration to the microsecond; a model call's cost, priced
-    by ``costs``)."""
+    by ``costs``; an embeddings call's alike)."""
     took = round(max(step.end_ns - step.start_ns, 0) / 1e6, 3)
     out = StepTime("tool", iso_micro(step.start_ns), took, error=_error(step.error), span_id=span_hex(step.span_id))
+    if isinstance(step, AsideStep):
+        return _aside(step, out, costs)
     if isinstance(step, ModelStep):
         out.kind, out.model = "model", step.model
         if step.usage is not None:
@@ -149,7 +170,9 @@ def step_time(step: ModelStep | ToolStep, costs: Costs | None = None) -> StepTim
     return out
 
 
-def ending_error(roots: Sequence[AgentSpan], steps: Sequence[ModelStep | ToolStep]) -> dict[str, Any] | None:
+def ending_error(
+    roots: Sequence[AgentSpan], steps: Sequence[ModelStep | ToolStep | AsideStep]
+) -> dict[str, Any] | None:
     """What the run ended with: the error of a root agent that failed (the last one to end), else the error of the
     step that ended last, else None (it ended normally)."""
     failed = [a for a in roots if a.error is not None]

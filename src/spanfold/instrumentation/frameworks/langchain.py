@@ -21,6 +21,7 @@ from typing import Any
 from opentelemetry.trace import Span, Tracer
 
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks import langchain_retrievers
 from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
@@ -121,11 +122,12 @@ def arun_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 PATCHES = (
     Patch(MODULE, "BaseTool.run", run_wrapper),
     Patch(MODULE, "BaseTool.arun", arun_wrapper),
+    *langchain_retrievers.PATCHES,  # retrievers' invoke / ainvoke: retrieval spans
 )
 
 
 class LangChainInstrumentor(TableInstrumentor):
-    """LangChain tool runs as ``execute_tool`` spans."""
+    """LangChain tool runs as ``execute_tool`` spans, retrievers' lookups as ``retrieval`` spans."""
 
     library = "langchain_core"
 

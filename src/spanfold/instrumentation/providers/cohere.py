@@ -1,7 +1,8 @@
 """Cohere instrumentation: the ``cohere`` SDK's v2 chat (``ClientV2`` / ``AsyncClientV2``), streaming or not.
 
 Supported: ``cohere`` >= 5.11, < 8 (the v2 client; tested with 7.3.1). Wrapped: ``V2Client.chat`` / ``chat_stream`` and
-the async twins (``POST /v2/chat``). ``chat_stream`` is a generator function (and the async one an async generator
+the async twins (``POST /v2/chat``); ``embed`` and ``rerank``, sync and async (:mod:`.cohere_embed`).
+``chat_stream`` is a generator function (and the async one an async generator
 function): calling it returns the stream at once, and the HTTP request starts with the first item read.
 
 The v2 message format is OpenAI-like (``tool_calls`` with string arguments, role ``tool`` with ``tool_call_id``), read
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from spanfold import semconv
+from spanfold.instrumentation.providers import cohere_embed
 from spanfold.instrumentation.providers.openai import chat as openai_chat
 from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
@@ -161,12 +163,41 @@ CHAT = ModelApi(
     server=server,
 )
 
+#: Embed (``POST /v2/embed``) and rerank (``POST /v2/rerank``): no history sent, never stitched; a rerank is the
+#: conventions' retrieval that says it reranks (a ``rerank`` step). Shapes: :mod:`.cohere_embed`.
+EMBED = ModelApi(
+    kind="cohere.embed",
+    provider=semconv.PROVIDER_COHERE,
+    operation=semconv.OP_EMBEDDINGS,
+    request=cohere_embed.embed_request,
+    response=cohere_embed.embed_response,
+    accumulator=StreamAccumulator,  # never asked: embed does not stream
+    classify=iterator_result,
+    server=server,
+    conversation=False,
+)
+RERANK = ModelApi(
+    kind="cohere.rerank",
+    provider=semconv.PROVIDER_COHERE,
+    operation=semconv.OP_RETRIEVAL,
+    request=cohere_embed.rerank_request,
+    response=cohere_embed.rerank_response,
+    accumulator=StreamAccumulator,  # never asked: rerank does not stream
+    classify=iterator_result,
+    server=server,
+    conversation=False,
+)
+
 _V2 = "cohere.v2.client"
 PATCHES: tuple[Patch, ...] = (
     model_method(_V2, "V2Client.chat", CHAT, False),
     model_method(_V2, "V2Client.chat_stream", CHAT, False),
     model_method(_V2, "AsyncV2Client.chat", CHAT, True),
     model_method(_V2, "AsyncV2Client.chat_stream", CHAT, False),  # an async generator function: nothing to await
+    model_method(_V2, "V2Client.embed", EMBED, False),
+    model_method(_V2, "AsyncV2Client.embed", EMBED, True),
+    model_method(_V2, "V2Client.rerank", RERANK, False),
+    model_method(_V2, "AsyncV2Client.rerank", RERANK, True),
 )
 
 

@@ -5,7 +5,8 @@ pin ``openai < 3``). LiteLLM routes a call to a provider, through that provider'
 client. spanfold makes the step's span at LiteLLM's level, named after the upstream model and provider
 (``gen_ai.provider.name`` is the provider LiteLLM routed to: ``openai``, ``anthropic``, ``groq``...), and the SDK calls
 LiteLLM makes inside it get no span of their own (``ModelApi.outer``): one step, its tokens counted once, whatever
-the route.
+the route. ``embedding`` / ``aembedding`` alike: one ``embeddings {model}`` step, OpenAI's embeddings shapes
+(:mod:`spanfold.instrumentation.providers.openai.embeddings`).
 
 LiteLLM answers in OpenAI's shapes (``ModelResponse``; a ``CustomStreamWrapper`` of ``ModelResponseStream`` chunks),
 so the request, response and chunks go through :mod:`spanfold.instrumentation.providers.openai.chat`. The provider is
@@ -21,6 +22,7 @@ from typing import Any
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.providers.openai import embeddings as openai_embeddings
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Request, Response
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
@@ -60,7 +62,9 @@ def _provider(name: Any) -> str | None:
     return PROVIDERS.get(name, name) if isinstance(name, str) and name else None
 
 
-def request(kwargs: dict[str, Any]) -> Request:
+def _route(invocation: Request, kwargs: dict[str, Any]) -> Request:
+    """``invocation`` with the model, the upstream provider a ``provider/model`` name (or ``custom_llm_provider``)
+    routes to, and the server the call names (``api_base``)."""
     model = kwargs.get("model")
     routed, _, upstream = model.partition("/") if isinstance(model, str) else ("", "", "")
     provider = kwargs.get("custom_llm_provider")
@@ -69,11 +73,32 @@ def request(kwargs: dict[str, Any]) -> Request:
 
         provider = routed if routed in provider_list else None
         model = upstream if provider is not None else model
-    invocation = openai_chat.request(kwargs)
     invocation.model = model if isinstance(model, str) else None
     invocation.provider = _provider(provider) or UNROUTED
     invocation.endpoint = server_of(kwargs.get("api_base") or kwargs.get("base_url"))
     return invocation
+
+
+def request(kwargs: dict[str, Any]) -> Request:
+    return _route(openai_chat.request(kwargs), kwargs)
+
+
+def embedding_request(kwargs: dict[str, Any]) -> Request:
+    """``embedding(model, input, dimensions=, encoding_format=)``: OpenAI's embeddings request, routed."""
+    return _route(openai_embeddings.request(kwargs), kwargs)
+
+
+def embedding_response(result: Any) -> Response:
+    """An ``EmbeddingResponse`` (OpenAI's shape), with the provider and cost LiteLLM says."""
+    out = openai_embeddings.response(result)
+    _routed(result, out)
+    return out
+
+
+def _is_embedding(result: Any) -> Result:
+    from litellm import EmbeddingResponse
+
+    return Result.RESPONSE if isinstance(result, EmbeddingResponse) else Result.OPAQUE
 
 
 def _routed(obj: Any, into: Response) -> bool:
@@ -147,12 +172,29 @@ def _api(stream: Result) -> ModelApi:
 
 COMPLETION = _api(Result.STREAM)
 ACOMPLETION = _api(Result.ASYNC_STREAM)
+EMBEDDING = ModelApi(
+    kind="litellm.embedding",
+    provider=UNROUTED,
+    operation=semconv.OP_EMBEDDINGS,
+    request=embedding_request,
+    response=embedding_response,
+    accumulator=StreamAccumulator,  # never asked: embeddings do not stream
+    classify=_is_embedding,
+    bind=lambda args, kwargs: {**dict(zip(("model", "input"), args, strict=False)), **kwargs},
+    outer=True,
+    conversation=False,
+)
 
 #: ``litellm.completion`` is ``litellm.main.completion``: both names are wrapped (calls through either are one step).
 PATCHES: tuple[Patch, ...] = tuple(
-    model_method(module, name, api, name == "acompletion")
+    model_method(module, name, api, name.startswith("a"))
     for module in ("litellm", "litellm.main")
-    for name, api in (("completion", COMPLETION), ("acompletion", ACOMPLETION))
+    for name, api in (
+        ("completion", COMPLETION),
+        ("acompletion", ACOMPLETION),
+        ("embedding", EMBEDDING),
+        ("aembedding", EMBEDDING),
+    )
 )
 
 

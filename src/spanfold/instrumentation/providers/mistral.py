@@ -3,7 +3,8 @@
 
 Supported: ``mistralai`` >= 2.0, < 4 (the ``mistralai.client`` layout; tested with 3.7). Wrapped: ``chat.complete`` /
 ``complete_async`` / ``stream`` / ``stream_async`` (``chat.parse*`` call these) and the same four of ``agents``
-(``POST /v1/agents/completions``: the span is named after the ``agent_id`` when no model is given).
+(``POST /v1/agents/completions``: the span is named after the ``agent_id`` when no model is given);
+``embeddings.create`` / ``create_async`` (``POST /v1/embeddings``, OpenAI's shapes under Mistral's names).
 
 The SDK is speakeasy-generated: its own pydantic models, optional fields left ``UNSET`` (a falsy sentinel, not None),
 and an ``EventStream`` of ``CompletionEvent``s each holding a chunk in ``.data``. The chat shapes are OpenAI's
@@ -21,6 +22,7 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.providers.openai import embeddings as openai_embeddings
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, server_of
 from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_method
@@ -137,6 +139,34 @@ CHAT = ModelApi(
     server=server,
 )
 
+
+def embeddings_request(kwargs: dict[str, Any]) -> Request:
+    """``embeddings.create(model=, inputs=, output_dimension=, encoding_format=)``: OpenAI's embeddings request under
+    Mistral's names (the response is OpenAI's shape: :func:`openai_embeddings.response`)."""
+    return openai_embeddings.request({ours: kwargs.get(theirs) for ours, theirs in _EMBEDDINGS_NAMES.items()})
+
+
+#: OpenAI's name of each embeddings keyword -> Mistral's.
+_EMBEDDINGS_NAMES: Final = {
+    "model": "model",
+    "input": "inputs",
+    "dimensions": "output_dimension",
+    "encoding_format": "encoding_format",
+}
+
+
+EMBEDDINGS = ModelApi(
+    kind="mistral.embeddings",
+    provider=semconv.PROVIDER_MISTRAL,
+    operation=semconv.OP_EMBEDDINGS,
+    request=embeddings_request,
+    response=openai_embeddings.response,
+    accumulator=EventStreamAccumulator,  # never asked: embeddings do not stream
+    classify=classify,
+    server=server,
+    conversation=False,
+)
+
 #: (module, "Class.method", is_async)
 METHODS: tuple[tuple[str, str, bool], ...] = tuple(
     (f"mistralai.client.{module}", f"{cls}.{method}", method.endswith("_async"))
@@ -144,7 +174,11 @@ METHODS: tuple[tuple[str, str, bool], ...] = tuple(
     for method in ("complete", "complete_async", "stream", "stream_async")
 )
 
-PATCHES: tuple[Patch, ...] = tuple(model_method(module, name, CHAT, is_async) for module, name, is_async in METHODS)
+PATCHES: tuple[Patch, ...] = (
+    *(model_method(module, name, CHAT, is_async) for module, name, is_async in METHODS),
+    model_method("mistralai.client.embeddings", "Embeddings.create", EMBEDDINGS, False),
+    model_method("mistralai.client.embeddings", "Embeddings.create_async", EMBEDDINGS, True),
+)
 
 
 class MistralInstrumentor(

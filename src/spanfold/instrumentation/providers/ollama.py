@@ -1,7 +1,8 @@
 """Ollama instrumentation: the ``ollama`` SDK's ``chat`` and ``generate``, sync and async, streaming or not.
 
 Supported: ``ollama`` >= 0.4, < 1 (the pydantic responses; tested with 0.6.3). Wrapped: ``Client.chat`` /
-``Client.generate`` and the same of ``AsyncClient`` (``POST /api/chat``, ``/api/generate``). Their first arguments may
+``Client.generate`` and the same of ``AsyncClient`` (``POST /api/chat``, ``/api/generate``); ``embed`` (``POST
+/api/embed``: an ``embeddings {model}`` span). Their first arguments may
 be positional (``chat(model, messages)``, ``generate(model, prompt, suffix)``): ``bind`` reads them.
 
 Ollama's own shapes: messages carry ``content``, ``thinking``, ``images`` (base64 strings, bytes or ``Image``s) and
@@ -15,6 +16,7 @@ calls still ends ``stop``: its output message says ``tool_call``.
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Any, Final
 
 from spanfold import semconv
@@ -24,6 +26,7 @@ from spanfold.instrumentation.toolkit.invocation import Param, Request, Response
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, model_methods
 from spanfold.instrumentation.toolkit.reading import chat_messages, params
 from spanfold.instrumentation.toolkit.reading import fields as m
+from spanfold.instrumentation.toolkit.reading.embeddings import input_count, vector_length
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.semconv import parts as p
 
@@ -37,7 +40,11 @@ OPTIONS: Final[dict[str, Param]] = {
     "presence_penalty": "presence_penalty",
 }
 #: The signature's positional parameters, in order.
-_POSITIONAL = {"chat": ("model", "messages"), "generate": ("model", "prompt", "suffix")}
+_POSITIONAL = {
+    "chat": ("model", "messages"),
+    "generate": ("model", "prompt", "suffix"),
+    "embed": ("model", "input", "truncate", "options", "keep_alive", "dimensions"),
+}
 #: The first bytes of base64 image data -> its MIME type (Ollama images carry none).
 _MAGIC = {"iVBOR": "image/png", "/9j/": "image/jpeg", "R0lGOD": "image/gif", "UklGR": "image/webp"}
 
@@ -183,9 +190,37 @@ def _api(method: str, operation: str, request: Any) -> ModelApi:
 CHAT = _api("chat", semconv.OP_CHAT, chat_request)
 GENERATE = _api("generate", semconv.OP_TEXT_COMPLETION, generate_request)
 
+
+def embed_request(kwargs: dict[str, Any]) -> Request:
+    """``embed(model, input, dimensions=)``: how many inputs and the vector length asked."""
+    dimensions = kwargs.get("dimensions")
+    return Request(
+        model=params.model_name(kwargs.get("model")),
+        input_count=input_count(kwargs.get("input")),
+        dimension_count=dimensions if isinstance(dimensions, int) else None,
+    )
+
+
+def embed_response(result: Any) -> Response:
+    """An ``EmbedResponse``: its model, ``prompt_eval_count`` and the first vector's length."""
+    vectors = m.get(result, "embeddings") or ()
+    tokens = m.get(result, "prompt_eval_count")
+    return Response(
+        model=m.get(result, "model"),
+        messages=None,
+        usage=Usage(input_tokens=tokens) if isinstance(tokens, int) else None,
+        dimension_count=vector_length(vectors[0]) if vectors else None,
+    )
+
+
+EMBED = replace(
+    _api("embed", semconv.OP_EMBEDDINGS, embed_request), response=embed_response, conversation=False
+)  # the accumulator never asked: embed does not stream
+
 PATCHES: tuple[Patch, ...] = (
     *model_methods("ollama._client", ("Client", "AsyncClient"), ("chat",), CHAT),
     *model_methods("ollama._client", ("Client", "AsyncClient"), ("generate",), GENERATE),
+    *model_methods("ollama._client", ("Client", "AsyncClient"), ("embed",), EMBED),
 )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Request, Response, Usage
+from spanfold.instrumentation.toolkit.invocation import Endpoint, Param, Ranked, Request, Response, Usage
 from spanfold.instrumentation.toolkit.reading.fields import dumps
 from spanfold.instrumentation.toolkit.reading.history import Listed
 from spanfold.semconv import parts as p
@@ -94,6 +94,18 @@ def request(req: Request, provider: str, rt: Runtime) -> dict[str, Any]:
         attrs[semconv.PROVIDER_NAME] = req.provider
     if req.endpoint is not None:
         attrs.update(endpoint(req.endpoint))
+    if req.input_count is not None:
+        attrs[semconv.SPANFOLD_EMBEDDINGS_INPUT_COUNT] = req.input_count
+    if req.dimension_count is not None:
+        attrs[semconv.EMBEDDINGS_DIMENSION_COUNT] = req.dimension_count
+    if req.encoding_formats is not None:
+        attrs[semconv.REQUEST_ENCODING_FORMATS] = req.encoding_formats
+    if req.query is not None and rt.capture_content:
+        attrs[semconv.RETRIEVAL_QUERY_TEXT] = rt.content(req.query)
+    if req.top_k is not None:
+        attrs[semconv.RETRIEVAL_TOP_K] = req.top_k
+    if req.reranks:
+        attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OPENINFERENCE_KIND_RERANKER
     return attrs
 
 
@@ -156,7 +168,19 @@ def response(res: Response, provider: str, rt: Runtime) -> dict[str, Any]:
         attrs[semconv.USAGE_COST_AMOUNT] = res.cost.amount
         attrs[semconv.USAGE_COST_CURRENCY] = res.cost.currency
         attrs[semconv.USAGE_COST_SOURCE] = semconv.COST_SOURCE_LOCAL
+    if res.dimension_count is not None:
+        attrs[semconv.EMBEDDINGS_DIMENSION_COUNT] = res.dimension_count
+    if res.documents is not None:
+        attrs[semconv.RETRIEVAL_DOCUMENTS] = dumps([_document(doc, rt) for doc in res.documents])
     return attrs
+
+
+def _document(doc: Ranked, rt: Runtime) -> dict[str, Any]:
+    """A ranked document as ``gen_ai.retrieval.documents`` lists it: id and score always, its text with capture on."""
+    out: dict[str, Any] = {"id": doc.id, "score": doc.score}
+    if doc.text is not None and rt.capture_content:
+        out["content"] = rt.content(doc.text)
+    return out
 
 
 def endpoint(value: Endpoint | None) -> dict[str, Any]:

@@ -104,6 +104,10 @@ class ModelApi:
     #: A router library's call (litellm): the client SDK calls it makes inside are the same model step, so while its
     #: wrapped call runs, other model wrappers make no span (one step, its tokens counted once; :func:`current_call`).
     outer: bool = False
+    #: A call of a conversation (a chat: stitched into its zero-code run at the source). False for a call that sends
+    #: no history (embeddings): made inside a span it is that run's step; un-parented it is a trace of its own (under
+    #: the run's external parent, when there is one), never evidence of a conversation.
+    conversation: bool = True
 
 
 #: The model call whose wrapped method is running in this context, with its API. A model method called inside it is
@@ -229,7 +233,10 @@ def _begin(
         return None
     attrs.update(_server(api, instance))
     source = conversations.active()
-    turn, context = _place(api, source, request, invocation, attrs, rt) if source is not None else (None, None)
+    if source is not None and not api.conversation:
+        turn, context = None, None if otel_trace.get_current_span().get_span_context().is_valid else source.parent
+    else:
+        turn, context = _place(api, source, request, invocation, attrs, rt) if source is not None else (None, None)
     try:
         call = ModelSpan(tracer, name, attrs, kind=SpanKind.CLIENT, rt=rt, context=context, provider=api.provider)
     except Exception as exc:

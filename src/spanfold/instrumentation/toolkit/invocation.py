@@ -104,6 +104,16 @@ class Request:
     endpoint: Endpoint | None = None
     #: What the span is named after when the request names no model (Mistral's agent completions: ``agent <id>``).
     target: str | None = None
+    #: An embeddings request: how many inputs it sends (texts, token arrays, images), the vector length it asks for
+    #: and the encodings it asks for (``float``, ``base64``).
+    input_count: int | None = None
+    dimension_count: int | None = None
+    encoding_formats: list[str] | None = None
+    #: A rerank (Cohere's ``rerank``): its query (content: recorded with capture on, redacted) and how many documents
+    #: it asks back; ``reranks`` says the call is one (Phoenix shows its span as a reranker; the fold, a rerank step).
+    query: str | None = None
+    top_k: int | None = None
+    reranks: bool = False
 
 
 @dataclass(slots=True)
@@ -123,3 +133,17 @@ class Response:
     conversation_id: str | None = None
     provider: str | None = None
     cost: Cost | None = None
+    #: An embeddings response: the length of the vectors it gave (read from their size, never their values).
+    dimension_count: int | None = None
+    #: A rerank's answer: the documents in the order it ranked them.
+    documents: list[Ranked] | None = None
+
+
+@dataclass(slots=True)
+class Ranked:
+    """One document a rerank (or a search) gave back: its id (the index it was sent at, where it has no other), its
+    score, and its text where the response carries it (content: recorded with capture on)."""
+
+    id: str | None = None
+    score: float | None = None
+    text: str | None = None

@@ -6,6 +6,10 @@ Input/Output columns from, and Langfuse reads too.
   ``gen_ai.output.messages`` (no second encoding); a call that starts a trace of its own (a zero-code run's first
   call) shows the question it was asked, as text;
 * a tool run: its arguments and its result, the texts of ``gen_ai.tool.call.arguments`` / ``.result``;
+* a retrieval (``retrieval {store}``): what Phoenix shows of a retriever, ``openinference.span.kind`` ``RETRIEVER``,
+  its query as ``input.value`` and the documents it found as ``retrieval.documents.{N}.document.id|score|content``,
+  from ``gen_ai.retrieval.query.text`` / ``gen_ai.retrieval.documents`` (:func:`retrieval_request`,
+  :func:`retrieval_result`);
 * a run's root (``spanfold.agent``, a LangGraph graph run, an OpenAI Agents SDK run): the run's question (the last
   user message of its first model call) and its final answer (the text of its last model call's reply), as text.
 
@@ -32,6 +36,12 @@ INPUT_MIME_TYPE: Final = semconv.OPENINFERENCE_INPUT_MIME_TYPE
 OUTPUT_MIME_TYPE: Final = semconv.OPENINFERENCE_OUTPUT_MIME_TYPE
 JSON: Final = semconv.MIME_JSON
 TEXT: Final = semconv.MIME_TEXT
+
+SPAN_KIND: Final = semconv.OPENINFERENCE_SPAN_KIND
+RETRIEVER: Final = semconv.OPENINFERENCE_KIND_RETRIEVER
+DOCUMENTS: Final = semconv.OPENINFERENCE_RETRIEVAL_DOCUMENTS
+#: A recorded document's key -> Phoenix's name for it under ``retrieval.documents.{N}.``.
+_DOCUMENT_FIELDS: Final = semconv.OPENINFERENCE_DOCUMENT_FIELDS
 
 _RUN_KEY = otel_context.create_key("spanfold.shown_run")
 
@@ -156,3 +166,28 @@ def answer_of(outputs: str | None) -> str | None:
     """The text of a reply's first choice (JSON of output messages), None when it has none (only tool calls)."""
     messages = _messages(outputs)
     return _text(messages[0]) if messages else None
+
+
+def retrieval_request(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """A retrieval's request ``attributes`` with Phoenix's: its span kind, and its query (the text capture and
+    redaction decided) as ``input.value``."""
+    out = {SPAN_KIND: RETRIEVER, **attributes}  # a rerank's RERANKER kept
+    query = attributes.get(semconv.RETRIEVAL_QUERY_TEXT)
+    if isinstance(query, str):
+        out[INPUT_VALUE], out[INPUT_MIME_TYPE] = query, TEXT
+    return out
+
+
+def retrieval_result(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Phoenix's ``retrieval.documents.{N}.document.id|score|content`` of a retrieval's recorded documents (the JSON
+    of ``gen_ai.retrieval.documents``: ids and scores always, the text where capture put it); empty without them."""
+    out: dict[str, Any] = {}
+    for n, doc in enumerate(_messages(attributes.get(semconv.RETRIEVAL_DOCUMENTS))):
+        if not isinstance(doc, dict):
+            continue
+        prefix = f"{DOCUMENTS}{n}."
+        for key, name in _DOCUMENT_FIELDS:
+            value = doc.get(key)
+            if value is not None:
+                out[prefix + name] = value
+    return out

@@ -103,7 +103,7 @@ class RunSpan:
     """A started span and the promise to end it exactly once: an invocation's (a framework's agent run,
     ``invoke_agent {name}``) as it is; a model call's with its request, result and conversation (:class:`ModelSpan`)."""
 
-    __slots__ = ("_lock", "end_time", "ended", "rt", "span")
+    __slots__ = ("_lock", "_retrieval", "end_time", "ended", "rt", "span")
 
     def __init__(
         self,
@@ -117,6 +117,10 @@ class RunSpan:
         start_time: int | None = None,
     ) -> None:
         self.rt = rt
+        #: A retrieval's span: it carries what Phoenix shows of a retriever too (:mod:`.shown`).
+        self._retrieval = attributes.get(semconv.OPERATION_NAME) == semconv.OP_RETRIEVAL
+        if self._retrieval:
+            attributes = shown.retrieval_request(attributes)
         self.span: Span = tracer.start_span(
             name, context=context, kind=kind, attributes=clean(attributes), start_time=start_time
         )
@@ -135,6 +139,8 @@ class RunSpan:
 
     def _values(self, attributes: Mapping[str, Any]) -> Mapping[str, Any]:
         """What :meth:`finish` sets of its ``attributes``."""
+        if self._retrieval:
+            attributes = {**attributes, **shown.retrieval_result(attributes)}
         return clean(attributes)
 
     def finish(self, attributes: Mapping[str, Any] | None = None) -> bool:

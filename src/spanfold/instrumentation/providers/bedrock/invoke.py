@@ -85,7 +85,7 @@ def _beside(input_tokens: Any, output_tokens: Any, request_id: Any = None) -> Re
     return Response(messages=None, usage=usage, request_id=request_id)
 
 
-def _completed(found: Response | None, beside: Response) -> Response:
+def completed(found: Response | None, beside: Response) -> Response:
     """The body's response, what it lacks taken from what Bedrock reported beside it (the body's own values win)."""
     if found is None:
         return beside
@@ -147,8 +147,12 @@ class BodyAccumulator:
             self.chunks.clear()
 
     def result(self) -> Response:
-        body = _loads(b"".join(self.chunks)) if self.chunks and self.size <= MAX_BODY else None
-        return _completed(body_response(body), self.beside)
+        return completed(body_response(parsed(self)), self.beside)
+
+
+def parsed(body: BodyAccumulator) -> Any:
+    """The JSON of the bytes a body accumulator kept (None when there were none, too many, or not JSON)."""
+    return _loads(b"".join(body.chunks)) if body.chunks and body.size <= MAX_BODY else None
 
 
 def _claude_event(data: dict[str, Any]) -> SimpleNamespace:
@@ -194,4 +198,4 @@ class StreamAccumulator:
 
     def result(self) -> Response:
         beside = _beside(m.get(self.metrics, "inputTokenCount"), m.get(self.metrics, "outputTokenCount"))
-        return _completed(self.inner.result() if self.inner is not None else None, beside)
+        return completed(self.inner.result() if self.inner is not None else None, beside)

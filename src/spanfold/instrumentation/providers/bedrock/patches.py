@@ -13,17 +13,20 @@ A client created before ``spanfold.init()`` is not traced.
 
 botocore calls ``_make_api_call(operation_name, api_params)``: the wrapper looks the operation up in a dict and
 hands model calls to the toolkit's wrapper for that operation (``ModelApi.bind`` takes ``api_params``); other
-Bedrock Runtime operations (``ApplyGuardrail``, ``CountTokens``, ...) run untouched.
+Bedrock Runtime operations (``ApplyGuardrail``, ``CountTokens``, ...) run untouched. An ``InvokeModel`` of an embedding
+model (Titan, Cohere embed) is an embeddings call: :mod:`~spanfold.instrumentation.providers.bedrock.embeddings`.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.bedrock import converse as bedrock_converse
+from spanfold.instrumentation.providers.bedrock import embeddings as bedrock_embeddings
 from spanfold.instrumentation.providers.bedrock import invoke as bedrock_invoke
 from spanfold.instrumentation.providers.bedrock.body import AsyncBody, SyncBody
 from spanfold.instrumentation.toolkit.calls import ModelApi, Result, by_operation, server_of
@@ -97,8 +100,30 @@ APIS: Final[dict[str, ModelApi]] = {
 }
 
 
+#: An ``InvokeModel`` of an embedding model: its own API (an ``embeddings {model}`` span, no history).
+INVOKE_EMBEDDINGS: Final = "InvokeModel:embeddings"
+APIS[INVOKE_EMBEDDINGS] = replace(
+    _api(
+        "invoke_model_embeddings",
+        _nested("body"),
+        nested_stream="body",
+        nested_proxy=_body_proxy,
+        request=bedrock_embeddings.request,
+        response=bedrock_invoke.unread,
+        accumulator=bedrock_embeddings.EmbedBodyAccumulator,
+    ),
+    operation=semconv.OP_EMBEDDINGS,
+    conversation=False,
+)
+
+
 def _operation(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return args[0] if args else kwargs.get("operation_name")
+    name = args[0] if args else kwargs.get("operation_name")
+    if name == "InvokeModel":
+        call = _params(args, kwargs)
+        if call is not None and bedrock_embeddings.is_embedding(call.get("modelId")):
+            return INVOKE_EMBEDDINGS
+    return name
 
 
 def _bedrock_runtime(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

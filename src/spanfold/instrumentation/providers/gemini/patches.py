@@ -15,7 +15,9 @@ What is wrapped, and why there:
 * automatic function calling: the SDK runs the user's Python functions through
   ``_extra_utils.invoke_function_from_dict_args`` (and ``_async``); each function is run as a ``@spanfold.tool``
   (an ``execute_tool`` span: arguments, result, errors), unless it is one already. Gemini function calls often carry
-  no id: the fold pairs the calls, the tool runs and the results the next request sends by name and order.
+  no id: the fold pairs the calls, the tool runs and the results the next request sends by name and order;
+* one ``embeddings {model}`` span per ``Models._embed_content`` / ``AsyncModels._embed_content`` request (what
+  ``embed_content`` sends): :mod:`spanfold.instrumentation.providers.gemini.embeddings`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from spanfold import counters, semconv
 from spanfold.instrumentation.providers.gemini import content as gemini_content
+from spanfold.instrumentation.providers.gemini import embeddings as gemini_embeddings
 from spanfold.instrumentation.providers.gemini import stream as gemini_stream
 from spanfold.instrumentation.toolkit import tool_spans as tools
 from spanfold.instrumentation.toolkit.calls import ModelApi, iterator_result, server_of
@@ -57,6 +60,19 @@ GENERATE_CONTENT = ModelApi(
 )
 
 
+EMBED_CONTENT = ModelApi(
+    kind="gemini.embed_content",
+    provider=semconv.PROVIDER_GCP_GEMINI,
+    operation=semconv.OP_EMBEDDINGS,
+    request=gemini_embeddings.request,
+    response=gemini_embeddings.response,
+    accumulator=gemini_stream.GeminiStreamAccumulator,  # never asked: embeddings do not stream
+    classify=iterator_result,
+    server=endpoint,
+    conversation=False,
+)
+
+
 def _run_traced(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``invoke_function_from_dict_args(args, function_to_invoke)``: the function runs as a ``@spanfold.tool``."""
     try:
@@ -71,6 +87,7 @@ def _run_traced(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...
 
 PATCHES: tuple[Patch, ...] = (
     *model_methods(_MODELS, ("Models", "AsyncModels"), _SENDERS, GENERATE_CONTENT),
+    *model_methods(_MODELS, ("Models", "AsyncModels"), ("_embed_content",), EMBED_CONTENT),
     plain(_FUNCTIONS, "invoke_function_from_dict_args", _run_traced),
     plain(_FUNCTIONS, "invoke_function_from_dict_args_async", _run_traced),
 )

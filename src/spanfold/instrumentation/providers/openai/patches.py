@@ -5,7 +5,8 @@ with the ``parse()`` and ``stream()`` helpers; the range is :data:`SUPPORTED`). 
 (sync/async, streaming or not, through ``with_raw_response`` too), ``parse``, and the ``stream()`` helper (it calls
 ``create``; closing the helper ends the span at once). Responses API
 (:mod:`spanfold.instrumentation.providers.openai.responses`,
-from 1.66 on): the same for ``responses.create`` / ``responses.parse`` / ``responses.stream()``.
+from 1.66 on): the same for ``responses.create`` / ``responses.parse`` / ``responses.stream()``. Embeddings
+(:mod:`spanfold.instrumentation.providers.openai.embeddings`): ``embeddings.create``, sync and async.
 
 Where the SDK moved things, the table lists every place (what a version lacks is skipped): Chat Completions lived in
 the module ``openai.resources.chat.completions`` before 1.66 (a package since); ``parse()`` and ``stream()`` were
@@ -20,6 +21,7 @@ from typing import Final
 
 from spanfold import semconv
 from spanfold.instrumentation.providers.openai import chat as openai_chat
+from spanfold.instrumentation.providers.openai import embeddings as openai_embeddings
 from spanfold.instrumentation.providers.openai import responses as openai_responses
 from spanfold.instrumentation.toolkit.calls import ModelApi, base_url_server, stainless_result
 from spanfold.instrumentation.toolkit.patching import Patch, TableInstrumentor, helper_closes, model_methods
@@ -53,6 +55,18 @@ RESPONSES = ModelApi(
     server=base_url_server,
 )
 
+EMBEDDINGS = ModelApi(
+    kind="openai.embeddings",
+    provider=semconv.PROVIDER_OPENAI,
+    operation=semconv.OP_EMBEDDINGS,
+    request=openai_embeddings.request,
+    response=openai_embeddings.response,
+    accumulator=openai_chat.ChatStreamAccumulator,  # never asked: embeddings do not stream
+    classify=CLASSIFY,
+    server=base_url_server,
+    conversation=False,
+)
+
 #: The sync and async classes of each API.
 _COMPLETIONS, _RESPONSES = ("Completions", "AsyncCompletions"), ("Responses", "AsyncResponses")
 _CHAT_HELPERS = ("ChatCompletionStream", "AsyncChatCompletionStream")
@@ -71,7 +85,10 @@ def table(package: str, chat: ModelApi, responses: ModelApi) -> tuple[Patch, ...
     )
 
 
-PATCHES: tuple[Patch, ...] = table("openai", CHAT, RESPONSES)
+PATCHES: tuple[Patch, ...] = (
+    *table("openai", CHAT, RESPONSES),
+    *model_methods("openai.resources.embeddings", ("Embeddings", "AsyncEmbeddings"), ("create",), EMBEDDINGS),
+)
 
 
 class OpenAIInstrumentor(TableInstrumentor, library="openai", supported=SUPPORTED, table=PATCHES):
