@@ -13,12 +13,12 @@ GROUND = ("spanfold.semconv", "spanfold.trace", "spanfold.config", "spanfold.con
           "spanfold.version", "spanfold.codecs", "spanfold.stitching", "spanfold.host_check",
           "spanfold.text", "spanfold.pricing", "spanfold.sampling",
           # the public API's modules that import neither half (spanfold.agent opens a context)
-          "spanfold.api.context", "spanfold.api.processor")  # fmt: skip
+          "spanfold.api.context", "spanfold.api.processor", "spanfold.api.baggage")  # fmt: skip
 HALVES = ("spanfold.instrumentation", "spanfold.exporter")
 ABOVE = ("spanfold.setup", "spanfold.zero_code", "spanfold.bootstrap", "spanfold.demo", "spanfold.commands",
          "spanfold.cli", "spanfold.checks", "spanfold.ui", "spanfold.run_report",
-         # the public API's decorators, over the instrumentation's tool spans
-         "spanfold.api.tool", "spanfold.api.agent")  # fmt: skip
+         # the public API's decorators, over the instrumentation's tool spans; spanfold.score, over the file writers
+         "spanfold.api.tool", "spanfold.api.agent", "spanfold.api.score")  # fmt: skip
 #: The source's stitching state (the process's conversations, the tool calls its runs asked): the exporter folds spans
 #: from any process and must never read this one's.
 SOURCE_STATE = ("spanfold.stitching.conversations", "spanfold.stitching.asked")

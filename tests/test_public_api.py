@@ -24,11 +24,12 @@ def test_the_public_names_are_the_documented_ones() -> None:
         "context",
         "flush",
         "init",
+        "score",
         "shutdown",
         "stats",
         "tool",
     }
-    for name in ("init", "flush", "shutdown", "stats", "tool", "agent", "context"):
+    for name in ("init", "flush", "shutdown", "stats", "tool", "agent", "context", "score"):
         assert (getattr(spanfold, name).__doc__ or "").strip(), name
     context_keywords = ("user_id", "session_id", "tags", "metadata", "prompt")
     for parameter in ("name", "conversation_id", "traceparent", *context_keywords):

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the SDK-side modules load on first init(), not on import
     from spanfold.sampling.option import Sample
     from spanfold.setup import Handle
 
-__all__ = ["Handle", "Sample", "__version__", "agent", "context", "flush", "init", "shutdown", "stats", "tool"]
+__all__ = ["Handle", "Sample", "__version__", "agent", "context", "flush", "init", "score", "shutdown", "stats", "tool"]
 
 
 def __getattr__(name: str) -> Any:
@@ -95,6 +95,11 @@ def init(
       ``opentelemetry-instrumentation-threading`` when it is installed (``pip install 'spanfold[threads]'``), so a
       run whose tools run in a ``ThreadPoolExecutor`` stays one trace. (Left to ``opentelemetry-instrument`` when it
       already turned it on.)
+    * ``baggage`` (``SPANFOLD_BAGGAGE``, default off): W3C baggage between services: a ``spanfold.context``'s user and
+      session travel as the baggage entries ``user.id`` and ``session.id`` on every request the application's HTTP
+      instrumentation propagates context on, and an incoming request's baggage ``user.id`` / ``session.id`` become
+      the run's where no ``spanfold.context`` names them (a front end's user reaches the agent service). Turn it on
+      only where the callers are your own: the baggage goes to every service called, a model provider's included.
     * ``instrument`` (``SPANFOLD_INSTRUMENT``): the client libraries to patch: all installed (default), ``none``, or
       a list such as ``"openai,anthropic"``.
     * ``prices`` (``SPANFOLD_PRICES``): your own prices, over the table's (a model on your own hardware, a negotiated
@@ -144,6 +149,36 @@ def flush(timeout: float | None = None) -> bool:
 
     handle = setup.current()
     return True if handle is None else handle.flush(timeout)
+
+
+def score(
+    trace_id: str | int,
+    name: str,
+    value: float | int | bool | str,
+    comment: str | None = None,
+    source: str = "human",
+    *,
+    directory: str | PathLike[str] | None = None,
+) -> bool:
+    """Score a run after it ended: a user's thumbs-up (``source="human"``), a test's verdict (``"code"``), an LLM
+    judge's grade (``"llm"``).
+
+    * ``trace_id``: the run's (its metadata's ``trace_id``; an OpenTelemetry trace id may be given as an integer);
+    * ``name``: what is scored (non-empty text, at most 128 characters);
+    * ``value``: a finite number, a bool, or a short label (at most 256 characters);
+    * ``comment``: why (content: written only with content capture on, redacted when redaction is on);
+    * ``directory``: the trace directory (default: the running ``init()``'s ``output``, else ``SPANFOLD_OUTPUT`` or
+      ``traces``).
+
+    Appended as one whole line to ``traces.scores.jsonl`` in the trace directory (safe from many processes at once),
+    where ``spanfold summary``, ``show`` and ``check --where score.NAME<0.5`` read it, and emitted as a
+    ``gen_ai.evaluation.result`` event in the run's trace when the application has a LoggerProvider. A bad argument
+    raises ``TypeError`` or ``ValueError`` naming it; a file that cannot be written is counted in ``stats()``, never
+    raised: returns whether the line was written.
+    """
+    from spanfold.api.score import score as record
+
+    return record(trace_id, name, value, comment, source, directory=directory)
 
 
 def shutdown() -> None:

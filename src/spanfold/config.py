@@ -292,6 +292,14 @@ class Config:
         "with opentelemetry-instrumentation-threading, when installed (pip install 'spanfold[threads]'), so a run "
         "whose tools run in a ThreadPoolExecutor stays one trace",
     )
+    baggage: bool = _option(
+        ("SPANFOLD_BAGGAGE",),
+        _bool,
+        False,
+        "carry spanfold.context's user and session to the services the application calls as W3C baggage (user.id, "
+        "session.id: on each request its HTTP instrumentation propagates context on), and take an incoming "
+        "request's baggage user.id and session.id as the run's where no spanfold.context names them",
+    )
     instrument: tuple[str, ...] | None = _option(
         ("SPANFOLD_INSTRUMENT",),
         _names,

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from spanfold import config as config_module
 from spanfold import counters
+from spanfold.api import baggage
 from spanfold.config import Config
 from spanfold.content import runtime
 from spanfold.content.redaction import from_option
@@ -334,6 +335,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             stream_usage=cfg.stream_usage,
         )
         runtime.activate(rt)
+        baggage.activate(cfg.baggage)
         conversations.activate(conversations.from_environment(cfg=cfg))
         provider, owns = _provider()
         _add_context_processor(provider)
@@ -420,6 +422,7 @@ def stop() -> None:
     if handle is not None:
         handle.shutdown()
         runtime.activate(None)  # init()'s choice ends with it
+        baggage.activate(False)
         metrics.activate(None)
         conversations.activate(None)
         asked.clear()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,14 @@ def test_a_line_the_decoder_refuses_is_a_problem_not_a_run(indexed: tuple[Index,
         decode(REFUSED[name])
     assert indexed[1][name] is None
     assert indexed[0].problems() == len(REFUSED)
+
+
+def test_a_scores_sidecar_is_no_trace_file(tmp_path: Any) -> None:
+    """``spanfold.score`` writes ``traces.scores.jsonl`` beside the traces: its lines are no runs and no problems."""
+    (tmp_path / "traces.jsonl").write_text(json.dumps(TRACES[next(iter(TRACES))]) + "\n")
+    score = {"trace_id": "0" * 32, "name": "helpful", "value": 1, "source": "human", "time": "2026-11-29T00:00:00Z"}
+    (tmp_path / "traces.scores.jsonl").write_text(json.dumps(score) + "\n")
+    index = Index([tmp_path])
+    index.refresh()
+    assert [Path(row.file).name for row in index.rows.values()] == ["traces.jsonl"]
+    assert index.problems() == 0

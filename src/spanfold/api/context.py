@@ -45,6 +45,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 from opentelemetry import context as otel_context
 
 from spanfold import semconv
+from spanfold.api import baggage
 from spanfold.codecs import jsonio
 from spanfold.content.runtime import Runtime
 
@@ -313,7 +314,10 @@ class context:
     def __enter__(self) -> context:
         outer = current()
         state = self.values if outer is None else outer.merged(self.values)
-        token = otel_context.attach(otel_context.set_value(KEY, state))
+        ctx = otel_context.set_value(KEY, state)
+        if baggage.enabled() and (self.values.user_id is not None or self.values.session_id is not None):
+            ctx = baggage.outgoing(ctx, state.user_id, state.session_id)  # to the services it calls (opt-in)
+        token = otel_context.attach(ctx)
         _ENTERED.set((*_ENTERED.get(), (self, token)))
         return self
 

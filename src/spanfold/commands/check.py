@@ -17,7 +17,9 @@ from spanfold.checks.errors import SpecError
 from spanfold.checks.result import CheckResult
 from spanfold.checks.spec import Spec, load_spec
 from spanfold.checks.view import TraceView, view_of
+from spanfold.commands import where
 from spanfold.commands.inputs import BAD_INPUT, FAILED, OK, AtomicOutput, OutputError, Reporter, trace_files
+from spanfold.commands.where import WHERE_HELP
 from spanfold.exporter.pipeline.span_files import read_any
 from spanfold.text import clip, clip_left, plural, visible
 from spanfold.trace.read import Problem
@@ -173,6 +175,7 @@ def _write_junit(path: Path, root: ET.Element) -> None:
     metavar="N",
     help="Check only trace N (from 1 across the inputs; -1 is the last). Repeatable.",
 )
+@click.option("--where", "wheres", multiple=True, metavar="EXPR", help=WHERE_HELP)
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every reason, whole.")
 @click.option(
@@ -189,8 +192,10 @@ def command(
     junit: Path | None,
     verbose: bool,
     evaluation_events: bool = False,
+    wheres: tuple[str, ...] = (),
 ) -> None:
-    """Run the checks of SPEC on every trace in TRACES (JSONL files, one trace per line, or directories of them).
+    """Run the checks of SPEC on every trace in TRACES (JSONL files, one trace per line, or directories of them),
+    or on those --where selects by their scores (spanfold.score) and context.
 
     Exit status 0 when all pass, 1 when any check fails, 2 on bad input.
     """
@@ -200,9 +205,14 @@ def command(
     except SpecError as exc:
         click.echo(visible(str(exc)), err=True)
         ctx.exit(BAD_INPUT)
-    inputs = _read(traces, siblings=evaluation_events)
+    selection = where.parse_all(wheres)
+    inputs = _read(traces, siblings=evaluation_events or bool(selection))
     _pick(inputs, picks)
-    if not inputs.traces and not inputs.errors:
+    read = len(inputs.traces)
+    if selection:  # by the runs' scores and context, from their metadata and the scores sidecar
+        inputs.traces = [t for t in inputs.traces if where.matches(selection, t.view.trace.meta)]
+        click.echo(f"--where {' and '.join(w.text for w in selection)}: {len(inputs.traces)} of {read} traces")
+    if not inputs.traces and not inputs.errors and not (selection and read):
         inputs.error(", ".join(str(t) for t in traces), None, "no traces to check")
     if spec.by_position and inputs.traces and len(inputs.traces) != len(spec.checks):
         inputs.error(

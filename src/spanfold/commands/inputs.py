@@ -21,6 +21,7 @@ import click
 from spanfold.exporter.pipeline.span_files import read_any
 from spanfold.text import plural, visible
 from spanfold.trace.read import META_SUFFIX, Problem, Progress, Record, Value, read_values
+from spanfold.trace.scores import SCORES_SUFFIX
 
 #: Exit statuses of every command.
 OK: Final = 0
@@ -93,6 +94,10 @@ def progress(path: str | os.PathLike[str]) -> Iterator[Progress | None]:
 TRACE_PATTERNS: Final = ("*.jsonl", "*.json")
 
 
+#: Files beside the trace files, read with them: their metadata and the directory's scores.
+_SIDECARS: Final = (META_SUFFIX, SCORES_SUFFIX)
+
+
 def _events_file(meta: Path) -> Path:
     return meta.with_name(meta.name[: -len(META_SUFFIX)] + ".jsonl")
 
@@ -101,12 +106,13 @@ def trace_files(paths: Iterable[Path], problem: Callable[[str, str], None], *, m
     """The files to read for the paths a user gave, the same way for every command: a directory stands for its
     trace files (``*.jsonl``, ``*.json``; not its metadata); a ``NAME.meta.jsonl`` is skipped when ``NAME.jsonl`` is
     read too (a shell glob such as ``traces/*.jsonl`` matches both) and stands for ``NAME.jsonl`` when that exists;
-    ``metadata=True`` (``validate``) keeps metadata files given by name. Each file once, in the order given."""
+    ``metadata=True`` (``validate``) keeps metadata files given by name; the scores sidecar (``traces.scores.jsonl``,
+    read with the trace files beside it) is never a trace file. Each file once, in the order given."""
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
             found = sorted(
-                {f for pattern in TRACE_PATTERNS for f in path.glob(pattern) if not f.name.endswith(META_SUFFIX)}
+                {f for pattern in TRACE_PATTERNS for f in path.glob(pattern) if not f.name.endswith(_SIDECARS)}
             )
             if not found:
                 problem(str(path), "no trace files (*.jsonl, *.json) in this directory")
@@ -117,6 +123,8 @@ def trace_files(paths: Iterable[Path], problem: Callable[[str, str], None], *, m
     chosen: list[Path] = []
     seen: set[str] = set()
     for path in out:
+        if path.name.endswith(SCORES_SUFFIX):
+            continue  # the directory's scores, read beside its trace files
         if path.name.endswith(META_SUFFIX) and not metadata:
             partner = _events_file(path)
             if os.path.abspath(partner) in events:

@@ -10,14 +10,28 @@ from spanfold.commands.inputs import Reporter, finish, no_traces, read_paths
 from spanfold.commands.select import TRACE_HELP, Picker
 from spanfold.commands.terminal import color_choice, terminal_width
 from spanfold.config import HOW_TRACES_ARE_MADE
-from spanfold.text import visible
+from spanfold.text import clip, visible
 from spanfold.trace.render import header, render_trace
+from spanfold.trace.scores import Score
 
 #: Where ``spanfold.init()`` writes, and what ``show`` reads when given nothing.
 DEFAULT_DIRECTORY = "traces"
 
 #: Default cut of long contents (a fetched web page should not fill the terminal).
 MAX_CHARS = 2000
+
+
+def score_lines(scores: list[Score], max_chars: int | None) -> list[str]:
+    """The run's scores, one line each in the order given: ``score helpful = true  (human, 2026-...Z) spot on``."""
+    lines = []
+    for given in scores:
+        when = f", {given.time}" if given.time else ""
+        comment = f" {given.comment}" if given.comment else ""
+        text = visible(f"{given.name} = {given.shown}") + click.style(f"  ({given.source}{when})", dim=True)
+        if comment:
+            text += visible(comment if max_chars is None else clip(comment, max_chars))
+        lines.append(click.style("score ", fg="magenta") + text)
+    return lines
 
 
 @click.command("show")
@@ -39,7 +53,7 @@ MAX_CHARS = 2000
 def command(files: tuple[Path, ...], pick: str | None, color: bool | None, max_chars: int, full: bool) -> None:
     """Show the traces in FILES (trace files or directories of them; default ./traces, where spanfold.init() writes)
     for a person: roles, tool calls and their arguments, tool outputs, errors, timings and tokens (from the
-    .meta.jsonl beside an Invariant file).
+    .meta.jsonl beside an Invariant file), and the scores given to each run (traces.scores.jsonl).
 
     Exit status 0, or 2 on bad input or when --trace matches nothing.
     """
@@ -68,6 +82,9 @@ def command(files: tuple[Path, ...], pick: str | None, color: bool | None, max_c
             limit = None if full else max_chars
             for line in render_trace(trace.events, trace.meta, color=True, max_chars=limit, width=width):
                 click.echo(line, color=color)
+        meta = record.decoded.meta or (trace.meta if trace is not None else None)
+        for line in score_lines(meta.scores if meta is not None else [], None if full else max_chars):
+            click.echo(line, color=color)
         shown += 1
     if not reporter.problems:  # after a real error (a missing file), nothing more to say
         missing = picker.missing(name)

@@ -30,7 +30,8 @@ import click
 
 from spanfold.commands.inputs import Reporter, finish, json_line, no_traces, records, trace_files
 from spanfold.commands.terminal import terminal_width
-from spanfold.text import clip_middle, plural, visible, wrap_items
+from spanfold.text import clip, clip_middle, plural, visible, wrap_items
+from spanfold.trace import scores
 from spanfold.trace.model import TraceMeta, TraceSummary
 from spanfold.trace.read import Record
 from spanfold.trace.render import format_cost, format_ms
@@ -41,6 +42,8 @@ SIZING_ROWS = 100
 NUMBERS = (("EVENTS", 6), ("CALLS", 5), ("ERRORS", 6), ("TOKENS IN/OUT", 13), ("DURATION", 9), ("COST", 9))
 #: Narrowest trace column, and the least room for tools beside the row before they move to a line of their own.
 MIN_TRACE, MIN_TOOLS = 16, 24
+#: Widest SCORES column on a terminal (each score name's latest value; longer ones are cut).
+MAX_SCORES = 32
 GAP = "  "
 
 
@@ -76,6 +79,7 @@ class Row:
             "error": meta.error,
             "cost": cost.to_dict() if (cost := meta.run_cost) is not None else None,
             **self.step_times(),
+            **({"scores": scores.as_json(self.meta.scores)} if self.meta.scores else {}),
         }
 
     def usage(self) -> dict[str, int]:
@@ -122,6 +126,10 @@ class Row:
         kind = meta.error.get("type") if meta.status == "error" and meta.error is not None else None
         return visible(f"status: {meta.status}" + (f" ({kind})" if kind else ""))
 
+    def scores(self) -> str:
+        """Each score name's latest value (``helpful=true grade=0.4``), ``-`` when the run has none."""
+        return visible(scores.summary(self.meta.scores))
+
     def tools(self) -> list[str]:
         return [visible(f"{name} x{n}") for name, n in self.summary.tool_calls_by_name.items()]
 
@@ -135,19 +143,29 @@ class Layout:
     ident: int
     tools_inline: bool = True
     numbers: list[int] = field(default_factory=lambda: [w for _, w in NUMBERS])
+    #: The width of the SCORES column; 0: no column (no run among the first has scores, or no room: each run's
+    #: scores go on a line under it).
+    scores: int = 0
 
     @classmethod
     def fit(cls, rows: list[Row], width: int | None) -> Layout:
         labels = max((len(visible(r.label)) for r in rows), default=0)
         trace = max(len("TRACE"), labels)
         numbers = [max([w] + [len(r.numbers()[i]) for r in rows]) for i, (_, w) in enumerate(NUMBERS)]
+        scored = max((len(r.scores()) for r in rows if r.meta.scores), default=0)
+        scored = max(len("SCORES"), scored) if scored else 0
         if width is None:
-            return cls(None, trace, 16, True, numbers)
+            return cls(None, trace, 16, True, numbers, scored)
         ident = 16 if width >= 120 else 8
         fixed = ident + sum(numbers) + len(GAP) * (len(numbers) + 1)
+        scored = min(scored, MAX_SCORES)
+        if scored and fixed + scored + len(GAP) + min(trace, MIN_TRACE) + len(GAP) + MIN_TOOLS <= width:
+            fixed += scored + len(GAP)
+        else:
+            scored = 0
         if fixed + min(trace, MIN_TRACE) + len(GAP) + MIN_TOOLS <= width:
             trace = min(trace, width - fixed - len(GAP) - MIN_TOOLS)
-            return cls(width, trace, ident, True, numbers)
+            return cls(width, trace, ident, True, numbers, scored)
         if fixed + MIN_TRACE > width:  # a narrow terminal: the cost goes under the row, with the tools
             numbers, fixed = numbers[:-1], fixed - numbers[-1] - len(GAP)
         if fixed + MIN_TRACE > width:  # narrower still: the trace id goes (`show` and `--json` print it)
@@ -160,11 +178,14 @@ class Layout:
 
     @property
     def tools_column(self) -> int:
-        return self.trace + self.ident + sum(self.numbers) + len(GAP) * (len(self.numbers) + 2)
+        scores = self.scores + len(GAP) if self.scores else 0
+        return self.trace + self.ident + sum(self.numbers) + len(GAP) * (len(self.numbers) + 2) + scores
 
-    def line(self, trace: str, ident: str, numbers: list[str], tools: str) -> str:
+    def line(self, trace: str, ident: str, numbers: list[str], tools: str, scores: str = "SCORES") -> str:
         cells = [trace.ljust(self.trace)] + ([ident.ljust(self.ident)] if self.ident else [])
         cells += [cell.rjust(w) for cell, w in zip(numbers[: len(self.numbers)], self.numbers, strict=True)]
+        if self.scores:
+            cells.append((scores if self.width is None else clip(scores, self.scores)).ljust(self.scores))
         if self.tools_inline:
             cells.append(tools)
         return GAP.join(cells).rstrip()
@@ -177,6 +198,8 @@ class Layout:
         ending = row.ending()
         if ending is not None:
             lines.append(f"  {ending}"[: self.width])
+        if row.meta.scores and not self.scores:  # no column for them
+            lines.append(f"  scores: {row.scores()}"[: self.width])
         return lines
 
     def _row(self, row: Row) -> list[str]:
@@ -185,14 +208,16 @@ class Layout:
             label = clip_middle(label, self.trace)
         ident = visible(row.meta.trace_id[: self.ident]) or "-"
         tools = row.tools() or ["-"]
+        scored = row.scores()
         if self.width is None:
-            return [self.line(label, ident, row.numbers(), ", ".join(tools))]
+            return [self.line(label, ident, row.numbers(), ", ".join(tools), scored)]
         if self.tools_inline:
             room = self.width - self.tools_column
             first, *rest = wrap_items(tools, room)
-            return [self.line(label, ident, row.numbers(), first)] + [" " * self.tools_column + r for r in rest]
+            lines = [self.line(label, ident, row.numbers(), first, scored)]
+            return lines + [" " * self.tools_column + r for r in rest]
         numbers = row.numbers()
-        lines = [self.line(label, ident, numbers, "")]
+        lines = [self.line(label, ident, numbers, "", scored)]
         if row.tools():
             indent = " " * len("  tools: ")
             wrapped = wrap_items(tools, max(MIN_TOOLS, self.width - len(indent)))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from spanfold.codecs import jsonio
+from spanfold.trace.scores import Score
 
 #: AgentV event metadata flag written by :mod:`spanfold.trace.formats` on a timestamp it had to fill in (and read
 #: back by :mod:`spanfold.trace.decode`).
@@ -343,6 +344,9 @@ class TraceMeta:
     #: :class:`RunCost` record, :attr:`run_cost`; ``cost_usd``: its total in US dollars, AgentV's name, when every
     #: model call that reported tokens was priced), ...
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The scores given to the run after it ended (``spanfold.score``), in the order written: read from the trace
+    #: directory's ``traces.scores.jsonl`` by :mod:`spanfold.trace.read`, never written in the metadata line.
+    scores: list[Score] = field(default_factory=list)
 
     def context(self) -> dict[str, Any]:
         """Who the run is for and what it belongs to, as its metadata states it (:data:`CONTEXT_KEYS` present)."""

@@ -42,6 +42,7 @@ from spanfold.config import parse_size as parse_size  # the CLI's --max-line-byt
 from spanfold.trace.decode import Decoded, decode, is_transcript_row
 from spanfold.trace.errors import TraceError
 from spanfold.trace.model import Trace, TraceMeta
+from spanfold.trace.scores import ScoreIndex, run_ids, sidecar_of
 
 META_SUFFIX = ".meta.jsonl"
 #: The longest line (or whole JSON/YAML document) read, in bytes, unless SPANFOLD_MAX_LINE_BYTES says otherwise.
@@ -490,9 +491,18 @@ def runs_of_rows(values: Iterator[Value | Problem]) -> Iterator[Value | Problem]
 def read_records(
     path: str | os.PathLike[str], progress: Progress | None = None, *, siblings: bool = True
 ) -> Iterator[Record | Problem]:
-    """Every record of a trace file, decoded; with ``siblings`` the ``.meta.jsonl`` beside it fills trace metadata.
-    A run of AgentV transcript rows is one record (:func:`runs_of_rows`)."""
-    sibling_path = meta_sibling(path) if siblings else None
+    """Every record of a trace file, decoded; with ``siblings`` the ``.meta.jsonl`` beside it fills trace metadata
+    and the directory's scores sidecar each run's scores (:func:`with_scores`). A run of AgentV transcript rows is
+    one record (:func:`runs_of_rows`)."""
+    if siblings:
+        yield from with_scores(_records(path, progress, meta_sibling(path)), path)
+    else:
+        yield from _records(path, progress, None)
+
+
+def _records(
+    path: str | os.PathLike[str], progress: Progress | None, sibling_path: Path | None
+) -> Iterator[Record | Problem]:
     sibling = _Sibling(sibling_path) if sibling_path is not None else None
     for item in runs_of_rows(read_values(path, progress)):
         if isinstance(item, Problem):
@@ -509,3 +519,22 @@ def read_records(
                 record.trace.meta = meta
                 record.decoded.meta = meta
         yield record
+
+
+def with_scores(items: Iterator[Record | Problem], path: str | os.PathLike[str]) -> Iterator[Record | Problem]:
+    """The records, each run's metadata given its scores (:attr:`TraceMeta.scores`) from the scores sidecar of the
+    directory ``path`` is in (:mod:`spanfold.trace.scores`), read again as each record passes: scores another process
+    appends while the file is read are seen. Each bad line of the sidecar is a :class:`Problem`, once."""
+    index: ScoreIndex | None = None
+    for item in items:
+        if isinstance(item, Record):
+            meta = item.decoded.meta or (item.trace.meta if item.trace is not None else None)
+            if meta is not None and meta.trace_id:
+                if index is None:
+                    index = ScoreIndex(sidecar_of(os.fspath(path)))
+                meta.scores = index.of(*run_ids(meta.trace_id, meta.extra))
+                if item.trace is not None:
+                    item.trace.meta.scores = meta.scores
+                for bad in index.take_problems():
+                    yield Problem(bad.file, bad.line, bad.text)
+        yield item

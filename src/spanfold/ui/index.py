@@ -40,6 +40,7 @@ from spanfold.trace.read import (
     meta_path,
     read_values,
 )
+from spanfold.trace.scores import SCORES_SUFFIX
 from spanfold.ui.steps import trace_cost
 from spanfold.ui.watched_spans import Run, SpanFile, runs_in_order
 
@@ -361,6 +362,10 @@ class _File:
     run_ids: dict[int, str] = field(default_factory=dict)  # a span file's run (by key) -> its row id
 
 
+#: The files beside a trace file that hold no runs of their own: its metadata, its scores.
+SIDECARS = (META_SUFFIX, SCORES_SUFFIX)
+
+
 class Index:
     """Every trace under the paths given, as :class:`Row`s; :meth:`refresh` reads what changed."""
 
@@ -389,7 +394,7 @@ class Index:
                         found.append(path)
                     continue
                 for f in sorted(path.iterdir()):
-                    if f.suffix in SUFFIXES and not f.name.endswith(META_SUFFIX) and not f.name.startswith("."):
+                    if f.suffix in SUFFIXES and not f.name.endswith(SIDECARS) and not f.name.startswith("."):
                         if f.is_dir():
                             unreadable[os.path.abspath(f)] = "is a directory"
                         else:

@@ -28,7 +28,17 @@ from spanfold.exporter.pipeline.assembler import Assembler, Policy, trace_root
 from spanfold.exporter.records import SpanRecord
 from spanfold.trace.decode import Decoded
 from spanfold.trace.model import Trace
-from spanfold.trace.read import HEAD_BYTES, Opened, Problem, Progress, Record, open_input, open_problem, read_records
+from spanfold.trace.read import (
+    HEAD_BYTES,
+    Opened,
+    Problem,
+    Progress,
+    Record,
+    open_input,
+    open_problem,
+    read_records,
+    with_scores,
+)
 
 #: The shape of a trace folded from spans (what ``Record.decoded.shape`` says).
 SHAPE: Final = "otlp-json"
@@ -139,6 +149,7 @@ def read_any(
         return
     with opened:
         if is_span_file(opened):
-            yield from span_records(opened)
+            records = span_records(opened)
+            yield from with_scores(records, opened) if siblings else records
         else:
             yield from read_records(opened, progress, siblings=siblings)
