@@ -7,6 +7,9 @@ its own question. The real command, a real headless browser."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -262,3 +265,35 @@ def test_a_later_turn_shows_its_history_apart_from_what_it_produced(tmp_path: Pa
     page.goto(f"{server.url}#/run/{trace_id(1)}")  # a first turn: handed only its question, nothing to set apart
     expect(page.locator(".msg.assistant")).to_have_count(1)
     expect(page.locator(".handed-mark")).to_have_count(0)
+
+
+def test_scores_given_while_the_ui_is_open_are_a_column_a_filter_and_on_the_run(
+    tmp_path: Path, ui_server: Any, page: Any
+) -> None:
+    """Issue 49's scores in the ui: another process scores a run while the page is open; the list shows a Scores
+    column and filter, the run's header its scores."""
+    write(tmp_path, [_run(1), _run(2)])
+    server = ui_server([tmp_path])
+    server.wait_total(2)
+    assert "scores" not in server.json("/api/runs")["runs"][0] and server.json("/api/runs")["facets"]["scores"] == []
+    code = (
+        "import spanfold, sys; "
+        "spanfold.score(sys.argv[1], 'helpful', True, directory=sys.argv[3]); "
+        "spanfold.score(sys.argv[1], 'accuracy', 0.8123, source='llm', directory=sys.argv[3]); "
+        "spanfold.score(sys.argv[2], 'accuracy', 0.25, source='code', directory=sys.argv[3])"
+    )
+    subprocess.run([sys.executable, "-c", code, trace_id(1), trace_id(2), str(tmp_path)], check=True)
+    deadline = time.monotonic() + 30  # the ui looks at its files again every second or so
+    while server.json("/api/runs?score=helpful")["total"] != 1:
+        assert time.monotonic() < deadline, server.json("/api/runs")
+        time.sleep(0.1)
+    assert server.json("/api/runs")["facets"]["scores"] == ["accuracy", "helpful"]
+    assert server.json("/api/runs?score=accuracy")["total"] == 2
+    page.goto(server.url)
+    one = page.locator(f"#runs tr[data-id='{trace_id(1)}']")
+    expect(one.locator("td.col-scores .score")).to_have_text(["helpful ✓", "accuracy 0.812"])
+    page.select_option("#f-score", "helpful")
+    expect(page.locator("#runs tr.run")).to_have_count(1)
+    assert _hash_query(page.url)["score"] == ["helpful"]
+    one.click()
+    expect(page.locator("#run-scores .score")).to_have_text(["helpful true", "accuracy 0.8123"])

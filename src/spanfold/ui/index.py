@@ -40,7 +40,7 @@ from spanfold.trace.read import (
     meta_path,
     read_values,
 )
-from spanfold.trace.scores import SCORES_SUFFIX
+from spanfold.trace.scores import SCORES_FILE, SCORES_SUFFIX, ScoreIndex, latest, run_ids
 from spanfold.ui.steps import trace_cost
 from spanfold.ui.watched_spans import Run, SpanFile, runs_in_order
 
@@ -78,6 +78,9 @@ class Row:
     #: :data:`PREVIEW_CHARS`.
     question: str = ""
     answer: str = ""
+    #: The run's scores given after it ended (``spanfold.score``: the latest of each name), from the sidecar beside
+    #: its file, kept up to date by :meth:`Index.refresh`.
+    scores: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -135,6 +138,7 @@ class Row:
             "question": self.question,
             "answer": self.answer,
             **context_json(meta.extra),
+            **({"scores": self.scores} if self.scores else {}),
         }
 
     def haystack(self) -> str:
@@ -381,6 +385,8 @@ class Index:
         self.behind = False
         #: What could not be read at the last :meth:`refresh` (path -> why): skipped, counted in :meth:`problems`.
         self.unreadable: dict[str, str] = {}
+        #: Each directory's scores sidecar, read as it grows.
+        self.scores: dict[Path, ScoreIndex] = {}
 
     # -- discovery -----------------------------------------------------------------------------------------------
     def _discover(self, unreadable: dict[str, str]) -> list[Path]:
@@ -421,11 +427,45 @@ class Index:
                 counters.fault("ui.index", exc)
                 unreadable[key] = f"cannot be indexed ({type(exc).__name__})"
         changed |= self._forget_deleted({os.path.abspath(path) for path in found})
+        changed |= self._refresh_scores()
         self.unreadable = unreadable
         if changed:
             with self.lock:
                 self.generation += 1
         return changed
+
+    def _refresh_scores(self) -> bool:
+        """Read the scores appended to each directory's sidecar since the last look (by any process) and give each
+        run of that directory its own; True when a run's scores changed. A directory with no scores costs one
+        ``stat``."""
+        changed = False
+        for directory, entries in self._by_directory().items():
+            index = self.scores.get(directory)
+            if index is None:
+                index = self.scores[directory] = ScoreIndex(directory / SCORES_FILE)
+            try:
+                index.refresh()
+            except Exception as exc:  # spanfold's fault: the scores, never the index
+                counters.fault("ui.scores", exc)
+                continue
+            index.take_problems()  # a bad score line is `spanfold summary`'s to report; the ui shows the others
+            if not index.by_trace:
+                continue
+            for entry in entries:
+                for row in entry.rows:
+                    ids = run_ids(row.meta.trace_id, row.meta.extra)
+                    found = [score for t in ids if t for score in index.by_trace.get(t, ())]
+                    scores = {name: score.value for name, score in latest(found).items()} if found else {}
+                    if scores != row.scores:
+                        row.scores = scores
+                        changed = True
+        return changed
+
+    def _by_directory(self) -> dict[Path, list[_File]]:
+        out: dict[Path, list[_File]] = {}
+        for entry in self.order:
+            out.setdefault(entry.path.parent, []).append(entry)
+        return out
 
     def _forget_deleted(self, found: set[str]) -> bool:
         """Drop the runs of files that are gone (a rotated trace file deleted past ``keep_files`` / ``keep_days``)."""

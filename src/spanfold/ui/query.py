@@ -71,6 +71,7 @@ class Query:
     user: str = ""
     tag: str = ""
     prompt: str = ""  # NAME@VERSION, or NAME: any version of it
+    score: str = ""  # runs scored under this name (``spanfold.score``)
     since: float | None = None  # ms since the epoch: runs that started then or later
     until: float | None = None  # ... started before then
     copies: bool = False  # list the copies of a run in other files too
@@ -100,6 +101,7 @@ class Query:
             user=params.get("user", "").strip(),
             tag=params.get("tag", ""),
             prompt=params.get("prompt", ""),
+            score=params.get("score", ""),
             since=epoch_ms(params.get("from")),
             until=epoch_ms(params.get("to")),
             copies=params.get("copies", "") == "show",
@@ -133,6 +135,8 @@ class Query:
         if self.tag and self.tag not in tags_of(meta.extra):
             return False
         if self.prompt and not _same_prompt(prompt_of(meta.extra), self.prompt):
+            return False
+        if self.score and self.score not in row.scores:
             return False
         if self.since is not None or self.until is not None:
             start = epoch_ms(meta.start)
@@ -192,8 +196,10 @@ def facets(rows: list[Row]) -> dict[str, Any]:
     statuses: set[str] = set()
     tags: set[str] = set()
     prompts: set[str] = set()
+    scores: set[str] = set()
     priced = conversations = users = False
     for r in rows:
+        scores.update(r.scores)
         tools.update(r.summary.tool_calls_by_name)
         models.update(r.meta.models)
         if r.meta.name:
@@ -221,4 +227,5 @@ def facets(rows: list[Row]) -> dict[str, Any]:
         "users": users,
         "tags": sorted(tags),
         "prompts": sorted(prompts),
+        "scores": sorted(scores),
     }

@@ -10,6 +10,7 @@ const COLUMNS = [
   ["service", "Service", true, (f) => f.services.length > 1],
   ["user", "User", true, (f) => f.users],
   ["tags", "Tags · prompt", false, (f) => f.tags.length > 0 || f.prompts.length > 0],
+  ["scores", "Scores", false, (f) => f.scores.length > 0],
   ["io", "Input / output", false], ["models", "Models", true], ["steps", "Steps", true], ["calls", "Tool calls", true],
   ["errors", "Errors", true], ["tokens_in", "Tokens in", true], ["tokens_out", "Tokens out", true],
   ["cost", "Cost", true, (f) => f.priced], ["duration", "Duration", true], ["status", "Status", true],
@@ -18,12 +19,12 @@ const STATUSES = ["complete", "error", "incomplete", "truncated", "unknown"];
 
 //: The query's parameters the list keeps (the server's `spanfold.ui.query`); `from` and `to` are UTC ISO times.
 const FILTERS = ["q", "tool", "model", "agent", "service", "status", "errors", "conversation", "user", "tag", "prompt",
-  "from", "to", "copies"];
+  "score", "from", "to", "copies"];
 const DEFAULTS = { sort: "time", order: "desc" };
 
 export const list = {
   q: "", tool: "", model: "", agent: "", service: "", status: "", errors: "", conversation: "", user: "", tag: "",
-  prompt: "", from: "", to: "", copies: "", sort: "time", order: "desc", offset: 0, generation: -1, picked: [],
+  prompt: "", score: "", from: "", to: "", copies: "", sort: "time", order: "desc", offset: 0, generation: -1, picked: [],
   current: -1, total: 0,
 };
 
@@ -133,6 +134,7 @@ function filters(facets, copies) {
     facets.users || list.user ? typed("user", { placeholder: "user id", size: 14, "aria-label": "user id" }) : null,
     facets.tags.length || list.tag ? select("tag", "any tag", named(facets.tags), list.tag) : null,
     facets.prompts.length || list.prompt ? select("prompt", "any prompt", prompts(facets.prompts), list.prompt) : null,
+    facets.scores.length || list.score ? select("score", "scored or not", facets.scores.map((n) => [n, `scored ${n}`]), list.score) : null,
     copies || list.copies ? el("label", { class: "muted", title: "the same run in other files (spanfold convert's copies)" },
       el("input", { type: "checkbox", id: "f-copies", checked: list.copies === "show",
         onchange: (e) => setFilter("copies", e.target.checked ? "show" : "") }),
@@ -145,6 +147,13 @@ function prompts(found) {
   const names = [...new Set(found.map((p) => p.split("@")[0]))];
   return names.flatMap((name) => [[name, `${name} (any version)`],
     ...found.filter((p) => p.startsWith(`${name}@`)).map((p) => [p, `${name} ${p.slice(name.length + 1)}`])]);
+}
+
+// A score's value as the list shows it: a number to three significant digits, a bool as ✓ / ✗, a label as it is.
+function fmtScore(value) {
+  if (typeof value === "boolean") return value ? "✓" : "✗";
+  if (typeof value === "number") return String(Number(value.toPrecision(3)));
+  return String(value);
 }
 
 // A run's question and answer, cut (the whole of each on hover).
@@ -161,6 +170,8 @@ const CELLS = {
   user: (run) => el("td", { class: "col-user" }, run.user_id || ""),
   tags: (run) => el("td", { class: "col-tags" }, (run.tags || []).map((t) => el("span", { class: "tag" }, t)),
     run.prompt ? el("span", { class: "prompt", title: "prompt and its version" }, run.prompt.replace("@", " ")) : null),
+  scores: (run) => el("td", { class: "col-scores" }, Object.entries(run.scores || {}).map(([name, value]) =>
+    el("span", { class: "score", title: `${name}: ${value}` }, `${name} ${fmtScore(value)}`))),
   cost: (run) => el("td", { class: "num col-cost" }, fmtCost(run.cost)),
 };
 
@@ -181,7 +192,7 @@ function runRow(run, i, shown) {
   el("td", { class: "col-time", title: [utcTitle(run.start), `${run.file}:${run.line}`].filter(Boolean).join("\n") },
     fmtTime(run.start) || `${run.file}:${run.line}`),
   el("td", { class: "col-name" }, run.name || el("span", { class: "muted" }, "—")),
-  ["service", "user", "tags"].filter((k) => shown.has(k)).map((k) => CELLS[k](run)),
+  ["service", "user", "tags", "scores"].filter((k) => shown.has(k)).map((k) => CELLS[k](run)),
   ioCell(run),
   el("td", { class: "col-models" }, run.models.join(", ")),
   el("td", { class: "num col-steps" }, run.steps),

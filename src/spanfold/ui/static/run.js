@@ -83,6 +83,8 @@ function header(run, tab) {
       el("span", { title: utcTitle(row.start) }, el("b", {}, "started "), fmtTime(row.start) || "—"),
       row.user_id ? el("span", { id: "run-user" }, el("b", {}, "user "), row.user_id) : null,
       row.tags ? el("span", { id: "run-tags" }, el("b", {}, "tags "), row.tags.map((t) => el("span", { class: "tag" }, t))) : null,
+      row.scores ? el("span", { id: "run-scores" }, el("b", {}, "scores "),
+        Object.entries(row.scores).map(([name, value]) => el("span", { class: "score" }, `${name} ${value}`))) : null,
       row.prompt ? el("span", { id: "run-prompt" }, el("b", {}, "prompt "), row.prompt.replace("@", " ")) : null,
       el("span", { class: "muted where" }, `${row.file}:${row.line}`)),
     copies,
