@@ -222,6 +222,17 @@ def setup_spanfold() -> None:
     DRAIN[0] = spanfold.flush
 
 
+def setup_spanfold_context() -> None:
+    """spanfold as :func:`setup_spanfold`, every call made inside an open ``spanfold.context`` (issue 49: what the
+    context's values cost on every span)."""
+    import spanfold
+
+    setup_spanfold()
+    spanfold.context(
+        user_id="u-42", session_id="chat-7", tags=["beta", "eu"], metadata={"tenant": "acme"}, prompt=("support", "v3")
+    ).__enter__()
+
+
 def setup_otel_v2() -> None:
     # Content on span attributes (the latest-experimental mode), as spanfold records it; in its default mode
     # the official instrumentation sends content as log events, which without a LoggerProvider cost nothing.
@@ -320,6 +331,7 @@ def time_inside(setup: Callable[[], None]) -> None:
 CONFIGS: dict[str, Callable[[], None]] = {
     "baseline": setup_baseline,
     "spanfold": setup_spanfold,
+    "spanfold-context": setup_spanfold_context,
     "otel-v2": setup_otel_v2,
     "openllmetry": setup_openllmetry,
     "openinference": setup_openinference,
