@@ -433,3 +433,41 @@ def test_with_content_capture_off_the_run_keeps_its_structure(traced_off: Traced
         ("react_3", "finish"),
     ]
     assert all(e.get("content") in (None, "") for e in events)
+
+
+class _Weather(dspy.Module):
+    """A program that asks the weather agent two questions at once with ``dspy.Parallel`` (its threads)."""
+
+    def __init__(self, server: MockLLMServer) -> None:
+        super().__init__()
+        self.react = agent(server)
+
+    def forward(self, questions: list[str]) -> list[Any]:
+        parallel = dspy.Parallel(num_threads=2)
+        return parallel([(self.react, dspy.Example(question=q).with_inputs("question")) for q in questions])
+
+
+def test_a_program_running_dspy_parallel_is_one_trace(traced: Traced) -> None:
+    """``dspy.Parallel`` runs its calls in a thread pool: with the threads extra the context follows them, and the
+    program's run is one trace holding both agents' model steps and tool runs (it was a trace per thread)."""
+    pytest.importorskip(
+        "opentelemetry.instrumentation.threading", reason="the threads extra (.ci/frameworks installs it)"
+    )
+    replies = {"Paris?": "Paris", "Tokyo?": "Tokyo"}
+
+    def reply(request: Any) -> Reply:
+        text = json.dumps(request.body)
+        city = next(c for q, c in replies.items() if q in text)
+        if "next_thought" not in text:  # the extraction
+            return Reply.text(extracted("done", f"{city} answered"))
+        if "observation_0" not in text:
+            return step(f"The weather in {city}.", "get_weather", {"city": city})
+        return step("I have it.", "finish", {})
+
+    with MockLLMServer(reply) as server:
+        _Weather(server)(questions=list(replies))
+    events = traced.one()
+    (meta,) = traced.metas()
+    assert meta["metadata"]["name"] == "_Weather"
+    tools = [(c["function"]["name"], c["function"]["arguments"]) for e in events for c in e.get("tool_calls") or []]
+    assert sorted(arguments["city"] for name, arguments in tools if name == "get_weather") == ["Paris", "Tokyo"]
