@@ -62,7 +62,7 @@ def __getattr__(name: str) -> Any:
 def init(
     output: str | PathLike[str] | None = None,
     format: str | None = None,
-    capture_content: bool | None = None,
+    capture_content: bool | str | None = None,
     **options: Any,
 ) -> Handle:
     """Patch the installed LLM client libraries and write every agent run as a flat trace.
@@ -76,7 +76,9 @@ def init(
       ``traces.otlp.jsonl``, the Collector file exporter's layout).
     * ``capture_content`` (``SPANFOLD_CAPTURE_CONTENT``, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``;
       default on): record prompts, completions and tool arguments and results. Off, a trace still folds: roles, tool
-      names, ids, timings and errors.
+      names, ids, timings and errors. Or a capture mode of the conventions: ``"SPAN_ONLY"`` (on), ``"NO_CONTENT"``
+      (off), ``"EVENT_ONLY"`` (a model call's content in its ``gen_ai.client.inference.operation.details`` log event,
+      none on spans) or ``"SPAN_AND_EVENT"``; the flat trace is the same in every mode that captures content.
     * ``tool_definitions`` (``SPANFOLD_TOOL_DEFINITIONS``, default ``required``): what ``gen_ai.tool.definitions``
       holds: each tool's type and name (the conventions' required fields), or with ``full`` its description and
       parameter schema too.

@@ -17,9 +17,12 @@ from spanfold.sampling import option as sampling
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT takes booleans (older instrumentations) or, in the
-# latest experimental mode, a content-capturing mode.
-_CONTENT_ON = _TRUE | {"span_only", "span_and_event", "event_only"}
-_CONTENT_OFF = _FALSE | {"no_content"}
+# latest experimental mode, a content-capturing mode: content on spans, in the details event, both, or none.
+NO_CONTENT = "no_content"
+SPAN_ONLY = "span_only"
+EVENT_ONLY = "event_only"
+SPAN_AND_EVENT = "span_and_event"
+CAPTURE_MODES = (NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT)
 
 
 class ConfigError(ValueError):
@@ -35,13 +38,23 @@ def _bool(name: str, raw: str) -> bool:
     raise ConfigError(f"{name}={shown(raw)}: expected true or false")
 
 
-def _content(name: str, raw: str) -> bool:
+def _content(name: str, raw: str) -> str:
+    """A capture mode (:data:`CAPTURE_MODES`): true is ``span_only``, false ``no_content``."""
     value = raw.strip().lower()
-    if value in _CONTENT_ON:
-        return True
-    if value in _CONTENT_OFF:
-        return False
-    raise ConfigError(f"{name}={shown(raw)}: expected true, false, SPAN_ONLY, SPAN_AND_EVENT or NO_CONTENT")
+    if value in CAPTURE_MODES:
+        return value
+    if value in _TRUE:
+        return SPAN_ONLY
+    if value in _FALSE:
+        return NO_CONTENT
+    raise ConfigError(f"{name}={shown(raw)}: expected true, false, NO_CONTENT, SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT")
+
+
+def content_mode(given: bool | str) -> str:
+    """The capture mode of ``capture_content`` as given to ``init()``: a bool or a mode's name."""
+    if isinstance(given, bool):
+        return SPAN_ONLY if given else NO_CONTENT
+    return _content("capture_content", given)
 
 
 def _format(name: str, raw: str) -> str:
@@ -213,11 +226,13 @@ class Config:
         "invariant, agentv, agentv-transcript (AgentV's transcript rows, what `agentv eval run --transcript` grades) "
         "or otlp-json (each trace's spans, as the Collector's file exporter writes them)",
     )
-    capture_content: bool = _option(
+    capture_content: str = _option(
         ("SPANFOLD_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         _content,
-        True,
-        "record prompts, completions and tool arguments/results",
+        SPAN_ONLY,
+        "record prompts, completions and tool arguments/results: true / SPAN_ONLY on the spans, EVENT_ONLY a "
+        "model call's in its gen_ai.client.inference.operation.details log event, SPAN_AND_EVENT both, "
+        "false / NO_CONTENT none",
     )
     tool_definitions: str = _option(
         ("SPANFOLD_TOOL_DEFINITIONS",),
@@ -385,7 +400,8 @@ def _check_given(name: str, opt: Option, raw: Any) -> None:
     elif parse in (_bool, _content) and name not in ("redact", "metrics"):  # redact: a callable too; metrics: a
         # MeterProvider too (both checked by setup)
         if not isinstance(raw, bool):
-            raise ConfigError(f"{name}={shown(raw)}: expected true or false")
+            modes = ", NO_CONTENT, SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT" if parse is _content else " or false"
+            raise ConfigError(f"{name}={shown(raw)}: expected true{modes}")
     elif parse is _names:
         if not isinstance(raw, (list, tuple, set, frozenset)) or not all(isinstance(n, str) for n in raw):
             raise ConfigError(f"{name}={shown(raw)}: expected all, none, or a list of library names")
@@ -416,6 +432,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
             if var in env:
                 values[name] = opt.parse(var, env[var])
                 break
+    if isinstance(values["capture_content"], bool):
+        values["capture_content"] = content_mode(values["capture_content"])
     if not isinstance(values["output"], str):
         values["output"] = os.fspath(values["output"])
     if isinstance(values["instrument"], (list, set, frozenset)):
@@ -438,7 +456,7 @@ def capture_content_default(environ: Mapping[str, str] | None = None) -> bool:
     for var in opt.env:
         if var in env:
             try:
-                return bool(opt.parse(var, env[var]))
+                return bool(opt.parse(var, env[var]) != NO_CONTENT)
             except ConfigError:
-                return bool(opt.default)
-    return bool(opt.default)
+                return True
+    return True

@@ -6,6 +6,7 @@ The one place that knows both halves: ``instrumentation`` (span producers) and `
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import logging
 import os
@@ -37,6 +38,7 @@ from spanfold.sampling.decision import Sampler
 from spanfold.sampling.option import Sample
 from spanfold.stitching import asked, conversations
 from spanfold.trace.model import Trace
+from spanfold.version import __version__
 
 logger = logging.getLogger("spanfold")
 
@@ -167,6 +169,43 @@ def _listen_to_genai_events() -> None:
             _events_listened.add(id(logs))
     except Exception as exc:  # an SDK without logs support: message events are not folded, spans still are
         counters.fault("setup.log_events", exc)
+
+
+def _runtime(cfg: Config) -> runtime.Runtime:
+    """The Runtime of the options: content captured unless NO_CONTENT; a model call's details event with EVENT_ONLY
+    (the call's content there only; tool runs, retrievals and errors, which have no event, keep theirs on their spans)
+    and SPAN_AND_EVENT."""
+    mode = cfg.capture_content
+    spans = runtime.Runtime(
+        capture_content=mode != config_module.NO_CONTENT,
+        redaction=from_option(cfg.redact),
+        full_tool_definitions=cfg.tool_definitions == "full",
+        stream_usage=cfg.stream_usage,
+    )
+    if mode not in (config_module.EVENT_ONLY, config_module.SPAN_AND_EVENT):
+        return spans
+    try:
+        logger = _details_logger()
+    except Exception as exc:  # no logs SDK: the content stays on the spans, so the flat trace keeps it
+        counters.fault("setup.details_events", exc)
+        return spans
+    return dataclasses.replace(spans, events=runtime.Events(logger, only=mode == config_module.EVENT_ONLY))
+
+
+def _details_logger() -> Any:
+    """Where model calls' details events go: the application's SDK ``LoggerProvider`` (whose exporters it chose;
+    :func:`_listen_to_genai_events` puts the fold's processor on it), else spanfold's own, set nowhere globally,
+    whose one processor hands them to the fold."""
+    from opentelemetry._logs import get_logger_provider
+    from opentelemetry.sdk._logs import LoggerProvider
+
+    from spanfold.exporter.dialects.genai_event_logs import GenAIEventLogProcessor
+
+    logs = get_logger_provider()
+    if not isinstance(logs, LoggerProvider):
+        logs = LoggerProvider()
+        logs.add_log_record_processor(GenAIEventLogProcessor())
+    return logs.get_logger("spanfold", __version__)
 
 
 _context_on: set[int] = set()  # ids of the TracerProviders the context processor is on (never removed)
@@ -328,12 +367,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
             raise config_module.ConfigError(f"instrument: unknown {', '.join(unknown)}; expected all, none or {known}")
         sampler = sampler_for(cfg.sample)  # its spec files checked before anything is set up
         meters, owns_meters = _meter_provider(cfg)
-        rt = runtime.Runtime(
-            capture_content=cfg.capture_content,
-            redaction=from_option(cfg.redact),
-            full_tool_definitions=cfg.tool_definitions == "full",
-            stream_usage=cfg.stream_usage,
-        )
+        rt = _runtime(cfg)
         runtime.activate(rt)
         baggage.activate(cfg.baggage)
         conversations.activate(conversations.from_environment(cfg=cfg))

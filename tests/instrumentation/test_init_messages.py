@@ -52,4 +52,5 @@ def test_a_second_init_with_other_options_warns_once(fresh: Path, caplog: pytest
         spanfold.init(output=str(fresh / "c"))
     warnings = [r.getMessage() for r in caplog.records if "already ran" in r.getMessage()]
     assert len(warnings) == 1
-    assert f"output={str(fresh / 'b')!r}" in warnings[0] and "capture_content=False" in warnings[0]
+    assert f"output={str(fresh / 'b')!r}" in warnings[0]
+    assert "capture_content='no_content' (in force: 'span_only')" in warnings[0]

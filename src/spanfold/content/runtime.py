@@ -29,11 +29,26 @@ class Runtime:
     #: it, keeping the chunk that carries it from the application (:attr:`~spanfold.instrumentation.toolkit.calls.
     #: ModelApi.ask_usage`).
     stream_usage: bool = False
+    #: The conventions' ``gen_ai.client.inference.operation.details`` event of each model call (capture mode
+    #: ``EVENT_ONLY`` or ``SPAN_AND_EVENT``): where it is emitted and what it records; None: no event.
+    events: Events | None = None
 
     def content(self, value: Any) -> Any:
         """``value`` as it may be recorded: redacted when redaction is on (strings inside lists and dicts too)."""
         redaction = self.redaction
         return value if redaction is None else redaction.value(value)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Events:
+    """Where a model call's details event goes, and whether the call's content leaves its span for it
+    (``EVENT_ONLY``) or is in both (``SPAN_AND_EVENT``)."""
+
+    #: An OpenTelemetry Logs API ``Logger`` (``opentelemetry._logs``): setup gives the application's LoggerProvider's,
+    #: or spanfold's own, which hands the events to the fold only.
+    logger: Any
+    #: The model call's content is in its event only (its span keeps none of it).
+    only: bool = False
 
 
 def default() -> Runtime:

@@ -232,6 +232,9 @@ AWS_REQUEST_ID: Final = "aws.request_id"
 
 # --- evaluation results (checks/evaluation.py): a log-record event on the run it evaluated ---------------------
 EVALUATION_RESULT_EVENT: Final = "gen_ai.evaluation.result"
+#: A model call's details event (instrumentation/toolkit/details_event.py): its content with capture mode
+#: EVENT_ONLY or SPAN_AND_EVENT.
+INFERENCE_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
 #: Low cardinality: ``pass`` / ``fail``.

@@ -144,8 +144,12 @@ SPAN_EVENTS: Final[Mapping[str, str]] = {
 }
 
 #: Log-record event name -> the registry entry it follows (``spanfold check`` / the pytest plugin's evaluation
-#: results, :mod:`spanfold.checks.evaluation`).
-LOG_EVENTS: Final[Mapping[str, str]] = {n.EVALUATION_RESULT_EVENT: r.GENAI_EVENTS}
+#: results, :mod:`spanfold.checks.evaluation`; a model call's details event, :mod:`spanfold.instrumentation.toolkit.
+#: details_event`).
+LOG_EVENTS: Final[Mapping[str, str]] = {
+    n.EVALUATION_RESULT_EVENT: r.GENAI_EVENTS,
+    n.INFERENCE_DETAILS_EVENT: r.GENAI_EVENTS,
+}
 
 #: Attribute keys of span events and of log-record events -> the registry entry each follows.
 EVENT_ATTRIBUTES: Final[Mapping[str, str]] = {

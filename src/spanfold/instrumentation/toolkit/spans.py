@@ -20,7 +20,7 @@ from opentelemetry.util.types import AttributeValue
 from spanfold import counters, semconv
 from spanfold.content.redaction import secrets
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.toolkit import attributes, metrics, shown
+from spanfold.instrumentation.toolkit import attributes, details_event, metrics, shown
 from spanfold.instrumentation.toolkit.invocation import Response
 from spanfold.stitching import asked
 from spanfold.stitching.conversations import FULL, Turn, records_all
@@ -152,6 +152,7 @@ class RunSpan:
                 self.span.set_attributes(self._values(attributes))
         except Exception as exc:
             counters.fault("span.finish", exc)
+        self._ending()
         end_span(self.span, self.end_time)
         return True
 
@@ -165,15 +166,19 @@ class RunSpan:
             set_error(self.span, exc, self.rt)
         except Exception as fault:
             counters.fault("span.fail", fault)
+        self._ending()
         end_span(self.span, self.end_time)
         return True
+
+    def _ending(self) -> None:
+        """What is done once the span has its last attributes, before it ends (a model call: its details event)."""
 
 
 class ModelSpan(RunSpan):
     """A model call's started span (its request's attributes shown, its result's written) and the promise to end it
     exactly once; a zero-code call's conversation is told how it ended."""
 
-    __slots__ = ("_token", "first_chunk_ns", "full", "measured", "provider", "run", "turn")
+    __slots__ = ("_token", "details", "first_chunk_ns", "full", "measured", "provider", "run", "turn")
 
     def __init__(
         self,
@@ -192,10 +197,17 @@ class ModelSpan(RunSpan):
         #: The metrics recorder when metrics are on (:mod:`.metrics`), and when a stream's first chunk came.
         self.measured = metrics.active()
         self.first_chunk_ns: int | None = None
+        #: The content its details event carries (an inference with capture mode EVENT_ONLY or SPAN_AND_EVENT), else
+        #: None (:mod:`.details_event`); with EVENT_ONLY, none of it (nor what is shown of it) is on the span.
+        self.details: dict[str, Any] | None = None
+        if rt.events is not None and attributes.get(semconv.OPERATION_NAME) in details_event.OPERATIONS:
+            self.details = {}
+            attributes = details_event.taken(attributes, self.details, rt)
+        shows = rt.capture_content and not details_event.only(rt)
         #: The run (its root's question and answer) this call belongs to; the call's own input and output shown
         #: (with content capture on: what it records then is structure alone).
-        self.run = shown.current_run(context) if rt.capture_content else None
-        if rt.capture_content and semconv.INPUT_MESSAGES in attributes:
+        self.run = shown.current_run(context) if shows else None
+        if shows and semconv.INPUT_MESSAGES in attributes:
             attributes = dict(attributes)
             root = not otel_trace.get_current_span(context).get_span_context().is_valid
             shown.model_request(attributes, context, root)
@@ -220,8 +232,10 @@ class ModelSpan(RunSpan):
                 counters.fault("context.detach", exc)
 
     def _values(self, attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.details is not None:
+            attributes = details_event.taken(attributes, self.details, self.rt)
         values = clean(attributes)
-        if self.rt.capture_content:
+        if self.rt.capture_content and not details_event.only(self.rt):
             values = {**values, **shown.model_result(attributes, self.run)}
         return values
 
@@ -265,6 +279,14 @@ class ModelSpan(RunSpan):
         if self.turn is not None:
             self._told(None)
         return True
+
+    def _ending(self) -> None:
+        details = self.details
+        if details is not None:
+            try:
+                details_event.emit(self.span, details, self.rt)
+            except Exception as exc:
+                counters.fault("details_event.emit", exc)
 
     def _measure(self) -> None:
         """The call's metric points, from its ended span."""
