@@ -26,7 +26,7 @@ SOURCE_STATE = ("spanfold.stitching.conversations", "spanfold.stitching.asked")
 INSTRUMENTATION_FLOORS = (
     ("spanfold.instrumentation.toolkit",),
     ("spanfold.instrumentation.invocations",),
-    ("spanfold.instrumentation.providers", "spanfold.instrumentation.frameworks"),
+    ("spanfold.instrumentation.providers", "spanfold.instrumentation.frameworks", "spanfold.instrumentation.stores"),
     ("spanfold.instrumentation.registry",),
 )
 EXPORTER_FLOORS = (

@@ -9,6 +9,7 @@ import importlib.util
 SEPARATE = {
     "test_crewai.py": "crewai",
     "test_llama_index.py": "llama_index.llms.openai",
+    "test_llama_index_rag.py": "llama_index.embeddings.openai",
     "test_dspy.py": "dspy",
     "test_autogen.py": "autogen_ext.models.openai",
     "test_claude_agent_sdk.py": "claude_agent_sdk",

@@ -57,6 +57,7 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
         "spanfold.instrumentation.frameworks.semantic_kernel:SemanticKernelInstrumentor",
     ),
     "instructor": ("instructor", "spanfold.instrumentation.frameworks.instructor:InstructorInstrumentor"),
+    "qdrant": ("qdrant_client", "spanfold.instrumentation.stores.qdrant:QdrantInstrumentor"),
 }
 
 _lock = threading.Lock()

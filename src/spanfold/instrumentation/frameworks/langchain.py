@@ -21,7 +21,7 @@ from typing import Any
 from opentelemetry.trace import Span, Tracer
 
 from spanfold.content.runtime import Runtime
-from spanfold.instrumentation.frameworks import langchain_retrievers
+from spanfold.instrumentation.frameworks.retrievers import langchain as retrievers
 from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import Wrapper
@@ -122,7 +122,7 @@ def arun_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 PATCHES = (
     Patch(MODULE, "BaseTool.run", run_wrapper),
     Patch(MODULE, "BaseTool.arun", arun_wrapper),
-    *langchain_retrievers.PATCHES,  # retrievers' invoke / ainvoke: retrieval spans
+    *retrievers.PATCHES,  # retrievers' invoke / ainvoke: retrieval spans
 )
 
 

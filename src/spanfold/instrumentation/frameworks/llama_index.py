@@ -17,6 +17,9 @@ The model calls are the provider patches' (``OpenAI`` through the openai SDK): o
 ``AgentWorkflow`` the agents share one memory (a handoff re-sends the whole conversation), so the run is one thread:
 its events carry the root agent's name. A run inside ``spanfold.agent`` (or another producer's current
 ``invoke_agent`` span) opens none.
+
+Retrievers (``BaseRetriever.retrieve`` / ``aretrieve``, a query engine's too) are ``retrieval {store}`` spans and node
+postprocessors (``postprocess_nodes``) reranks: :mod:`.retrievers.llama_index`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from opentelemetry.trace import Tracer
 
 from spanfold import counters
 from spanfold.content.runtime import Runtime
+from spanfold.instrumentation.frameworks.retrievers import llama_index as retrievers
 from spanfold.instrumentation.invocations import tool_runs
 from spanfold.instrumentation.invocations.agent_runs import called_in, in_agent_run, open_run
 from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
@@ -119,11 +123,12 @@ PATCHES = (
 
 
 class LlamaIndexInstrumentor(TableInstrumentor):
-    """LlamaIndex agent workflow runs as ``invoke_agent`` spans, tool calls as ``execute_tool`` spans."""
+    """LlamaIndex agent workflow runs as ``invoke_agent`` spans, tool calls as ``execute_tool`` spans, retrievers and
+    node postprocessors as ``retrieval`` spans (:mod:`.retrievers.llama_index`)."""
 
     library = "llama_index.core"
 
     dependencies = (SUPPORTED,)
 
     def patches(self, rt: Runtime) -> Sequence[Patch]:
-        return PATCHES
+        return (*PATCHES, *retrievers.PATCHES)

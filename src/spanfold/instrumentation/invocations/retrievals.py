@@ -3,9 +3,10 @@
 A framework's reader fills a :class:`Retrieval` from the retriever and its query (the store, ``top_k``, the query
 text) and reads the documents it returned into :class:`Document` s (id, score, text). :func:`sync_wrapper` /
 :func:`async_wrapper` run the retriever's method under its span: reading under a fault guard, the content decision
-(the query and each document's text only with content capture on, redacted, cut), activation (an embeddings call the
-retriever makes nests under it), failure, and the finish from what the call returned. The call returns exactly what
-it returns without spanfold; its exceptions propagate untouched.
+(the query and each document's text only with content capture on, redacted, cut), a rerank marked as one (a node
+postprocessor's: ``openinference.span.kind`` ``RERANKER``, as Cohere's rerank is), activation (an embeddings call the
+retriever makes nests under it), failure, and the finish from what the call returned. The call returns exactly what it
+returns without spanfold; its exceptions propagate untouched.
 """
 
 from __future__ import annotations
@@ -39,12 +40,21 @@ class Document:
 
 @dataclass(slots=True)
 class Retrieval:
-    """What a retrieval asks: the store (its library's class, or the retriever's), how many documents, the query."""
+    """What a retrieval asks: the store (its library's class, the retriever's, or a database's collection), how many
+    documents, the query; ``library``: the database the span is named after when the store is one of its collections
+    (``retrieval qdrant``); ``reranks``: it reorders documents it was handed (a node postprocessor), a ``rerank``."""
 
     store: str | None = None
+    library: str | None = None
     top_k: int | None = None
     query: str | None = None
     documents: list[Document] = field(default_factory=list)
+    reranks: bool = False
+
+
+def count(value: Any) -> int | None:
+    """A ``top_k`` as a reader finds it: an int (never a bool), else unknown."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +77,9 @@ def _start(api: Retriever, tracer: Tracer, rt: Runtime, instance: Any, args: Any
         }
         if rt.capture_content and asked.query is not None:
             attrs[semconv.RETRIEVAL_QUERY_TEXT] = rt.content(asked.query)
-        return RunSpan(tracer, semconv.span_name(semconv.OP_RETRIEVAL, asked.store), attrs, rt=rt)
+        if asked.reranks:  # the conventions' retrieval, Phoenix's reranker: the fold's rerank step
+            attrs[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OPENINFERENCE_KIND_RERANKER
+        return RunSpan(tracer, semconv.span_name(semconv.OP_RETRIEVAL, asked.library or asked.store), attrs, rt=rt)
     except Exception as exc:
         counters.fault(f"{api.kind}.request", exc)
         return None

@@ -26,7 +26,7 @@ def request(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Ret
     k = search.get("k") if isinstance(search, dict) else None
     return Retrieval(
         store=type(store if store is not None else instance).__name__,
-        top_k=k if isinstance(k, int) and not isinstance(k, bool) else None,
+        top_k=retrievals.count(k),
         query=query if isinstance(query, str) else None,
     )
 
