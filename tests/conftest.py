@@ -161,6 +161,8 @@ class Traced:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
     def metas(self) -> list[dict[str, Any]]:
+        """Every metadata line written so far (after a flush, as :meth:`traces`)."""
+        assert spanfold.flush(timeout=30)
         path = self.directory / "traces.meta.jsonl"
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
