@@ -1,5 +1,9 @@
 """Instructions per operation (valgrind callgrind), for the pieces whose CPU time this shared VM cannot resolve.
 
+``call_sync`` / ``call_stream``: a whole openai call with ``spanfold.init()`` (the process's instructions: the
+calling thread's and the folding worker's, flushed after each call), against ``bare_sync`` / ``bare_stream``
+without spanfold.
+
 Each piece runs N and 3N times in fresh processes under ``valgrind --tool=callgrind``; the difference of the two
 totals over 2N is the instructions of one operation (start-up, imports and warm-up cancel out). Instruction counts
 do not depend on the machine's load. ``--src`` measures another checkout's ``src`` (before / after a change).
@@ -48,6 +52,26 @@ if piece in ("stream", "stream_proxy"):  # the 53 chunks of the workload's strea
         for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), accumulator(), "k", provider)):
             pass
     items = None
+elif piece in ("call_sync", "call_stream", "bare_sync", "bare_stream"):  # a whole call: SDK + spanfold + fold
+    import tempfile
+    import httpx2, openai, workload
+    if piece.startswith("call"):
+        import spanfold
+        spanfold.init(output=tempfile.mkdtemp(prefix="spanfold-instr-"), capture_content=True)
+        drain = spanfold.flush
+    else:
+        drain = lambda: None
+    client = openai.OpenAI(api_key="sk-bench", base_url="http://bench.test/v1", max_retries=0,
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(workload.handler)))
+    msgs, stream = workload.history(10), piece.endswith("stream")
+    def op():
+        if stream:
+            for _ in client.chat.completions.create(model=workload.MODEL, messages=msgs, tools=workload.TOOLS,
+                                                    stream=True):
+                pass
+        else:
+            client.chat.completions.create(model=workload.MODEL, messages=msgs, tools=workload.TOOLS)
+        drain()
 else:
     import spans
     from spanfold.exporter.fold.folding import fold

@@ -41,9 +41,12 @@ Default = Callable[[Any], Any] | None
 
 _OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 _INDENTED: Final = _OPTIONS | orjson.OPT_INDENT_2
-#: msgspec's decoder, made on the first parse: importing msgspec costs ~3 ms of CPU at ``init()`` (with openai and the
-#: OTel SDK already imported, 5 runs), and an application that makes no model call never parses.
+#: msgspec's decoder, made by :func:`warm` (the folding worker's first fold) or the first parse of a large text:
+#: importing msgspec costs 3-10 ms, which neither ``init()`` nor an application's first model call should pay; until
+#: then the standard library parses (the same values).
 _DECODER: Any = None
+#: Texts at least this long make the decoder when there is none yet (msgspec's gain outweighs its import).
+_LARGE: Final = 1 << 16
 #: Per ``default``: orjson's hook, the standard library's encoder (callers pass module-level functions; a cache that
 #: fills up, with a caller passing a new function each time, is emptied).
 _HOOKS: dict[Default, Callable[[Any], Any]] = {}
@@ -53,15 +56,25 @@ _KEPT: Final = 16
 
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``: the same value, or the same error."""
+    decoder = _DECODER
+    if decoder is None:
+        if len(text) < _LARGE:
+            return json.loads(text)
+        decoder = warm()
+    try:
+        return decoder.decode(text)
+    except ValueError:  # msgspec.DecodeError, or UnicodeEncodeError: a str holding a lone surrogate is not UTF-8
+        return json.loads(text)
+
+
+def warm() -> Any:
+    """Load msgspec and make the decoder :func:`loads` uses from now on (the folding worker, before its first fold)."""
     global _DECODER
     if _DECODER is None:
         import msgspec
 
         _DECODER = msgspec.json.Decoder()
-    try:
-        return _DECODER.decode(text)
-    except ValueError:  # msgspec.DecodeError, or UnicodeEncodeError: a str holding a lone surrogate is not UTF-8
-        return json.loads(text)
+    return _DECODER
 
 
 def dumps(value: Any, default: Default = None, *, indent: bool = False) -> str:

@@ -118,6 +118,14 @@ def available() -> bool:
     return _get() is not None
 
 
+def load() -> None:
+    """genai-prices' table read now, when installed (its data module: ~100 ms of CPU, which the first price asked for
+    would otherwise take): the folding worker's preparation, in a quiet moment of the application."""
+    table = _get()
+    if table is not None:
+        table.snapshots.get_snapshot()
+
+
 def table_price(model: str, provider: str | None, when_ns: int, api_url: str | None = None) -> Any | None:
     """The table's price of ``model`` at the provider whose API ``api_url`` is (:mod:`~spanfold.pricing.endpoints`),
     else at ``provider`` (``gen_ai.provider.name``; None: the provider whose models match the name), for a call made at

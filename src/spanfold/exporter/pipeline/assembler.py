@@ -344,23 +344,26 @@ class Assembler:
                 self._forward(records)
         self._hand_on(finished)
 
-    def prepare(self) -> None:
-        """Load the later stages now (an application's process: with its first span, so that they are not loaded as
-        late as its exit, where defining their dataclasses, ``exec`` of source text, would make CPython forget that
-        an uncaught KeyboardInterrupt is ending the process: it would exit 1, not by SIGINT)."""
-        self._runs_stage()
-        self._hand_on([])
+    def preparation(self) -> tuple[Callable[[], object], ...]:
+        """Loading the later stages, in steps an application's process takes early (with its first spans, so that
+        they are not loaded as late as its exit, where defining their dataclasses, ``exec`` of source text, would make
+        CPython forget that an uncaught KeyboardInterrupt is ending the process: it would exit 1, not by SIGINT), each
+        when the application is quiet (:meth:`FoldWorker._await_quiet`): the fold's own modules, then the price
+        table (genai-prices' data, ~100 ms of CPU)."""
+        from spanfold.pricing import table
+
+        return (self._runs_stage, table.load)
 
     def _runs_stage(self) -> Runs:
-        """The runs stage, with the dialects, the stitcher, the fold and the price table: loaded when the first
-        trace is done (or :meth:`prepare`), not at ``init()`` (start-up time)."""
+        """The runs stage, with the dialects, the stitcher and the fold: loaded when the first trace is done (or by
+        :meth:`preparation`), not at ``init()`` (start-up time); the price table is loaded by the first price asked
+        for when :meth:`preparation` has not loaded it."""
         if self._runs is None:
+            from spanfold.codecs import jsonio
             from spanfold.exporter.fold import folding  # noqa: F401
             from spanfold.exporter.runs.grouping import Runs
-            from spanfold.pricing import table
 
-            table.available()  # genai-prices' table, when installed
-
+            jsonio.warm()
             self._runs = Runs(self.config, stitch=self.policy.stitch, final_idle=self.policy.final_idle)
             self._runs.keep_skipped = self.forward is not None
         return self._runs

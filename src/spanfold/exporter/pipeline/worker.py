@@ -45,6 +45,10 @@ from spanfold.trace.model import Trace
 POLL_INTERVAL_S = 0.5
 #: Queue depth at which :meth:`FoldWorker.end` wakes the worker before its poll interval is up.
 WAKE_AT = 512
+#: How long the application makes no span before the worker loads the fold's later stages (the first fold), and how
+#: long it waits for such a moment at most (:meth:`FoldWorker._await_quiet`).
+QUIET_S = 0.02
+PREPARE_WITHIN_S = 2.0
 #: Spans handled between two looks at the idle timers while the queue stays busy.
 _EXPIRE_EVERY = 4096
 
@@ -102,8 +106,9 @@ class FoldWorker:
         self._folded = folded
         self._poll = poll_interval
         self._name = name
-        #: Load the assembler's later stages as soon as the first span ended (an application's process, which may
-        #: end at any time: :meth:`Assembler.prepare`); a receiver loads them with its first done trace.
+        #: Load the assembler's later stages soon after the first span ended (an application's process, which may
+        #: end at any time), in quiet moments (:meth:`Assembler.preparation`, :meth:`_await_quiet`); a receiver loads
+        #: them with its first done trace.
         self._prepare = prepare
         self.shut = False
         self.closed = False
@@ -126,6 +131,8 @@ class FoldWorker:
         )
         #: No span has ended yet (with ``prepare``, the first wakes the worker to load the later stages).
         self._cold = self._prepare
+        #: A flush was asked for (the first fold then loads its stages at once).
+        self._flush_asked = False
 
     def _start(self) -> None:
         self.thread = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -169,7 +176,7 @@ class FoldWorker:
             counters.incr("dropped_spans")
             return
         queue.append(span)
-        if self._cold:  # the first span wakes the worker at once: it loads the later stages now, not at exit
+        if self._cold:  # the first span wakes the worker: it loads the later stages soon (quietly), not at exit
             self._cold = False
             self._wake.set()
         elif len(queue) >= self._wake_at and not self._wake.is_set():
@@ -231,6 +238,7 @@ class FoldWorker:
                 return self.closed
             self.shut = final
         marker = _Flush(final=final)
+        self._flush_asked = True
         self._queue.append((_FLUSH, marker))
         self._wake.set()
         done = marker.done.wait(max(timeout_s, 0))
@@ -260,15 +268,31 @@ class FoldWorker:
             wake.wait(self._next_wait())
             wake.clear()
             try:
-                if self._drain(queue):
-                    return
                 if self._prepare and not self._cold:
                     self._prepare = False
-                    self.assembler.prepare()
+                    deadline = time.monotonic() + PREPARE_WITHIN_S
+                    for step in self.assembler.preparation():
+                        self._await_quiet(queue, deadline)
+                        step()
+                if self._drain(queue):
+                    return
                 self.assembler.expire(time.monotonic())
                 self.assembler.commit()
             except Exception as exc:  # the worker never dies
                 counters.fault("processor.worker", exc)
+
+    def _await_quiet(self, queue: deque[_Item], deadline: float) -> None:
+        """Before the first fold loads the later stages (imports that hold the GIL the application's calls need, ~100
+        ms, and often the collection of the oldest objects they set off): wait for a moment the application starts
+        and ends no span for :data:`QUIET_S` (a model call waiting on its provider, a tool at work), at most until
+        ``deadline``, or until a flush or a queue of :data:`WAKE_AT` items asks for the fold."""
+        seen = len(queue)
+        while seen < self._wake_at and not self._flush_asked and time.monotonic() < deadline:
+            time.sleep(QUIET_S)
+            now = len(queue)
+            if now == seen:
+                return
+            seen = now
 
     def _next_wait(self) -> float:
         deadline = self.assembler.next_deadline()

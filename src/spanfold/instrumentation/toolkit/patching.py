@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 import sys
 import threading
 import weakref
@@ -33,8 +34,6 @@ from types import ModuleType
 from typing import Any, ClassVar, Final
 
 import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import Tracer, get_tracer
 
 from spanfold import counters
@@ -47,6 +46,8 @@ from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 from spanfold.stitching import conversations
 from spanfold.version import __version__
+
+_log = logging.getLogger(__name__)
 
 #: Held while a table is applied or removed (post-import hooks fire on whichever thread imports the module).
 _LOCK = threading.RLock()
@@ -306,8 +307,26 @@ def scope_name(module: str) -> str:
     return f"{head}.{tail.split('.')[0]}" if sep else module
 
 
-class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+#: What every wrapt wrapper is (wrapt 2's function wrappers are no ``ObjectProxy``; wrapt 1 has only that).
+_PROXY: Final[type] = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
+
+
+def unwrap(owner: Any, attr: str) -> None:
+    """``owner.attr`` as it was before ``wrapt.wrap_function_wrapper`` wrapped it (nothing when it is not wrapped)."""
+    wrapped = getattr(owner, attr, None)
+    if isinstance(wrapped, _PROXY) and hasattr(wrapped, "__wrapped__"):
+        setattr(owner, attr, wrapped.__wrapped__)
+
+
+class TableInstrumentor:
     """``Instrumentor().instrument(tracer_provider=..., runtime=...)``; ``uninstrument()`` restores the library.
+
+    OpenTelemetry's instrumentor contract (``opentelemetry.instrumentation.instrumentor.BaseInstrumentor``: one
+    instance per class, ``instrument`` / ``uninstrument`` once each, ``is_instrumented_by_opentelemetry``,
+    ``instrumentation_dependencies``), kept without subclassing it: importing OpenTelemetry's instrumentation package
+    (its dependency checks read requirements with ``packaging``) costs ~30 ms of ``init()``, and spanfold checks each
+    library's version itself (:mod:`~spanfold.instrumentation.toolkit.versions`). ``opentelemetry-instrument`` loads
+    the entry points and calls ``instrument()``, as it does any instrumentor's.
 
     A provider's instrumentor is its record, in the class statement::
 
@@ -348,6 +367,20 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             hooks = cls._hooks = ImportHooks()
         return hooks
 
+    _instance: ClassVar[Any] = None
+    _is_instrumented_by_opentelemetry: bool = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        instance = cls.__dict__.get("_instance")
+        if instance is None:  # one per class, as OpenTelemetry's instrumentors
+            instance = object.__new__(cls)
+            cls._instance = instance
+        return instance
+
+    @property
+    def is_instrumented_by_opentelemetry(self) -> bool:
+        return self._is_instrumented_by_opentelemetry
+
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.dependencies
 
@@ -364,11 +397,26 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         for ``init()`` and ``opentelemetry-instrument``."""
         kwargs.pop("skip_dep_check", None)
         kwargs.pop("raise_exception_on_conflict", None)
+        if self._is_instrumented_by_opentelemetry:
+            _log.warning("Attempting to instrument while already instrumented")
+            return None
         if not versions.supported(self.instrumentation_dependencies()):
             return None
         if "runtime" not in kwargs and self._defer(kwargs):
             return None
-        return super().instrument(skip_dep_check=True, **kwargs)
+        return self._instrument_now(kwargs)
+
+    def _instrument_now(self, kwargs: dict[str, Any]) -> None:
+        self._instrument(**kwargs)
+        self._is_instrumented_by_opentelemetry = True
+
+    def uninstrument(self, **kwargs: Any) -> None:
+        """Restore the library (wrapped methods unwrapped, hooks not yet fired withdrawn)."""
+        if not self._is_instrumented_by_opentelemetry:
+            _log.warning("Attempting to uninstrument while already uninstrumented")
+            return
+        self._uninstrument(**kwargs)
+        self._is_instrumented_by_opentelemetry = False
 
     def _defer(self, kwargs: dict[str, Any]) -> bool:
         """``opentelemetry-instrument`` instruments every installed library at start-up: a library the program has
@@ -381,7 +429,7 @@ class TableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         def on_import(module: ModuleType) -> None:
             try:
                 if not self.is_instrumented_by_opentelemetry:
-                    BaseInstrumentor.instrument(self, skip_dep_check=True, **kwargs)
+                    self._instrument_now(kwargs)
             except Exception as exc:
                 counters.fault(f"instrument.{library}", exc)
 

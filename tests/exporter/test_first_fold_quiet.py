@@ -1,0 +1,87 @@
+"""The first fold's one-time loading waits for a quiet moment of the application (issue 53, item 4).
+
+The folding worker loads the fold's later stages (its modules, msgspec, genai-prices' price table: ~150 ms of CPU
+holding the GIL) with the first spans of an application's process; while the application keeps starting and ending
+spans it waits, and loads them once no span started or ended for a moment (a model call waiting on its provider), or
+when a flush asks for the fold. Each case runs in a fresh interpreter: what is loaded is read from ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    import spanfold
+    from opentelemetry import trace
+
+    spanfold.init(output=sys.argv[1], capture_content=True)
+    tracer = trace.get_tracer("app")
+    STAGES = ("spanfold.exporter.fold.folding", "genai_prices.data", "msgspec")
+
+    def loaded():
+        return {name: name in sys.modules for name in STAGES}
+
+    seen = {}
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:  # busy: a span every 2 ms, none of the stages loaded meanwhile
+        with tracer.start_as_current_span("chat gpt-4o-mini") as span:
+            span.set_attribute("gen_ai.operation.name", "chat")
+        time.sleep(0.002)
+        for name, is_loaded in loaded().items():
+            seen[name] = seen.get(name, False) or is_loaded
+    busy = dict(seen)
+    time.sleep(0.5)  # quiet: the worker loads them now
+    quiet = loaded()
+    spanfold.flush()
+    print(json.dumps({"busy": busy, "quiet": quiet}))
+    """
+)
+
+
+def _run(tmp_path: Path) -> dict[str, dict[str, bool]]:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "traces")], capture_output=True, text=True, timeout=60, check=True
+    )
+    out: dict[str, dict[str, bool]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
+def test_the_first_fold_loads_its_stages_when_the_application_is_quiet(tmp_path: Path) -> None:
+    got = _run(tmp_path)
+    assert got["busy"] == {"spanfold.exporter.fold.folding": False, "genai_prices.data": False, "msgspec": False}
+    assert got["quiet"] == {"spanfold.exporter.fold.folding": True, "genai_prices.data": True, "msgspec": True}
+
+
+def test_a_flush_loads_them_at_once_and_writes_every_run(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import spanfold
+            from opentelemetry import trace
+
+            spanfold.init(output=sys.argv[1], capture_content=True)
+            tracer = trace.get_tracer("app")
+            for _ in range(3):
+                with tracer.start_as_current_span("invoke_agent bot") as span:
+                    span.set_attribute("gen_ai.operation.name", "invoke_agent")
+            spanfold.flush()  # no quiet moment waited for
+            print("folding" if "spanfold.exporter.fold.folding" in sys.modules else "not loaded")
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "traces")], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "folding"
+    metas = (tmp_path / "traces" / "traces.meta.jsonl").read_text().splitlines()
+    assert len(metas) == 3
