@@ -58,6 +58,9 @@ INSTRUMENTORS: dict[str, tuple[str, str]] = {
     ),
     "instructor": ("instructor", "spanfold.instrumentation.frameworks.instructor:InstructorInstrumentor"),
     "qdrant": ("qdrant_client", "spanfold.instrumentation.stores.qdrant:QdrantInstrumentor"),
+    "chroma": ("chromadb", "spanfold.instrumentation.stores.chroma:ChromaInstrumentor"),
+    "lancedb": ("lancedb", "spanfold.instrumentation.stores.lancedb:LanceDBInstrumentor"),
+    "mem0": ("mem0", "spanfold.instrumentation.stores.mem0:Mem0Instrumentor"),
 }
 
 _lock = threading.Lock()

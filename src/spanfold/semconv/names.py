@@ -244,9 +244,14 @@ EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 # --- embeddings, retrieval, rerank and memory: steps beside the conversation (metadata steps) ---------------
 OP_EMBEDDINGS: Final = "embeddings"
 OP_RETRIEVAL: Final = "retrieval"
+OP_SEARCH_MEMORY: Final = "search_memory"
+OP_CREATE_MEMORY: Final = "create_memory"
+OP_UPDATE_MEMORY: Final = "update_memory"
+OP_UPSERT_MEMORY: Final = "upsert_memory"
+OP_DELETE_MEMORY: Final = "delete_memory"
 #: The conventions' memory operations (``search_memory``, ``create_memory`` ...): the fold's ``memory`` steps.
 MEMORY_OPERATIONS: Final = frozenset(
-    {"search_memory", "create_memory", "update_memory", "upsert_memory", "delete_memory"}
+    {OP_SEARCH_MEMORY, OP_CREATE_MEMORY, OP_UPDATE_MEMORY, OP_UPSERT_MEMORY, OP_DELETE_MEMORY}
 )
 #: A rerank: no operation of the conventions at the pinned commit; the name the dialects give OpenInference's
 #: ``RERANKER`` spans (read by the fold, never written).
@@ -262,6 +267,8 @@ RETRIEVAL_TOP_K: Final = "gen_ai.retrieval.top_k"
 #: JSON ``[{"id", "score", "content"?}]``: ids and scores always, each document's text with content capture on.
 RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
 MEMORY_STORE_ID: Final = "gen_ai.memory.store.id"
+#: The one memory record an operation applies to (an update's, a delete's).
+MEMORY_RECORD_ID: Final = "gen_ai.memory.record.id"
 MEMORY_QUERY_TEXT: Final = "gen_ai.memory.query.text"
 MEMORY_RECORD_COUNT: Final = "gen_ai.memory.record.count"
 MEMORY_RECORDS: Final = "gen_ai.memory.records"

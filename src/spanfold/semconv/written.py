@@ -119,6 +119,14 @@ ATTRIBUTES: Final[Mapping[str, str]] = {
     n.RETRIEVAL_QUERY_TEXT: r.GENAI,
     n.RETRIEVAL_TOP_K: r.GENAI,
     n.RETRIEVAL_DOCUMENTS: r.GENAI,
+    # memory operations (a mem0 Memory's; its agent_id as gen_ai.agent.id, run_id as gen_ai.conversation.id, user_id
+    # as user.id: the rows above and below)
+    n.MEMORY_STORE_ID: r.GENAI,
+    n.MEMORY_RECORD_ID: r.GENAI,
+    n.MEMORY_RECORD_COUNT: r.GENAI,
+    n.MEMORY_QUERY_TEXT: r.GENAI,
+    n.MEMORY_RECORDS: r.GENAI,
+    n.AGENT_ID: r.GENAI,
     # a run's context (spanfold.context), on every span started inside; gen_ai.conversation.id (above) for its session
     n.USER_ID: USER,
     n.OPENINFERENCE_SESSION_ID: OPENINFERENCE,
@@ -175,6 +183,10 @@ OPERATIONS: Final = frozenset(
         n.OP_HANDLE_CONVERSATION_TURN,
         n.OP_EMBEDDINGS,
         n.OP_RETRIEVAL,
+        n.OP_SEARCH_MEMORY,
+        n.OP_CREATE_MEMORY,
+        n.OP_UPDATE_MEMORY,
+        n.OP_DELETE_MEMORY,
     }
 )
 

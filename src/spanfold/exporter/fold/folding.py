@@ -7,7 +7,8 @@
 3. A conversation per thread (nearest ``invoke_agent`` ancestor, else ``gen_ai.conversation.id``, else one thread).
    Each model step appends only the input messages its thread has not shown yet (:mod:`~.history`), then its
    outputs (the first choice, :func:`~spanfold.semconv.shapes.first_choice`; other choices go to that event's
-   metadata), then its error.
+   metadata), then its error. A model step made inside a memory operation (mem0 extracting facts) is the memory's
+   work: tallied (tokens, cost, a metadata step), never the conversation's events.
 4. Every tool call has an id: the producer's, else one made of its model step's span id and its place there
    (:func:`~.events.made_call_id`, the same in every fold of the same spans).
 5. One output per call, paired with it: a tool span answers the waiting call with its id, else with its name and
@@ -486,6 +487,9 @@ class _Folder:
         order.sort(key=lambda item: item[0])
         for _, step in order:
             if isinstance(step, ModelStep):
+                if self.in_memory_operation(step.span_id):  # the memory's own work: counted, not the conversation
+                    self.tally.add(step)
+                    continue
                 self.model(step)
             elif isinstance(step, ToolStep):
                 self.tool(step)
@@ -495,6 +499,22 @@ class _Folder:
         for thread in self.threads.values():
             self.release(thread)
         return self.events
+
+    def in_memory_operation(self, span_id: int) -> bool:
+        """Whether a memory operation (mem0's ``add`` extracting facts with a model call of its own) is the nearest
+        step above the span, before any agent: its model calls are the memory's work, not the agent's conversation
+        (their tokens and cost are the run's all the same)."""
+        seen: set[int] = set()
+        parent = self.parents.get(span_id)
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            step = self.steps.get(parent)
+            if isinstance(step, AsideStep):
+                return step.kind == "memory"
+            if isinstance(step, AgentSpan):
+                return False
+            parent = self.parents.get(parent)
+        return False
 
     def roots(self) -> list[AgentSpan]:
         """The agent spans with no agent above them."""
