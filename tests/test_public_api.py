@@ -18,6 +18,7 @@ def test_init_names_every_option_and_its_environment_variable() -> None:
 def test_the_public_names_are_the_documented_ones() -> None:
     assert set(spanfold.__all__) == {
         "Handle",
+        "Media",
         "Sample",
         "__version__",
         "agent",

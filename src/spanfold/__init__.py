@@ -14,7 +14,8 @@ with spanfold.context(user_id="u-42", session_id="chat-7", tags=["beta"]):  # op
 
 The public surface is this module's ``__all__`` and these packages:
 
-* ``spanfold.sampling``: ``Sample``, the ``sample`` option's value (also among the names above);
+* ``spanfold.sampling``: ``Sample``, the ``sample`` option's value (also among the names above); ``Media``, the
+  ``media`` option's value, is among them too (defined in the internal ``content`` package);
 * ``spanfold.api``: the public API's home (``context``, and the span processor that writes its values on every span);
 * ``spanfold.testing``: MockLLMServer (every provider's wire format, no network), scenarios and ``run_agent``;
 * ``spanfold.checks``: trajectory and expected-message checks, and the pytest plugin (``spanfold_traces``);
@@ -41,10 +42,24 @@ from spanfold.api.tool import tool
 from spanfold.version import __version__
 
 if TYPE_CHECKING:  # the SDK-side modules load on first init(), not on import
+    from spanfold.content.media import Media
     from spanfold.sampling.option import Sample
     from spanfold.setup import Handle
 
-__all__ = ["Handle", "Sample", "__version__", "agent", "context", "flush", "init", "score", "shutdown", "stats", "tool"]
+__all__ = [
+    "Handle",
+    "Media",
+    "Sample",
+    "__version__",
+    "agent",
+    "context",
+    "flush",
+    "init",
+    "score",
+    "shutdown",
+    "stats",
+    "tool",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -52,6 +67,10 @@ def __getattr__(name: str) -> Any:
         from spanfold.setup import Handle
 
         return Handle
+    if name == "Media":
+        from spanfold.content.media import Media
+
+        return Media
     if name == "Sample":
         from spanfold.sampling.option import Sample
 
@@ -124,6 +143,15 @@ def init(
       ``spanfold.Sample(rate=0.1, slower_than=30, costlier_than=0.5, failing=[check])``, a rate alone, or text
       (``"rate=0.1,slower_than=30s,costlier_than=0.5,failing=spec.yaml"``). The files and spanfold's own OTLP
       export alike (a kept run's spans leave together once it is decided); counted in ``stats()``.
+    * ``media`` (``SPANFOLD_MEDIA``, default off): images, audio and documents sent as base64 leave the spans: each
+      blob of at least ``min_bytes`` (16 KiB decoded, by default) is stored once, named by the sha256 of its bytes,
+      and a ``uri`` part (type, modality, mime_type, uri) is recorded in its place, in the spans and the trace files
+      alike (other producers' spans too, as they are folded). ``True`` (``"on"``) stores them in ``<output>/media/``
+      (an absolute ``file://`` uri; ``spanfold ui`` shows them); a directory's path; any fsspec URL such as
+      ``"s3://bucket/prefix"`` (``pip install 'spanfold[media]'`` and the URL's driver); or
+      ``spanfold.Media(url="s3://bucket/prefix", min_bytes=64 * 1024)`` (text: ``"url=s3://bucket/prefix,
+      min_bytes=64KiB"``). A blob that cannot be stored stays inline (counted); with content capture off nothing is
+      stored.
     * ``file_per_trace`` (``SPANFOLD_FILE_PER_TRACE``): also write each trace to its own ``<trace_id>.json``.
     * Rotation, for a service that runs for months: ``rotate_bytes`` (``SPANFOLD_ROTATE_BYTES``, such as ``100MiB``)
       and/or ``rotate_when`` (``SPANFOLD_ROTATE_WHEN``, ``midnight``) write numbered files
@@ -206,6 +234,9 @@ def stats() -> dict[str, Any]:
       ``check_error``: a check that raised, ``rate``), ``sampling.dropped`` and ``sampling.dropped.rate``: runs
       the ``sample`` option kept and dropped;
     * ``dropped_calls``: model calls whose metric points the full queue could not take (``metrics``);
+    * ``media.stored`` and ``media.reused`` (blobs the ``media`` option wrote, and found already stored),
+      ``media.inline_resting`` (kept inline while a store that failed rests), ``media.not_base64``,
+      ``media_unavailable`` (an fsspec URL without fsspec: blobs inline);
     * ``faults`` and ``fault.<kind>``: spanfold's own faults (each logged once per kind; your program is never
       affected); ``instrument.unsupported_version``: a library left unpatched.
     """

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from spanfold.content import media as media_option
 from spanfold.pricing import overrides as price_overrides
 from spanfold.sampling import option as sampling
 
@@ -195,6 +196,15 @@ def _sample(name: str, raw: Any) -> sampling.Sample | None:
     raise ConfigError(f"{name}={shown(raw)}: expected a spanfold.Sample, a rate from 0 to 1, or its text form")
 
 
+def _media(name: str, raw: Any) -> media_option.Media | None:
+    """Where blobs go instead of the spans: a ``spanfold.Media``, true (``<output>/media``), false, a directory's
+    path, an fsspec URL, or its text form (:func:`spanfold.content.media.parse`: ``url=s3://b/p,min_bytes=64KiB``)."""
+    try:
+        return media_option.option(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
 #: A stitched conversation whose latest model call asked for tools waits on them: however long a plain (untraced)
 #: tool function or a person approving it takes, it stays open this many times ``stitch_idle`` (at the source and in
 #: the fold alike).
@@ -370,6 +380,15 @@ class Config:
         "fraction of the rest chosen by trace id (0.1, or rate=0.1,slower_than=30s,costlier_than=0.5,"
         "failing=spec.yaml; a spanfold.Sample in code); applies to the trace files and spanfold's OTLP export alike",
     )
+    media: media_option.Media | None = _option(  # noqa: RUF009 (a field() with metadata, like the others)
+        ("SPANFOLD_MEDIA",),
+        _media,
+        None,
+        "store each image, audio or document sent as base64 (of at least min_bytes, 16KiB by default) once, by its "
+        "sha256, and record a uri part in its place, in the spans and the trace files: on (<output>/media), a "
+        "directory, an fsspec URL such as s3://bucket/prefix (pip install 'spanfold[media]' and its driver), or "
+        "url=...,min_bytes=64KiB; a spanfold.Media in code",
+    )
     redact: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
         ("SPANFOLD_REDACT",),
         _bool,
@@ -442,6 +461,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         values["prices"] = _prices("prices", values["prices"])
     if values["sample"] is not None:
         values["sample"] = _sample("sample", values["sample"])
+    if values["media"] is not None and not isinstance(values["media"], media_option.Media):
+        values["media"] = _media("media", values["media"])
     if isinstance(values["rotate_when"], str):
         values["rotate_when"] = _when("rotate_when", values["rotate_when"])
     if (values["keep_files"] or values["keep_days"]) and not (values["rotate_bytes"] or values["rotate_when"]):

@@ -26,7 +26,7 @@ from spanfold import config as config_module
 from spanfold import counters
 from spanfold.api import baggage
 from spanfold.config import Config
-from spanfold.content import runtime
+from spanfold.content import media, runtime
 from spanfold.content.redaction import from_option
 from spanfold.exporter.files.writers import MemoryWriter, report_unwritten, writers_for
 from spanfold.exporter.pipeline.cost_counter import CostCounter
@@ -171,16 +171,30 @@ def _listen_to_genai_events() -> None:
         counters.fault("setup.log_events", exc)
 
 
+def _media_available(cfg: Config) -> Config:
+    """``cfg``, its ``media`` option off when it names an fsspec URL and fsspec is not installed (said once, counted
+    ``media_unavailable``: blobs stay inline, as the OTLP export does without its extra)."""
+    if cfg.media is None:
+        return cfg
+    missing = media.available(cfg.media)
+    if missing is None:
+        return cfg
+    logger.warning("spanfold: media asked for but not installed: %s", missing)
+    counters.incr("media_unavailable")
+    return dataclasses.replace(cfg, media=None)
+
+
 def _runtime(cfg: Config) -> runtime.Runtime:
     """The Runtime of the options: content captured unless NO_CONTENT; a model call's details event with EVENT_ONLY
     (the call's content there only; tool runs, retrievals and errors, which have no event, keep theirs on their spans)
-    and SPAN_AND_EVENT."""
+    and SPAN_AND_EVENT; blobs stored with ``media`` (shared with the folding worker, which stores other producers')."""
     mode = cfg.capture_content
     spans = runtime.Runtime(
         capture_content=mode != config_module.NO_CONTENT,
         redaction=from_option(cfg.redact),
         full_tool_definitions=cfg.tool_definitions == "full",
         stream_usage=cfg.stream_usage,
+        media=media.for_config(cfg),
     )
     if mode not in (config_module.EVENT_ONLY, config_module.SPAN_AND_EVENT):
         return spans
@@ -361,6 +375,7 @@ def start(overrides: dict[str, Any], *, to_files: bool = True) -> Handle:
         cfg = config_module.load(overrides)
         if cfg.disabled:
             return Handle(config=cfg, enabled=False)
+        cfg = _media_available(cfg)
         unknown = sorted(set(cfg.instrument or ()) - set(registry.INSTRUMENTORS))
         if unknown:
             known = ", ".join(registry.INSTRUMENTORS)
@@ -456,6 +471,7 @@ def stop() -> None:
     if handle is not None:
         handle.shutdown()
         runtime.activate(None)  # init()'s choice ends with it
+        media.forget()
         baggage.activate(False)
         metrics.activate(None)
         conversations.activate(None)

@@ -1,5 +1,5 @@
 """What every recording of content depends on, as one object: content capture, redaction, how much of each tool
-definition is recorded.
+definition is recorded, where blobs go instead of the spans (:mod:`spanfold.content.media`).
 
 ``setup`` builds one :class:`Runtime` from the config and passes it down: to each instrumentor (``runtime=``), whose
 wrappers hand it to the part builders of :mod:`spanfold.semconv.parts`, the only code that puts content into a span.
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spanfold.config import capture_content_default
+from spanfold.content.media import MediaStore
 from spanfold.content.redaction import Redaction
 
 
@@ -32,6 +33,9 @@ class Runtime:
     #: The conventions' ``gen_ai.client.inference.operation.details`` event of each model call (capture mode
     #: ``EVENT_ONLY`` or ``SPAN_AND_EVENT``): where it is emitted and what it records; None: no event.
     events: Events | None = None
+    #: Where each recorded blob of at least its ``min_bytes`` is stored, a ``uri`` part recorded in its place (the
+    #: ``media`` option); None: blobs are recorded inline.
+    media: MediaStore | None = None
 
     def content(self, value: Any) -> Any:
         """``value`` as it may be recorded: redacted when redaction is on (strings inside lists and dicts too)."""

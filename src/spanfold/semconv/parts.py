@@ -4,7 +4,9 @@ A provider builds parts as the SDK gives them (``text(value)``, ``tool_call(id, 
 :func:`applied_message` / :func:`applied_parts` apply the :class:`~spanfold.content.runtime.Runtime` when a span is
 written: with content capture off a part keeps its structure (type, tool-call id and name, modality) and loses every
 piece of content; with redaction on, text, reasoning, tool-call arguments, tool results and URIs are redacted. Base64
-blob data is recorded as it comes (it is not text to redact) and only with capture on. A message's ``name`` is content
+blob data is recorded as it comes (it is not text to redact) and only with capture on; with the Runtime's ``media``
+store, a blob of at least its ``min_bytes`` is stored there and recorded as a ``uri`` part (the conventions' UriPart:
+type, modality, mime_type, uri), here and in a tool result made of parts alike. A message's ``name`` is content
 too (a participant's name), kept with capture off only on a ``tool`` message (the tool's name). The builders that take
 a Runtime apply it at once (the frameworks' own model steps).
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal, TypedDict
 
 from spanfold.codecs import jsonio
+from spanfold.content.media import MediaStore
 from spanfold.content.runtime import Runtime
 from spanfold.semconv import names
 
@@ -136,10 +139,12 @@ def tool_response(call_id: Any, response: Any, rt: Runtime | None = None) -> Too
     return part
 
 
-def blob(data: Any, mime_type: Any, modality: str, rt: Runtime | None = None) -> BlobPart:
+def blob(data: Any, mime_type: Any, modality: str, rt: Runtime | None = None) -> BlobPart | UriPart:
     part: BlobPart = {"type": "blob", "modality": modality, "mime_type": mime_type}
     if rt is None or rt.capture_content:
         part["content"] = data
+        if rt is not None and rt.media is not None:
+            return _stored(part, rt.media)  # type: ignore[return-value]
     return part
 
 
@@ -216,8 +221,8 @@ def _applied_part(part: Part, rt: Runtime) -> Part:
         return part
     if not rt.capture_content:
         return {k: v for k, v in part.items() if k != key}  # type: ignore[return-value]
-    if part.get("type") == "blob":  # base64 data: not text to redact
-        return part
+    if part.get("type") == "blob":  # base64 data: not text to redact; stored when the Runtime says where
+        return part if rt.media is None else _stored(part, rt.media)
     applied: dict[str, Any] = dict(part)
     value = applied[key]
     if _are_parts(value):  # a tool result made of parts (text and images): each part as parts are
@@ -225,6 +230,11 @@ def _applied_part(part: Part, rt: Runtime) -> Part:
     else:
         applied[key] = rt.content(value)
     return applied  # type: ignore[return-value]
+
+
+def _stored(part: Part, media: MediaStore) -> Part:
+    """A blob part as the media store records it: a uri part once stored, else the very part."""
+    return media.part(part)  # type: ignore[return-value]
 
 
 def _are_parts(value: Any) -> bool:
@@ -247,8 +257,8 @@ def applied_definition(definition: Any, rt: Runtime) -> Any:
 
 
 def records_as_built(rt: Runtime) -> bool:
-    """Whether ``rt`` records parts exactly as built (capture on, no redaction): nothing to apply."""
-    return rt.capture_content and rt.redaction is None
+    """Whether ``rt`` records parts exactly as built (capture on, no redaction, no media store): nothing to apply."""
+    return rt.capture_content and rt.redaction is None and rt.media is None
 
 
 def applied_parts(parts: list[Part], rt: Runtime) -> list[Part]:

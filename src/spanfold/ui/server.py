@@ -7,6 +7,11 @@ the cookie the page gets when it is opened once as ``/?token=TOKEN``. Before any
 is not one of this server's names (loopback, ``host``, ``allowed_hosts``: :mod:`spanfold.host_check`) gets 421
 Misdirected Request and a line of text: a page that rebinds its own name to this address (DNS rebinding) reads
 nothing.
+
+``/api/media/<sha256>.<ext>``: a blob the ``media`` option stored (:mod:`spanfold.content.media`), served from the
+``media/`` directory of a served trace directory (a served file's own directory) and nowhere else: the name must be a
+content-addressed one, and the file it resolves to (symbolic links followed) must be a regular file directly in that
+directory. Images and audio a browser shows are served as what they are, anything else as a download.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +31,7 @@ from aiohttp import web
 from spanfold import counters
 from spanfold.codecs import jsonio
 from spanfold.config import HOW_TRACES_ARE_MADE
+from spanfold.content import media
 from spanfold.host_check import AllowedHosts
 from spanfold.trace.formats import writable
 from spanfold.ui.catalog import Catalog
@@ -52,6 +59,20 @@ STATIC = {
     },
     "style.css": "text/css",
     "index.html": "text/html",
+}
+#: A stored blob's extension -> the type it is served as, shown by the page (anything else is a download).
+MEDIA_SHOWN = {
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "ogg": "audio/ogg",
+    "weba": "audio/webm",
+    "flac": "audio/flac",
+    "aac": "audio/aac",
+    "m4a": "audio/mp4",
 }
 #: Seconds between looks at the files for appended traces.
 REFRESH_SECONDS = 1.0
@@ -104,7 +125,6 @@ def _middleware(options: UiOptions) -> Any:
             except web.HTTPException as exc:
                 response = web.Response(status=exc.status, text=exc.reason or "")
             if options.token is not None and "token" in request.query:
-                assert isinstance(response, web.Response)
                 response.set_cookie(COOKIE, request.query["token"], httponly=True, samesite="Strict")
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -159,6 +179,7 @@ class Ui:
         app.router.add_get("/api/run/{id}/part", self.run_part)
         app.router.add_get("/api/run/{id}/{text:raw|spec}", self.run_text)
         app.router.add_get("/api/compare", self.compare)
+        app.router.add_get("/api/media/{name}", self.media)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
         return app
@@ -359,6 +380,33 @@ class Ui:
         if name == "spec":
             return _json({"spec": text})
         return _json(slice_of(text, _number(request.query.get("from"), 0)))
+
+    def media_file(self, name: str) -> Path | None:
+        """The stored blob ``name`` in the ``media/`` directory of a served path, resolved; None when it is not a
+        content-addressed name, or resolves to anything but a regular file directly in that directory."""
+        if not media.NAME.fullmatch(name):
+            return None
+        for path in self.index.paths:
+            try:
+                root = ((path if path.is_dir() else path.parent) / media.DIRECTORY).resolve(strict=True)
+                found = (root / name).resolve(strict=True)
+            except OSError:  # no media directory there, or no such blob
+                continue
+            if found.parent == root and found.is_file():
+                return found
+        return None
+
+    async def media(self, request: web.Request) -> web.StreamResponse:
+        """A stored blob (:meth:`media_file`), as what it is when the page shows it, else as a download."""
+        name = request.match_info["name"]
+        found = await asyncio.get_running_loop().run_in_executor(None, self.media_file, name)
+        if found is None:
+            raise web.HTTPNotFound(reason="no such media")
+        shown = MEDIA_SHOWN.get(name.rpartition(".")[2])
+        headers = {"Content-Type": shown or "application/octet-stream"}
+        if shown is None:
+            headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        return web.FileResponse(found, headers=headers)
 
     def _side(self, run_id: str) -> Side:
         row, opened = self._open(run_id)

@@ -12,6 +12,10 @@ Producers call a method; the worker's own thread takes the queue in order and fe
 * :meth:`FoldWorker.flush`: everything queued before it folded and written, the writers flushed (``final``: closed,
   and the thread ends).
 
+With the ``media`` option (and content capture on), each ended span's blobs are stored before the assembler sees it
+(:meth:`~spanfold.content.media.MediaStore.attributes`: other producers' blob parts and ``data:`` URLs become uris in
+the trace files and the spans the ``otlp-json`` format writes; spanfold's own spans already carry theirs).
+
 Queue items are typed (``_Item``): an ended span as it is, or a tagged tuple, ``(_START, trace_id, span_id)`` /
 ``(_FLUSH, marker)``. (An ended span is not wrapped: a tuple per span, made on the app's thread and freed on the
 worker's, cost the hot path ~0.3 µs per span while the worker was busy.) One measure of the backlog,
@@ -34,10 +38,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from spanfold import config as config_module
 from spanfold import counters
 from spanfold.config import Config
+from spanfold.content import media
 from spanfold.exporter.files.writers import Writer
 from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Assembler, Policy
-from spanfold.exporter.records import SpanRecord, from_readable
+from spanfold.exporter.records import SpanEvent, SpanRecord, from_readable
 from spanfold.sampling.decision import Sampler
 from spanfold.trace.model import Trace
 
@@ -94,6 +99,8 @@ class FoldWorker:
         folded: Callable[[Trace], None] | None = None,
     ) -> None:
         self.config = config if config is not None else config_module.load()
+        #: Where the blobs of the spans folded go (the ``media`` option; None: they stay as they came).
+        self._media = media.for_config(self.config)
         #: Items the queue holds at most (:meth:`start`, :meth:`end` and :meth:`offer` drop beyond it).
         self.max_depth = max_depth if max_depth is not None else self.config.max_queue_size
         self._wake_at = max(min(WAKE_AT, self.max_depth // 2), 1)
@@ -346,6 +353,8 @@ class FoldWorker:
         except Exception as exc:
             counters.fault("processor.span", exc)
             return
+        if self._media is not None:
+            _store_media(self._media, record)
         self.assembler.add(record, now)
 
     def _flush(self, marker: _Flush, now: float) -> bool:
@@ -356,3 +365,20 @@ class FoldWorker:
         finally:
             marker.done.set()
         return marker.final
+
+
+def _store_media(store: media.MediaStore, record: SpanRecord) -> None:
+    """``record``'s blobs stored, uris in their place (in its attributes and its events'); as it came on a fault."""
+    try:
+        attributes = store.attributes(record.attributes)
+        if attributes is not None:
+            record.attributes = attributes
+        if record.events:
+            record.events = tuple(_event_stored(store, event) for event in record.events)
+    except Exception as exc:
+        counters.fault("media.spans", exc)
+
+
+def _event_stored(store: media.MediaStore, event: SpanEvent) -> SpanEvent:
+    attributes = store.attributes(event.attributes)
+    return event if attributes is None else SpanEvent(event.name, event.timestamp, attributes)

@@ -1,6 +1,6 @@
 // spanfold ui: the page's routes and live updates. Trace content is only ever put on the page as text (text nodes,
-// attribute values), never parsed as HTML; images are shown only from data: URLs (the page makes no request outside
-// its server).
+// attribute values), never parsed as HTML; images are shown only from data: URLs and the server's /api/media/ (a
+// blob the media option stored in the trace directory's media/; the page makes no request outside its server).
 import { api, el, fmtInt, setStatus } from "./dom.js";
 import { onKey } from "./keys.js";
 import { fromUrl, list, listParams, loadList } from "./list.js";

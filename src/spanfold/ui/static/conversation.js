@@ -95,6 +95,39 @@ export function jsonBlock(run, ev, path, value, label) {
   return el("details", {}, el("summary", {}, `${label} (${fmtInt(text.length + cut)} chars)`), node, more);
 }
 
+// A blob the media option stored (a file:// URI ending in its content-addressed name, sha256 and extension): the ui
+// serves it from the trace directory's media/ only, found by that name (a moved directory still shows it).
+const MEDIA_NAME = /^file:\/\/[^?#]*\/([0-9a-f]{64}\.[a-z0-9]{1,10})$/;
+
+function localMedia(url) {
+  const found = MEDIA_NAME.exec(url);
+  return found ? `/api/media/${found[1]}` : null;
+}
+
+function chunkUrl(c) {
+  let url = c.image_url ?? c.url ?? c.uri ?? "";
+  if (url && typeof url === "object") url = url.url ?? "";
+  return String(url);
+}
+
+// A stored image inline, audio as a player, anything else a link; said as text when the media directory lacks it.
+function mediaChunk(kind, url, src) {
+  const missing = (node) => () => node.replaceWith(
+    el("div", { class: "muted" }, `[${kind}: ${url.slice(0, 200)} — not in the trace directory's media/]`));
+  if (kind.includes("image")) {
+    const img = el("img", { class: "trace-image", src, alt: "image from the trace" });
+    img.addEventListener("error", missing(img));
+    return img;
+  }
+  if (kind.includes("audio")) {
+    const audio = el("audio", { class: "trace-audio", controls: true, preload: "metadata", src });
+    audio.addEventListener("error", missing(audio));
+    return audio;
+  }
+  return el("div", {}, el("a", { class: "trace-media", href: src, download: src.split("/").pop() },
+    `[${kind || "media"}: ${src.split("/").pop()}]`));
+}
+
 function chunks(run, ev, path, content, text) {
   if (content === null || content === undefined) return [];
   if (typeof content === "string") return [text(path, content)];
@@ -108,14 +141,14 @@ function chunks(run, ev, path, content, text) {
       return el("details", { class: "reasoning" }, el("summary", {}, "reasoning"),
         textBlock(run, ev, `${at}/${key}`, c[key] ?? "", "reasoning", "div"));
     }
+    const stored = c && typeof c === "object" ? localMedia(chunkUrl(c)) : null;
+    if (stored) return mediaChunk(kind, chunkUrl(c), stored);
     if (kind.includes("image")) {
-      let url = c.image_url ?? c.url ?? "";
-      if (url && typeof url === "object") url = url.url ?? "";
-      url = String(url);
+      const url = chunkUrl(c);
       if (/^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$/.test(url)) {
         return el("img", { class: "trace-image", src: url, alt: "image from the trace" });
       }
-      return el("div", { class: "muted" }, `[image: ${url.slice(0, 200) || "(no URL)"} — not loaded: only data: images are shown]`);
+      return el("div", { class: "muted" }, `[image: ${url.slice(0, 200) || "(no URL)"} — not loaded: only data: images and the trace directory's media are shown]`);
     }
     return jsonBlock(run, ev, at, c, kind || "chunk");
   });
