@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
+
+#: The contract's cases assert in a module of their own (each framework's test module runs them): pytest shows
+#: their failures as it shows a test module's.
+pytest.register_assert_rewrite("tests.frameworks.contract")
+
 #: test module -> the framework it needs
 SEPARATE = {
     "test_crewai.py": "crewai",

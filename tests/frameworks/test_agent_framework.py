@@ -20,6 +20,7 @@ from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced, traced_into
 from ..semconv.names_check import unlisted
+from .contract import Contract, Framework, events_are
 from .weather import ANSWER, WEATHER_RUN, convert_temperature, get_weather
 
 STEPS = ["model", "tool", "tool", "model", "tool", "model"]
@@ -84,6 +85,18 @@ def test_a_streamed_run_is_the_same_trace(traced: Traced, global_spans: Any, tel
         assert asyncio.run(streamed(server)) == ANSWER
         assert all(r.body.get("stream") is True for r in server.requests)
     assert_weather_run(traced, global_spans, telemetry)
+
+
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self, telemetry: str) -> Framework:
+        """Its own ``invoke_agent`` span (its instrumentation on) nests in the application's run."""
+
+        async def run(server: MockLLMServer) -> Any:
+            return await agent(server).run(WEATHER.question)
+
+        nested = ("invoke_agent weather_agent",) if telemetry == "own_spans" else ()
+        return Framework(run, events_are(WEATHER_RUN), WEATHER.replies, nested)
 
 
 def test_a_failing_tool_is_an_error_output(traced: Traced, telemetry: str) -> None:

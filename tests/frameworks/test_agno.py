@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import openai
+import pytest
 from agno.agent import Agent
 from agno.models.openai import OpenAIChat
 from agno.team import Team
@@ -17,8 +18,9 @@ import spanfold
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent
 
 from ..conftest import Traced
+from .contract import Contract, Framework, events_are
 from .helpers import folded
-from .weather import convert_temperature, get_weather
+from .weather import WEATHER_RUN, convert_temperature, get_weather
 
 NAME = "weather-bot"
 
@@ -137,12 +139,12 @@ def test_a_model_error_is_the_runs_error(traced: Traced, global_spans: Any) -> N
     assert root.attributes["error.type"] == "agent_error"
 
 
-def test_a_run_inside_spanfold_agent_opens_no_second_root(traced: Traced, global_spans: Any) -> None:
-    with MockLLMServer(WEATHER.replies) as server, spanfold.agent("my-run"):
-        weather_agent(server).run(WEATHER.question)
-    traced.one()
-    assert traced.metas()[0]["metadata"]["name"] == "my-run"
-    assert [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke")] == ["invoke_agent my-run"]
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        return Framework(
+            lambda server: weather_agent(server).run(WEATHER.question), events_are(WEATHER_RUN), WEATHER.replies
+        )
 
 
 def test_a_team_member_runs_under_its_own_name_inside_the_delegation(traced: Traced, global_spans: Any) -> None:

@@ -21,11 +21,11 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.models import ModelInfo
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-import spanfold
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced
 from ..semconv.names_check import unlisted
+from .contract import Contract, Framework
 from .helpers import folded
 from .weather import ANSWER, FIRST_STEP, QUESTION, SYSTEM, WEATHER_RUN, call, convert_temperature, get_weather
 
@@ -218,16 +218,20 @@ def test_a_failed_team_run_is_marked_failed(traced: Traced) -> None:
     assert meta["name"] == "weather_team" and meta["status"] == "error"
 
 
-def test_a_team_inside_spanfold_agent_opens_no_span_of_its_own(traced: Traced, global_spans: Any) -> None:
-    async def run() -> None:
-        with MockLLMServer() as server, spanfold.agent("my-run"):
-            await weather_team(server).run(task="Weather in Paris?")
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        """A team inside the application's run opens no span of its own; AutoGen's own agent turns nest in it."""
 
-    asyncio.run(run())
-    traced.one()
-    assert traced.metas()[0]["metadata"]["name"] == "my-run"
-    assert not spans_named(global_spans, "invoke_agent weather_team")
-    assert [role for role, _, _ in _team_events(global_spans)] == [role for role, _, _ in TEAM_RUN]
+        async def run(server: MockLLMServer) -> TaskResult:
+            return await weather_team(server).run(task="Weather in Paris?")
+
+        def trace(events: list[dict[str, Any]], result: TaskResult) -> None:
+            said = [(e["role"], e.get("tool_calls") or e["content"]) for e in events]
+            assert said == [(role, content) for role, _, content in TEAM_RUN]
+
+        turns = ("invoke_agent critic", "invoke_agent weather_agent", "invoke_agent weather_agent")
+        return Framework(run, trace, nested=turns)
 
 
 @pytest.fixture(autouse=True)

@@ -27,10 +27,10 @@ from claude_agent_sdk import (
 )
 from opentelemetry.trace import SpanKind
 
-import spanfold
 from spanfold.testing import MockLLMServer, MockRequest, Reply, ToolCallSpec, scenarios
 
 from ..conftest import Traced
+from .contract import Contract, Framework
 from .helpers import folded
 
 SYSTEM = "You are a weather assistant. Use the tools."
@@ -48,25 +48,26 @@ WEATHER = create_sdk_mcp_server("weather", tools=[get_weather])
 TOOL = "mcp__weather__get_weather"
 
 
+def environment(server: MockLLMServer, home: Path) -> dict[str, str]:
+    """The CLI's environment, pointed at the mock server, ``home`` its home."""
+    home.mkdir(exist_ok=True)
+    return {
+        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Iterator[tuple[MockLLMServer, dict[str, str]]]:
     """The mock server and the CLI's environment pointed at it."""
-    home = tmp_path / "home"
-    home.mkdir()
     with MockLLMServer() as server:
-        yield (
-            server,
-            {
-                "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-                "ANTHROPIC_API_KEY": "test-key",
-                "HOME": str(home),
-                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            },
-        )
+        yield server, environment(server, tmp_path / "home")
 
 
 def options(env: dict[str, str], **more: Any) -> ClaudeAgentOptions:
@@ -367,17 +368,18 @@ async def test_a_run_past_its_turns_is_failed_with_its_steps_kept(
     assert traced.metas()[0]["metadata"]["status"] == "error"
 
 
-async def test_a_query_inside_spanfold_agent_opens_no_second_root(
-    traced: Traced, global_spans: Any, cli: tuple[MockLLMServer, dict[str, str]]
-) -> None:
-    server, env = cli
-    weather_script(server, env)
-    with spanfold.agent("my-run"):
-        [m async for m in query(prompt=QUESTION, options=options(env))]
-    assert len(traced.traces()) == 1
-    assert traced.metas()[0]["metadata"]["name"] == "my-run"
-    roots = [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke_agent")]
-    assert roots == ["invoke_agent my-run"]
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self, tmp_path: Path) -> Framework:
+        async def run(server: MockLLMServer) -> tuple[list[Any], dict[str, str]]:
+            env = environment(server, tmp_path / "home")
+            weather_script(server, env)
+            return [m async for m in query(prompt=QUESTION, options=options(env))], env
+
+        def trace(events: list[dict[str, Any]], returned: tuple[list[Any], dict[str, str]]) -> None:
+            assert events == weather_events(*returned)
+
+        return Framework(run, trace)
 
 
 async def test_with_content_capture_off_a_run_keeps_its_shape_and_ids(

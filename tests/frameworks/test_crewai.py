@@ -18,11 +18,11 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 from crewai import LLM, Agent, Crew, Task
 from crewai.tools import tool
 
-import spanfold
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced
 from . import weather
+from .contract import Contract, Framework
 from .helpers import folded
 from .weather import ANSWER
 
@@ -160,11 +160,15 @@ def test_a_failing_tool_is_an_error_output(traced: Traced) -> None:
     assert traced.metas()[0]["summary"]["errorCount"] == 1
 
 
-def test_a_crew_inside_spanfold_agent_opens_no_spans_of_its_own(traced: Traced, global_spans: Any) -> None:
-    with MockLLMServer(WEATHER.replies) as server, spanfold.agent("my-run"):
-        weather_crew(server).kickoff()
-    assert_weather_trace(traced.one())
-    assert [s.name for s in spans_named(global_spans, "invoke_agent")] == ["invoke_agent my-run"]
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        """A crew inside the application's run opens no span of its own: not the crew's, not its agent's."""
+        return Framework(
+            lambda server: weather_crew(server).kickoff(),
+            lambda events, _: assert_weather_trace(events),
+            WEATHER.replies,
+        )
 
 
 @pytest.fixture(autouse=True)

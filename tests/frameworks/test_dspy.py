@@ -24,6 +24,7 @@ import spanfold
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import Traced
+from .contract import Contract, Framework
 from .helpers import folded
 
 QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fahrenheit, please."
@@ -408,14 +409,15 @@ def test_an_answer_from_dspys_cache_is_a_model_step_with_no_usage(traced: Traced
     assert [s.name for s in spans_named(global_spans, "invoke_agent")] == ["invoke_agent Predict"] * 2
 
 
-def test_a_run_inside_spanfold_agent_opens_no_span_of_its_own(traced: Traced, global_spans: Any) -> None:
-    with MockLLMServer() as server, spanfold.agent("my-run"):
-        server.script(*WEATHER_REPLIES)
-        agent(server)(question=QUESTION)
-    events = traced.one()
-    assert events[2:10] == WEATHER_STEPS
-    assert [s.name for s in spans_named(global_spans, "invoke_agent")] == ["invoke_agent my-run"]
-    assert traced.metas()[0]["metadata"]["name"] == "my-run"
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        def run(server: MockLLMServer) -> MockLLMServer:
+            server.script(*WEATHER_REPLIES)
+            agent(server)(question=QUESTION)
+            return server
+
+        return Framework(run, assert_weather_trace)
 
 
 def test_with_content_capture_off_the_run_keeps_its_structure(traced_off: Traced) -> None:

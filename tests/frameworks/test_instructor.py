@@ -17,11 +17,11 @@ from instructor.core.exceptions import InstructorRetryException
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
-import spanfold
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
 
 from ..conftest import Traced, traced_into
 from ..semconv.names_check import unlisted
+from .contract import Contract, Framework, events_are
 
 
 class User(BaseModel):
@@ -111,21 +111,21 @@ def test_an_async_extraction(traced: Traced, global_spans: Any) -> None:
     assert json.loads(workflow_spans(global_spans)[0].attributes["output.value"]) == RIGHT
 
 
-def test_an_extraction_inside_an_agent_run_is_a_step_of_that_run(traced: Traced, global_spans: Any) -> None:
-    with MockLLMServer() as server:
-        server.script(Reply.tools([ToolCallSpec("User", RIGHT)]), Reply.text("Jason is 25."))
-        with spanfold.agent("profile_bot"):
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        """An extraction inside the application's run is a step of that run, with the run's other model calls."""
+        summary = {"role": "user", "content": "Summarise Jason"}
+
+        def run(server: MockLLMServer) -> None:
+            server.script(Reply.tools([ToolCallSpec("User", RIGHT)]), Reply.text("Jason is 25."))
             extract(server)
             openai.OpenAI(api_key="k", base_url=server.base_url).chat.completions.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": "Summarise Jason"}]
+                model="gpt-4o-mini", messages=[summary]
             )
-    assert len(traced.traces()) == 1
-    metas = traced.metas()
-    assert len(metas) == 1 and metas[0]["metadata"]["name"] == "profile_bot"
-    assert [step["kind"] for step in metas[0]["metadata"]["steps"]] == ["model", "model"]
-    (span,) = workflow_spans(global_spans)
-    root = next(s for s in global_spans.get_finished_spans() if s.name == "invoke_agent profile_bot")
-    assert span.parent.span_id == root.context.span_id
+
+        said = [QUESTION, extraction("call_mock_1", RIGHT), summary, {"role": "assistant", "content": "Jason is 25."}]
+        return Framework(run, events_are(said), nested=("invoke_workflow extract User",))
 
 
 def test_a_call_without_a_response_model_is_the_clients_call_alone(traced: Traced, global_spans: Any) -> None:

@@ -23,6 +23,7 @@ from spanfold import counters
 from spanfold.testing import WEATHER, MockLLMServer
 
 from ..conftest import Traced, in_threads
+from .contract import Contract, Framework, events_are
 from .langchain_helpers import (
     AGENT_NAME,
     RAISED,
@@ -34,6 +35,7 @@ from .langchain_helpers import (
     unknown_city_weather,
     weather_agent,
 )
+from .weather import WEATHER_RUN
 
 WEATHER_OUTPUTS = ["Paris: 18°C, sunny", "Tokyo: 24°C, cloudy", "18°C is 64.4°F"]
 
@@ -284,12 +286,12 @@ def test_checkpointer_thread_is_the_conversation_id(traced: Traced, server: Mock
     assert [(s.attributes or {}).get("gen_ai.conversation.id") for s in runs] == ["support-42", "support-42", None]
 
 
-def test_inside_spanfold_agent_no_second_root(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:
-    with spanfold.agent("outer"):
-        weather_agent(server).invoke(question())
-    assert len(traced.one()) == 8
-    assert traced.metas()[0]["metadata"]["name"] == "outer"
-    assert agent_spans(global_spans) == ["invoke_agent outer"]
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        return Framework(
+            lambda server: weather_agent(server).invoke(question()), events_are(WEATHER_RUN), WEATHER.replies
+        )
 
 
 def test_a_subgraph_opens_no_second_root(traced: Traced, server: MockLLMServer, global_spans: Any) -> None:

@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 import openai
+import pytest
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.llms.openai import OpenAI
 
@@ -17,7 +18,8 @@ import spanfold
 from spanfold.testing import WEATHER, MockLLMServer, Reply, ToolCallSpec, run_agent
 
 from ..conftest import Traced
-from .weather import convert_temperature, get_weather
+from .contract import Contract, Framework, events_are
+from .weather import WEATHER_RUN, convert_temperature, get_weather
 
 NAME = "weather-bot"
 
@@ -135,12 +137,10 @@ def test_an_agent_workflow_with_a_handoff_is_one_trace_named_after_its_root_agen
     assert [s.name for s in spans_named(global_spans, "invoke_agent")] == ["invoke_agent triage"]
 
 
-def test_a_run_inside_spanfold_agent_opens_no_second_root(traced: Traced, global_spans: Any) -> None:
-    async def run() -> Any:
-        with MockLLMServer(WEATHER.replies) as server, spanfold.agent("my-run"):
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        async def run(server: MockLLMServer) -> Any:
             return await weather_agent(server).run(WEATHER.question)
 
-    asyncio.run(run())
-    traced.one()
-    assert traced.metas()[0]["metadata"]["name"] == "my-run"
-    assert [s.name for s in spans_named(global_spans, "invoke_agent")] == ["invoke_agent my-run"]
+        return Framework(run, events_are(WEATHER_RUN), WEATHER.replies)

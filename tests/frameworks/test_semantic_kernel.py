@@ -23,6 +23,7 @@ from semantic_kernel.utils.telemetry.model_diagnostics import decorators as mode
 from spanfold.testing import WEATHER, MockLLMServer
 
 from ..conftest import Traced, traced_into
+from .contract import Contract, Framework, events_are
 from .weather import ANSWER, WEATHER_RUN, convert_temperature, get_weather
 
 
@@ -100,6 +101,18 @@ def test_invoke_stream_is_the_same_run(traced: Traced, global_spans: Any, diagno
         assert asyncio.run(streamed(server)) == ANSWER
         assert all(r.body.get("stream") is True for r in server.requests)
     assert_weather_run(traced, global_spans, diagnostics)
+
+
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self, diagnostics: str) -> Framework:
+        """Its own ``invoke_agent`` span (its diagnostics on) nests in the application's run."""
+
+        async def run(server: MockLLMServer) -> Any:
+            return await agent(server).get_response(messages=WEATHER.question)
+
+        nested = ("invoke_agent weather_agent",) if diagnostics == "own_spans" else ()
+        return Framework(run, events_are(WEATHER_RUN), WEATHER.replies, nested)
 
 
 def test_with_content_capture_off_the_run_keeps_its_roles_tools_and_ids(traced_off: Traced, diagnostics: str) -> None:

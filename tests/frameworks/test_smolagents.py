@@ -13,10 +13,10 @@ import pytest
 from smolagents import CodeAgent, OpenAIModel, ToolCallingAgent, tool
 from smolagents.utils import AgentGenerationError
 
-import spanfold
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec, scenarios
 
 from ..conftest import Traced
+from .contract import Contract, Framework
 from .helpers import folded
 
 QUESTION = "What's the weather in Paris and Tokyo? And Paris's temperature in fahrenheit, please."
@@ -234,13 +234,17 @@ def test_with_content_capture_off_the_trace_keeps_roles_ids_and_names(traced_off
     assert calls == ["get_weather", "get_weather", "convert_temperature", "final_answer"]
 
 
-def test_a_run_inside_spanfold_agent_opens_no_second_root(traced: Traced, global_spans: Any) -> None:
-    with MockLLMServer() as server, spanfold.agent("my-run"):
-        weather_replies(server)
-        tool_agent(server).run(QUESTION)
-    assert events_after_system(traced.one(), TOOL_PROMPT) == WEATHER_EVENTS
-    assert traced.metas()[0]["metadata"]["name"] == "my-run"
-    assert [s.name for s in global_spans.get_finished_spans() if s.name.startswith("invoke")] == ["invoke_agent my-run"]
+class TestContract(Contract):
+    @pytest.fixture
+    def framework(self) -> Framework:
+        def run(server: MockLLMServer) -> Any:
+            weather_replies(server)
+            return tool_agent(server).run(QUESTION)
+
+        def trace(events: list[dict[str, Any]], answer: Any) -> None:
+            assert events_after_system(events, TOOL_PROMPT) == WEATHER_EVENTS
+
+        return Framework(run, trace)
 
 
 def test_a_managed_agent_runs_under_its_own_name_in_the_managers_trace(traced: Traced, global_spans: Any) -> None:

@@ -54,11 +54,11 @@ def open_run(
     operation: str = semconv.OP_INVOKE_AGENT,
 ) -> tuple[StreamState, otel_context.Context]:
     """The run's span (``gen_ai.agent.name`` ``name``, or ``gen_ai.workflow.name`` for an ``invoke_workflow``
-    ``operation``, and ``attributes``), and the context its code runs in (``context`` with the span current).
-    ``kind``: the fault counters' name of the framework's runs."""
+    ``operation``, and ``attributes``), started in ``context`` (the current one when None), and the context its code
+    runs in (``context`` with the span current). ``kind``: the fault counters' name of the framework's runs."""
     named = semconv.WORKFLOW_NAME if operation == semconv.OP_INVOKE_WORKFLOW else semconv.AGENT_NAME
     attrs = {semconv.OPERATION_NAME: operation, named: name, **(attributes or {})}
-    run = RunSpan(tracer, semconv.span_name(operation, name), attrs, rt=rt)
+    run = RunSpan(tracer, semconv.span_name(operation, name), attrs, rt=rt, context=context)
     return StreamState(run, NoItems(), kind), otel_trace.set_span_in_context(run.span, context)
 
 

@@ -33,7 +33,7 @@ from spanfold.instrumentation.toolkit import attributes
 from spanfold.instrumentation.toolkit.calls import Wrapper, claim, release
 from spanfold.instrumentation.toolkit.invocation import Request, Response
 from spanfold.instrumentation.toolkit.patching import WrapperFactory
-from spanfold.instrumentation.toolkit.spans import ModelSpan
+from spanfold.instrumentation.toolkit.spans import ModelSpan, set_failure
 from spanfold.instrumentation.toolkit.streams import Accumulator, StreamState, SyncStreamProxy
 from spanfold.semconv import parts as p
 
@@ -136,10 +136,20 @@ def entered(span: StepSpan, context: otel_context.Context | None = None) -> Call
     return leave
 
 
-def finish(span: StepSpan, framework: str, answer: Callable[[Any], Response], result: Any) -> None:
-    """End the step from the typed answer of what its call returned (held, if its holder keeps it)."""
+def finish(
+    span: StepSpan,
+    framework: str,
+    answer: Callable[[Any], Response],
+    result: Any,
+    failed: Callable[[Any], tuple[str, str | None] | None] = lambda result: None,
+) -> None:
+    """End the step from the typed answer of what its call returned (held, if its holder keeps it); ``failed``:
+    ``(error.type, message)`` of a result that reports a failure (a call the framework tells of as failed)."""
     try:
         response = answer(result)
+        failure = failed(result)
+        if failure is not None:
+            set_failure(span.span, failure[0], failure[1], span.rt)
     except Exception as exc:
         counters.fault(f"{framework}.model_result", exc)
         span.finish()

@@ -6,8 +6,7 @@
   blocks when they are not all text), its text -> a ``user`` message;
 * a prompt the application sends (a string, or the stream-json ``{"type": "user", "message": {...}}`` dicts of an
   async iterable prompt) -> a ``user`` message;
-* usage (the stream-json ``usage`` object) -> :class:`Usage`: input tokens count the cache reads and writes, which are
-  given beside them, as for the Anthropic API.
+* usage (the stream-json ``usage`` object) as the Anthropic API's: input tokens count the cache reads and writes.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.instrumentation.toolkit.invocation import Usage
+from spanfold.instrumentation.toolkit.invocation import Usage, usage_with_cache
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
@@ -35,20 +34,17 @@ CLOUD_PROVIDERS: Final = (
 SYNTHETIC_MODEL: Final = "<synthetic>"
 
 
-def _texts(blocks: list[Any]) -> str | None:
-    """The text of ``blocks`` when every one is a text block (dicts, as the CLI sends tool results), else None."""
-    if not all(isinstance(b, Mapping) and b.get("type") == "text" for b in blocks):
-        return None
-    return "".join(str(b.get("text") or "") for b in blocks)
+def _is_text(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "text"
 
 
 def result_value(content: Any) -> Any:
-    """A tool result's content as the model got it: its text (text blocks joined), else its blocks."""
+    """A tool result's content as the model got it: its text (text blocks, dicts as the CLI sends them, joined),
+    else its blocks."""
     if content is None or isinstance(content, str):
         return content
     blocks = m.as_list(content)
-    text = _texts(blocks)
-    return text if text is not None else blocks
+    return "".join(str(b.get("text") or "") for b in blocks) if all(map(_is_text, blocks)) else blocks
 
 
 def text_of(content: Any) -> str:
@@ -79,52 +75,36 @@ def content_messages(role: str, content: Any) -> list[p.Message]:
 
 
 def prompt_message(item: Any) -> p.Message | None:
-    """The user message of a prompt: a string, or one stream-json ``user`` dict of an async iterable prompt (its
-    content a string or Anthropic content blocks, whose text is kept and whose other blocks keep their type)."""
-    if isinstance(item, str):
-        return p.message("user", [p.text(item)])
+    """The user message of a prompt: a string, or one stream-json ``user`` dict (its content a string or Anthropic
+    content blocks, whose text is kept and whose other blocks keep their type)."""
     message = item.get("message") if isinstance(item, Mapping) else None
-    content = message.get("content") if isinstance(message, Mapping) else None
+    content = item if isinstance(item, str) else message.get("content") if isinstance(message, Mapping) else None
     if isinstance(content, str):
         return p.message("user", [p.text(content)])
     if not isinstance(content, list):
         return None
-    parts: list[p.Part] = []
-    for block in content:
-        if isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(p.text(block.get("text")))
-        else:
-            parts.append(p.other(block.get("type") if isinstance(block, Mapping) else type(block).__name__))
-    return p.message("user", parts)
+    return p.message("user", [_prompt_part(block) for block in content])
 
 
-def _count(raw: Mapping[str, Any], key: str) -> int | None:
-    value = raw.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _prompt_part(block: Any) -> p.Part:
+    if _is_text(block):
+        return p.text(block.get("text"))
+    return p.other(block.get("type") if isinstance(block, Mapping) else type(block).__name__)
 
 
 def usage(raw: Any) -> Usage | None:
-    """The tokens of a stream-json ``usage`` object (None: none given)."""
+    """The tokens of a stream-json ``usage`` object (None: none given), its thinking tokens the reasoning ones."""
     if not isinstance(raw, Mapping):
         return None
-    given, cache_read = _count(raw, "input_tokens"), _count(raw, "cache_read_input_tokens")
-    cache_write = _count(raw, "cache_creation_input_tokens")
-    details = raw.get("output_tokens_details")
-    thinking = _count(details, "thinking_tokens") if isinstance(details, Mapping) else None
-    counts = [n for n in (given, cache_read, cache_write) if n is not None]
-    return Usage(
-        input_tokens=sum(counts) if counts else None,
-        output_tokens=_count(raw, "output_tokens"),
-        cache_read_input_tokens=cache_read or None,
-        cache_write_input_tokens=cache_write or None,
-        reasoning_output_tokens=thinking or None,
-    )
+    keys = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    used = usage_with_cache(*(raw.get(key) for key in keys))
+    used.reasoning_output_tokens = m.get(raw.get("output_tokens_details"), "thinking_tokens") or None
+    return used
 
 
 def agent_name(options: Any) -> str:
     """The session's agent: ``extra_args={"agent": name}`` (the CLI's ``--agent``), else :data:`DEFAULT_NAME`."""
-    extra = getattr(options, "extra_args", None)
-    name = extra.get("agent") if isinstance(extra, Mapping) else None
+    name = m.get(getattr(options, "extra_args", None), "agent")
     return name if isinstance(name, str) and name else DEFAULT_NAME
 
 
@@ -147,17 +127,16 @@ def subagent_prompts(options: Any) -> dict[str, list[p.Part]]:
     return out
 
 
-def environment(options: Any, name: str) -> str | None:
-    """A variable of the CLI's environment: the options' ``env``, else this process's (which the CLI inherits)."""
-    env = getattr(options, "env", None)
-    value = env.get(name) if isinstance(env, Mapping) else None
-    return value if isinstance(value, str) else os.environ.get(name)
-
-
 def provider(options: Any) -> str:
-    """Where the CLI sends its model calls: Amazon Bedrock or Vertex AI when its environment says so, else the
-    Anthropic API."""
+    """Where the CLI sends its model calls: Amazon Bedrock or Vertex AI when its environment (the options' ``env``,
+    else this process's, which the CLI inherits) says so, else the Anthropic API."""
     for variable, name in CLOUD_PROVIDERS:
         if (environment(options, variable) or "").strip().lower() in ("1", "true"):
             return name
     return semconv.PROVIDER_ANTHROPIC
+
+
+def environment(options: Any, name: str) -> str | None:
+    """A variable of the CLI's environment: the options' ``env``, else this process's."""
+    value = m.get(getattr(options, "env", None), name)
+    return value if isinstance(value, str) else os.environ.get(name)

@@ -1,28 +1,21 @@
-"""Claude Agent SDK (``claude-agent-sdk``): a ``query()`` or a client's turn is one trace, rooted at ``invoke_agent
-{name}``, with its model steps and tool runs, built from the SDK's message stream.
+"""Claude Agent SDK (``claude-agent-sdk`` >= 0.2, < 0.3; tested with 0.2.189 and the CLI 2.1.332 it bundles): what
+is patched, once on the classes. The agent loop and the model calls run in the bundled Claude Code CLI, a subprocess
+no patched SDK sees: the messages the application receives are all there is (:mod:`.session` says what each becomes).
 
-The agent loop and the model calls run in the bundled Claude Code CLI, a subprocess: no patched SDK sees them, and
-the messages the application receives are all there is (:mod:`~.session` says what each becomes). Supported:
-``claude-agent-sdk`` >= 0.2, < 0.3 (tested with 0.2.189, its bundled CLI 2.1.332). Patched, once on the classes:
-
-* ``InternalClient.process_query``, what ``query()`` iterates: the run, named after the agent (``extra_args={"agent":
-  name}``, the CLI's ``--agent``; else ``claude_agent``), current while the SDK works for each message (so the
-  control tasks it starts, the in-process MCP servers among them, and the CLI's ``TRACEPARENT`` are in the run), ended
-  with the stream: exhausted, failed (the run fails with the exception: ``ResultError`` after an error result),
-  closed or collected;
+* ``InternalClient.process_query``, what ``query()`` iterates: the run, current while the SDK works for each message
+  (so the control tasks it starts, the in-process MCP servers among them, and the CLI's ``TRACEPARENT`` are in the
+  run), ended with the stream: exhausted, failed (the run fails with the exception: ``ResultError`` after an error
+  result), closed or collected;
 * ``ClaudeSDKClient.connect`` / ``query`` (the prompts sent; a turn opens with one), ``receive_messages`` (which
   ``receive_response`` reads: the messages received; a turn ends with its ``ResultMessage``) and ``disconnect``
   (a turn still open ends);
 * ``Query._handle_sdk_mcp_request``: an in-process MCP server's ``tools/call`` carries the trace context of its tool
   use's span, so the server's own span joins the run (it folds into that tool step).
-
-A run inside ``spanfold.agent`` (or another producer's current ``invoke_agent`` span) opens no span of its own: its
-steps go under that run's.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, Callable
 from typing import Any, Final
 from weakref import WeakKeyDictionary
 
@@ -56,16 +49,6 @@ def _messages(stream: Any, session: Session, context: otel_context.Context | Non
     return AsyncWatched(stream, "claude_agent_sdk.messages", context, session.message, ended)
 
 
-async def _observed(prompts: AsyncIterable[Any], session: Session) -> AsyncIterator[Any]:
-    """An async iterable prompt's messages, each told to the session as the SDK sends it."""
-    async for item in prompts:
-        try:
-            session.prompt(item)
-        except Exception as exc:
-            counters.fault("claude_agent_sdk.prompt", exc)
-        yield item
-
-
 def _with_prompt(
     session: Session, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -75,10 +58,8 @@ def _with_prompt(
     if isinstance(prompt, str):
         session.prompt(prompt)
     elif isinstance(prompt, AsyncIterable):
-        observed = _observed(prompt, session)
-        if args:
-            return (observed, *args[1:]), kwargs
-        return args, {**kwargs, "prompt": observed}
+        watched = AsyncWatched(aiter(prompt), "claude_agent_sdk.prompt", on_item=session.prompt)
+        return ((watched, *args[1:]), kwargs) if args else (args, {**kwargs, "prompt": watched})
     return args, kwargs
 
 
@@ -112,8 +93,9 @@ def query_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
     return wrapper
 
 
-def connect_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    """``ClaudeSDKClient.connect(prompt)``: its prompt sent; the tasks it starts know the client's session."""
+def prompt_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
+    """``ClaudeSDKClient.connect(prompt)`` / ``query(prompt)``: a prompt sent (a turn opens with it); the tasks the
+    call starts know the client's session."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -121,22 +103,9 @@ def connect_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
             args, kwargs = _with_prompt(session, args, kwargs)
             context = otel_context.set_value(_SESSION, session)
         except Exception as exc:
-            counters.fault("claude_agent_sdk.connect", exc)
-            return wrapped(*args, **kwargs)
-        return called_within(context, lambda: wrapped(*args, **kwargs), "claude_agent_sdk.connect")
-
-    return wrapper
-
-
-def prompt_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
-    """``ClaudeSDKClient.query(prompt)``: a prompt sent (a turn opens with it)."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            args, kwargs = _with_prompt(_client_session(tracer, rt, instance), args, kwargs)
-        except Exception as exc:
             counters.fault("claude_agent_sdk.prompt", exc)
-        return await wrapped(*args, **kwargs)
+            return wrapped(*args, **kwargs)
+        return called_within(context, lambda: wrapped(*args, **kwargs), "claude_agent_sdk.prompt")
 
     return wrapper
 
@@ -189,7 +158,7 @@ def mcp_wrapper(tracer: Tracer, rt: Runtime) -> Wrapper:
 
 PATCHES: Final = (
     Patch("claude_agent_sdk._internal.client", "InternalClient.process_query", query_wrapper),
-    Patch("claude_agent_sdk.client", "ClaudeSDKClient.connect", connect_wrapper),
+    Patch("claude_agent_sdk.client", "ClaudeSDKClient.connect", prompt_wrapper),
     Patch("claude_agent_sdk.client", "ClaudeSDKClient.query", prompt_wrapper),
     Patch("claude_agent_sdk.client", "ClaudeSDKClient.receive_messages", receive_wrapper),
     Patch("claude_agent_sdk.client", "ClaudeSDKClient.disconnect", disconnect_wrapper),
