@@ -111,10 +111,10 @@ def run(spans: Spans, new: bool) -> None:
 
 
 def comparable(trace: Trace) -> tuple[Any, dict[str, Any]]:
-    """The events and the metadata, without ids, times and the span count (the current vocabulary has one span more:
-    the turn beside its first agent)."""
+    """The events and the metadata, without ids, times, the span count and the agents below the root (the current
+    vocabulary has one span more: the turn beside its first agent, which is then an agent below it)."""
     meta = trace.meta.to_dict()
-    for key in ("trace_id", "root_span_id", "start", "end", "duration_ms", "span_count", "steps"):
+    for key in ("trace_id", "root_span_id", "start", "end", "duration_ms", "span_count", "steps", "agents"):
         meta.pop(key, None)
     return trace.to_invariant(), meta
 

@@ -222,6 +222,9 @@ class StepTime:
     its ``model``, ``usage``, ``cost`` and ``inputs`` (how many); a retrieval or rerank its ``store``, ``top_k``,
     ``query`` (with content capture on) and ``documents`` (``[{"id", "score", "text"?}]``, as the store returned
     them); a memory operation its ``operation`` (``search_memory`` ...), ``store``, ``query`` and ``documents``.
+    A model call's ``params``: the request parameters its span states (``{"temperature": 0.2, "max_tokens": 50}``:
+    the conventions' ``gen_ai.request.*``, named after that prefix), when it states any. ``parent``: the span of the
+    agent it ran under, when that is one of the run's :attr:`TraceMeta.agents` (not the run's root agent).
     """
 
     kind: str
@@ -241,11 +244,15 @@ class StepTime:
     query: str | None = None
     documents: list[dict[str, Any]] | None = None
     operation: str | None = None
+    params: dict[str, Any] | None = None  # a model call's request parameters, as its span states them
+    parent: str | None = None  # the span id of the agent it ran under (one of TraceMeta.agents)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "start": self.start, "duration_ms": self.duration_ms}
         if self.kind == "model" or self.kind == "embeddings":
             out["model"] = self.model
+            if self.params:
+                out["params"] = self.params
             if self.usage is not None:
                 out["usage"] = self.usage.to_dict()
             if self.cost is not None:
@@ -266,6 +273,8 @@ class StepTime:
             out["error"] = self.error
         if self.span_id is not None:
             out["span_id"] = self.span_id
+        if self.parent is not None:
+            out["parent"] = self.parent
         if self.event is not None:
             out["event"] = self.event
         return out
@@ -277,6 +286,7 @@ class StepTime:
             return None
         usage = raw.get("usage")
         documents = raw.get("documents")
+        params = raw.get("params")
         top_k = raw.get("top_k")
         inputs = raw.get("inputs")
         error = raw.get("error")
@@ -300,6 +310,8 @@ class StepTime:
             query=_str(raw.get("query")),
             documents=[d for d in documents if isinstance(d, dict)] if isinstance(documents, list) else None,
             operation=_str(raw.get("operation")),
+            params=params if isinstance(params, dict) and params else None,
+            parent=_str(raw.get("parent")),
         )
 
 
@@ -351,6 +363,21 @@ class TraceMeta:
     def context(self) -> dict[str, Any]:
         """Who the run is for and what it belongs to, as its metadata states it (:data:`CONTEXT_KEYS` present)."""
         return {key: self.extra[key] for key in CONTEXT_KEYS if self.extra.get(key) is not None}
+
+    @property
+    def providers(self) -> list[str]:
+        """The providers the run's model and embeddings calls went to, as its metadata records them (``providers``:
+        each call's ``gen_ai.provider.name``, else ``gen_ai.system``; sorted), empty when it records none."""
+        providers = self.extra.get("providers") if self.extra else None
+        return [p for p in providers if isinstance(p, str) and p] if isinstance(providers, list) else []
+
+    @property
+    def agents(self) -> list[dict[str, Any]]:
+        """The agents the run ran below its root agent (handoffs, sub-agents), as its metadata records them
+        (``agents``: ``{"name", "start", "duration_ms", "span_id", "parent"?, "error"?}`` each, in the order they
+        started; a step's :attr:`StepTime.parent` names one); empty when it records none. No step: not counted."""
+        agents = self.extra.get("agents") if self.extra else None
+        return [a for a in agents if isinstance(a, dict)] if isinstance(agents, list) else []
 
     @property
     def run_cost(self) -> RunCost | None:

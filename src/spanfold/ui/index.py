@@ -121,6 +121,7 @@ class Row:
             "name": meta.name,
             "service": meta.service,
             "models": meta.models,
+            **({"providers": providers} if (providers := meta.providers) else {}),
             "start": meta.start,
             "duration_ms": meta.duration_ms,
             "status": self.status,
@@ -259,10 +260,12 @@ def _listed_calls(calls: Any) -> list[ToolCall] | None:
 
 
 def _shared(meta: TraceMeta) -> TraceMeta:
-    """The metadata with its repeated strings (agent, service, models, status) held once across rows."""
+    """The metadata with its repeated strings (agent, service, models, providers) held once across rows."""
     meta.name = sys.intern(meta.name) if meta.name is not None else None
     meta.service = sys.intern(meta.service) if meta.service is not None else None
     meta.models = [sys.intern(m) for m in meta.models]
+    if "providers" in meta.extra:  # only a list of text, interned
+        meta.extra["providers"] = [sys.intern(p) for p in meta.providers]
     return meta
 
 

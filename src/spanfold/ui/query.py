@@ -1,9 +1,10 @@
 """The run list's filters, sorting and paging over index rows.
 
 The filters combine (each one given must hold): a text (in the run's metadata, file, tools and first question, or,
-from :data:`CONTENT_CHARS` characters on, anywhere in its content: :mod:`spanfold.ui.search`), a tool, a model, an
-agent, a service, a status, errors or none, a time range (when the run started), the conversation (session) and
-user ids its metadata records, a tag and a prompt (``NAME`` or ``NAME@VERSION``) from its ``spanfold.context``.
+from :data:`CONTENT_CHARS` characters on, anywhere in its content: :mod:`spanfold.ui.search`), a tool, a model, a
+provider (one its model calls went to), an agent, a service, a status, errors or none, a time range (when the run
+started), the conversation (session) and user ids its metadata records, a tag and a prompt (``NAME`` or
+``NAME@VERSION``) from its ``spanfold.context``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SORT_KEYS: dict[str, Callable[[Row], Any]] = {
     "service": lambda r: (r.meta.service or "", r.seq),
     "user": lambda r: (user_of(r) or "", r.seq),
     "models": lambda r: (",".join(r.meta.models), r.seq),
+    "providers": lambda r: (",".join(r.meta.providers), r.seq),
     "steps": lambda r: (r.step_count, r.seq),
     "calls": lambda r: (sum(r.summary.tool_calls_by_name.values()), r.seq),
     "errors": lambda r: (r.summary.error_count, r.seq),
@@ -63,6 +65,7 @@ class Query:
     text: str = ""
     tool: str = ""
     model: str = ""
+    provider: str = ""  # runs with a model call to this provider (``gen_ai.provider.name``)
     agent: str = ""
     service: str = ""
     status: str = ""
@@ -93,6 +96,7 @@ class Query:
             text=params.get("q", "").strip().lower(),
             tool=params.get("tool", ""),
             model=params.get("model", ""),
+            provider=params.get("provider", ""),
             agent=params.get("agent", ""),
             service=params.get("service", ""),
             status=params.get("status", ""),
@@ -117,6 +121,8 @@ class Query:
         if self.tool and self.tool not in row.summary.tool_calls_by_name:
             return False
         if self.model and self.model not in meta.models:
+            return False
+        if self.provider and self.provider not in meta.providers:
             return False
         if self.agent and meta.name != self.agent:
             return False
@@ -187,10 +193,12 @@ class Lister:
 
 
 def facets(rows: list[Row]) -> dict[str, Any]:
-    """The filters' choices: the tool names, models, agents, services and statuses present; whether any run records
-    its cost, a conversation id, a user id; the tags and prompts (``NAME@VERSION``) the runs' context names."""
+    """The filters' choices: the tool names, models, providers, agents, services and statuses present; whether any
+    run records its cost, a conversation id, a user id; the tags and prompts (``NAME@VERSION``) the runs' context
+    names."""
     tools: set[str] = set()
     models: set[str] = set()
+    providers: set[str] = set()
     agents: set[str] = set()
     services: set[str] = set()
     statuses: set[str] = set()
@@ -212,6 +220,12 @@ def facets(rows: list[Row]) -> dict[str, Any]:
             priced = priced or "cost" in extra or "cost_usd" in extra
             conversations = conversations or conversation_of(r) is not None
             users = users or user_of(r) is not None
+            got = extra.get("providers")
+            if got.__class__ is list:  # TraceMeta.providers, inline: kept below only when text
+                try:
+                    providers.update(got)
+                except TypeError:  # an entry that is no text (a record, a list)
+                    providers.update(p for p in got if isinstance(p, str))
             if "tags" in extra:
                 tags.update(tags_of(extra))
             if "prompt" in extra and (prompt := prompt_of(extra)) is not None:
@@ -219,6 +233,7 @@ def facets(rows: list[Row]) -> dict[str, Any]:
     return {
         "tools": sorted(tools),
         "models": sorted(models),
+        "providers": sorted(p for p in providers if isinstance(p, str) and p),
         "agents": sorted(agents),
         "services": sorted(services),
         "statuses": sorted(statuses),

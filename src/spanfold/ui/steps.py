@@ -1,5 +1,6 @@
 """A run's waterfall: each model call and tool run on one time axis, tool runs under the model call that asked for
-them, each with its event, tokens, cost and error.
+them, each with its event, tokens, cost and error; the agents the run ran below its own (handoffs, sub-agents: the
+metadata's ``agents``) as rows of their own, with the steps and agents that ran under them nested.
 
 The steps are the metadata's (:attr:`~spanfold.trace.model.TraceMeta.steps`, each linked to its first event by
 :func:`spanfold.trace.timing.steps_by_event`); a trace whose metadata lists none is drawn from the times its model
@@ -102,6 +103,8 @@ class _Step:
     cost: dict[str, Any] | None = None
     call_id: str | None = None
     span_id: str | None = None
+    params: dict[str, Any] | None = None  # a model call's request parameters (temperature, max_tokens ...)
+    agent: str | None = None  # the span id of the agent it ran under (the metadata's ``parent``)
     children: list[_Step] = field(default_factory=list)
 
     def sort_key(self) -> tuple[float, float]:
@@ -140,6 +143,25 @@ def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Ste
         cost=cost_of(getattr(step, "cost", None)) or cost_of(ev_meta.get("cost")),
         call_id=step.call_id,
         span_id=step.span_id,
+        params=step.params if model else None,
+        agent=step.parent,
+    )
+
+
+def _agent(raw: dict[str, Any]) -> _Step | None:
+    """An agent of the metadata's ``agents`` as a row (None: a record without its span id)."""
+    span, took, error, parent = raw.get("span_id"), raw.get("duration_ms"), raw.get("error"), raw.get("parent")
+    if not isinstance(span, str):
+        return None
+    return _Step(
+        kind="agent",
+        start=epoch_ms(raw.get("start")),
+        took=float(took) if isinstance(took, (int, float)) and not isinstance(took, bool) and took >= 0 else None,
+        label=str(raw.get("name") or ""),
+        event=None,
+        error=error if isinstance(error, dict) else None,
+        span_id=span,
+        agent=parent if isinstance(parent, str) else None,
     )
 
 
@@ -174,20 +196,24 @@ def _from_events(events: list[Message]) -> list[_Step]:
     return out
 
 
-def _nest(steps: list[_Step], events: list[Message]) -> list[_Step]:
-    """The top-level steps in the order they started, each model call's tool runs under it."""
+def _nest(steps: list[_Step], events: list[Message], agents: list[_Step] | None = None) -> list[_Step]:
+    """The top-level steps in the order they started, each model call's tool runs under it, and each step or agent
+    that ran under one of ``agents`` under that agent."""
     asked: dict[str, _Step] = {}
     for step in steps:
         if step.kind == "model" and step.event is not None:
             for call in events[step.event].tool_calls:
                 if call.id:
                     asked.setdefault(call.id, step)
+    by_span = {a.span_id: a for a in agents or () if a.span_id}
     top: list[_Step] = []
-    for step in sorted(steps, key=_Step.sort_key):
+    for step in sorted([*steps, *(agents or ())], key=_Step.sort_key):
         parent = None
         if step.kind == "tool":
             answered = events[step.event].tool_call_id if step.event is not None else None
             parent = asked.get(step.call_id or "") or asked.get(answered or "")
+        if parent is None and step.agent is not None and step.agent != step.span_id:
+            parent = by_span.get(step.agent)
         if parent is not None:
             parent.children.append(step)
         else:
@@ -198,18 +224,22 @@ def _nest(steps: list[_Step], events: list[Message]) -> list[_Step]:
 def waterfall(trace: Trace) -> dict[str, Any]:
     """The waterfall of a run: ``origin`` (ISO time of offset 0), ``span_ms`` (the axis' length) and ``steps`` in the
     order they are drawn, each with its ``offset_ms``, ``duration_ms``, ``depth`` and ``parent`` (a position in
-    ``steps``), ``event`` (its first event, from 0), tokens, cost and error."""
+    ``steps``), ``event`` (its first event, from 0), tokens, cost and error; a model call's request parameters
+    (``params``) when its metadata records them. An agent below the run's own (``kind`` ``agent``, its name the
+    label) is a row too, the steps and agents that ran under it its children: no step of the run's count."""
     events = trace.events
+    agents: list[_Step] = []
     if trace.meta.steps:
         linked = {id(step): n for n, step in steps_by_event(trace.meta.steps, events).items()}
         steps = [_from_meta(s, linked.get(id(s)), events) for s in trace.meta.steps]
+        agents = [a for a in map(_agent, trace.meta.agents) if a is not None]
     else:
         steps = _from_events(events)
-    starts = [s.start for s in steps if s.start is not None]
+    starts = [s.start for s in (*steps, *agents) if s.start is not None]
     origin = epoch_ms(trace.meta.start)
     if origin is None or (starts and min(starts) < origin):
         origin = min(starts) if starts else None
-    ends = [s.start + (s.took or 0.0) for s in steps if s.start is not None]
+    ends = [s.start + (s.took or 0.0) for s in (*steps, *agents) if s.start is not None]
     run_end = origin + trace.meta.duration_ms if origin is not None and trace.meta.duration_ms is not None else None
     span = max([*ends, *([run_end] if run_end is not None else [])], default=None)
     out: list[dict[str, Any]] = []
@@ -232,11 +262,13 @@ def waterfall(trace: Trace) -> dict[str, Any]:
             item["call_id"] = step.call_id
         if step.span_id:
             item["span_id"] = step.span_id
+        if step.params:
+            item["params"] = step.params
         out.append(item)
         for child in step.children:
             place(child, depth + 1, here)
 
-    for step in _nest(steps, events):
+    for step in _nest(steps, events, agents):
         place(step, 0, None)
     return {
         "origin": _iso(origin),

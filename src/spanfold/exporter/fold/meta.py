@@ -1,6 +1,7 @@
 """Trace metadata, beside the events (DESIGN "Export formats"): the models a trace used, its token totals, start,
-end and duration, its service and name, how it ended (its status, and the error it ended with), what it cost, and each
-model call's and tool run's start, duration, model, tokens, cost and error (a waterfall); and the metadata an event
+end and duration, its service and name, the providers its calls went to (``providers``), how it ended (its status, and
+the error it ended with), what it cost, and each model call's and tool run's start, duration, model, tokens, cost and
+error (a waterfall; a model call's request parameters, ``params``, as its span states them); and the metadata an event
 gets from its model step.
 
 Tokens a model call did not report (a stream sent without ``include_usage``, a failed call) are unknown, never 0: the
@@ -30,7 +31,7 @@ The stage after the fold: the fold tallies a trace's steps as it takes them (:cl
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Final
 
@@ -39,7 +40,7 @@ from spanfold.codecs import jsonio
 from spanfold.exporter.fold.cost import Costs, annotate
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run, worst
-from spanfold.exporter.steps import AgentSpan, AsideStep, ModelStep, ToolStep
+from spanfold.exporter.steps import AgentSpan, AsideStep, ModelStep, Step, ToolStep
 from spanfold.pricing.overrides import PriceOverrides
 from spanfold.trace.model import StepTime, TraceMeta, Usage
 
@@ -87,10 +88,12 @@ class Tally:
     """The steps of a trace as the fold takes them (model calls and tool runs), and its models and token totals;
     ``prices``: the user's, over the table's, for what the steps cost."""
 
-    __slots__ = ("models", "prices", "reported", "steps", "unreported", "usage")
+    __slots__ = ("models", "prices", "providers", "reported", "steps", "unreported", "usage")
 
     def __init__(self, prices: PriceOverrides | None = None) -> None:
         self.models: set[str] = set()
+        #: The providers of its model calls and embeddings calls (``gen_ai.provider.name``, else ``gen_ai.system``).
+        self.providers: set[str] = set()
         self.usage = Usage()
         self.reported = 0  # model calls that reported their tokens
         self.unreported = 0  # model calls that did not: unknown, never counted as 0
@@ -102,6 +105,8 @@ class Tally:
         token totals)."""
         self.steps.append(step)
         if isinstance(step, ModelStep):
+            if step.provider:
+                self.providers.add(step.provider)
             if step.model:
                 self.models.add(step.model)
             if step.usage is not None:
@@ -109,6 +114,8 @@ class Tally:
                 self.reported += 1
             else:
                 self.unreported += 1
+        elif isinstance(step, AsideStep) and step.kind == "embeddings" and step.provider:
+            self.providers.add(step.provider)
 
 
 def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -119,6 +126,39 @@ def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
     if error.get("message"):
         out["message"] = str(error["message"])
     return out
+
+
+#: The request parameters a model call's span may state (the conventions' ``gen_ai.request.*`` but the model), each
+#: kept in its step's ``params`` under its name after ``gen_ai.request.``.
+_REQUEST_PARAMS: Final = tuple(
+    (key.removeprefix("gen_ai.request."), key)
+    for key in (
+        semconv.REQUEST_TEMPERATURE,
+        semconv.REQUEST_MAX_TOKENS,
+        semconv.REQUEST_TOP_P,
+        semconv.REQUEST_TOP_K,
+        semconv.REQUEST_FREQUENCY_PENALTY,
+        semconv.REQUEST_PRESENCE_PENALTY,
+        semconv.REQUEST_STOP_SEQUENCES,
+        semconv.REQUEST_SEED,
+        semconv.REQUEST_CHOICE_COUNT,
+    )
+)
+
+
+def request_params(attrs: Any) -> dict[str, Any] | None:
+    """The request parameters a model call's span states (``{"temperature": 0.2, "max_tokens": 50, ...}``: numbers,
+    text and lists of them, as the span carries them); None when it states none."""
+    out: dict[str, Any] = {}
+    for name, key in _REQUEST_PARAMS:
+        value = attrs.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            out[name] = [v for v in value if isinstance(v, (str, int, float))]
+        elif isinstance(value, (str, int, float)):
+            out[name] = value
+    return out or None
 
 
 def iso_micro(ns: int) -> str:
@@ -182,11 +222,18 @@ def ending_error(
     return _error(last.error) if last is not None else None
 
 
-def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
+def trace_meta(
+    trace_id: str,
+    records: Sequence[SpanRecord],
+    roots: Sequence[AgentSpan],
+    tally: Tally,
+    steps: Mapping[int, Step | None] | None = None,
+) -> TraceMeta:
     """A trace's metadata: span count, start, end and duration, service (of its first span's resource), name (the
     earliest root agent's), models and token totals, how it ended (status ``error`` and the error, or ``complete``),
     its steps in the order they started (each names its span: the writers find its first event by it,
-    :func:`spanfold.trace.formats.meta_dict`), and what it cost."""
+    :func:`spanfold.trace.formats.meta_dict`), what it cost, and the agents it ran below its own (:func:`_agents`;
+    ``steps``: the trace's steps by span id, as its dialects read them, to know its agent spans by)."""
     meta = TraceMeta(trace_id=trace_id, span_count=len(records))
     if records:
         start = min([r.start_ns for r in records])
@@ -203,6 +250,8 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     ordered = sorted(tally.steps, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     costs = Costs(tally.prices)
     meta.steps = [step_time(step, costs) for step in ordered]
+    if tally.providers:
+        meta.extra["providers"] = sorted(tally.providers)
     cost = costs.run()
     if cost is not None:
         meta.extra["cost"] = cost.to_dict()
@@ -211,7 +260,11 @@ def trace_meta(trace_id: str, records: Sequence[SpanRecord], roots: Sequence[Age
     meta.error = ending_error(roots, ordered)
     if meta.error is not None:
         meta.status = "error"
-    meta.extra.update(_who(records, roots))
+    calls = {step.span_id: out for step, out in zip(ordered, meta.steps, strict=True) if isinstance(step, ModelStep)}
+    found: list[SpanRecord] = []
+    meta.extra.update(_who(records, roots, calls, (steps or {}, found)))
+    if found:
+        _agents(meta, records, roots, found, zip(ordered, meta.steps, strict=True), steps)
     for record in records:  # a span spanfold ended as the process stopped: the run was cut short, and by what
         stopped = record.attributes.get(semconv.SPANFOLD_ENDED_BY)
         if isinstance(stopped, str):  # incomplete, not failed: its error says what stopped it
@@ -311,12 +364,19 @@ class _RunContext:
         return out
 
 
-def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str, Any]:
+def _who(
+    records: Sequence[SpanRecord],
+    roots: Sequence[AgentSpan],
+    calls: dict[int, StepTime] | None = None,
+    agents: tuple[Mapping[int, Step | None], list[SpanRecord]] | None = None,
+) -> dict[str, Any]:
     """The run's root agent span (``root_span_id``), the conversation the run belongs to, and who it is for and what
     it belongs to, as the application or framework named them: ``conversation_id`` (the earliest root agent's
     ``gen_ai.conversation.id``, else the first span that carries one), ``user_id``, ``session_id``, ``tags``,
     ``metadata``, ``prompt`` (``{"name", "version"}``): :class:`_RunContext`. So runs can be grouped by session, user,
-    tag and prompt. Nothing is made up: absent, not written."""
+    tag and prompt. Nothing is made up: absent, not written. On the way, each model call of ``calls`` (its metadata
+    step, by span id) gets the request parameters its span states (:func:`request_params`), and ``agents`` (the
+    trace's steps by span id, a list) gathers its agent spans in the order they started (:func:`_is_agent`)."""
     out: dict[str, Any] = {}
     if roots:  # the run's root span, where a backend shows what is said of the whole run (a check's outcome)
         out["root_span_id"] = span_hex(min(roots, key=lambda a: (a.start_ns, a.span_id)).span_id)
@@ -326,11 +386,100 @@ def _who(records: Sequence[SpanRecord], roots: Sequence[AgentSpan]) -> dict[str,
     context = _RunContext()
     for record in sorted(records, key=lambda r: (r.start_ns, r.span_id)):
         attrs = record.attributes
+        if calls and (call := calls.get(record.span_id)) is not None:
+            call.params = request_params(attrs)
+        elif agents is not None and _is_agent(record, attrs, agents[0]):
+            agents[1].append(record)
         if "conversation_id" not in out and isinstance(attrs.get(semconv.CONVERSATION_ID), str):
             out["conversation_id"] = attrs[semconv.CONVERSATION_ID]
         context.read(attrs)
     out.update(context.to_dict())
     return out
+
+
+def _is_agent(record: SpanRecord, attrs: Any, steps: Mapping[int, Step | None]) -> bool:
+    """An agent's span: one its dialect read as an agent run, or an invocation (``invoke_agent``, ``invoke_workflow``,
+    ``handle_conversation_turn``) the fold groups no thread by (an OpenAI Agents SDK agent inside its turn)."""
+    return steps.get(record.span_id).__class__ is AgentSpan or attrs.get(semconv.OPERATION_NAME) in _INVOCATIONS
+
+
+_INVOCATIONS: Final = semconv.INVOCATION_OPERATIONS
+
+
+def _agent_name(record: SpanRecord, step: Step | None) -> str | None:
+    if isinstance(step, AgentSpan) and step.name:
+        return step.name
+    attrs = record.attributes
+    for key in (semconv.AGENT_NAME, semconv.WORKFLOW_NAME):
+        if isinstance(attrs.get(key), str) and attrs[key]:
+            return str(attrs[key])
+    return record.name.partition(" ")[2] or record.name
+
+
+def _agents(
+    meta: TraceMeta,
+    records: Sequence[SpanRecord],
+    roots: Sequence[AgentSpan],
+    found: list[SpanRecord],
+    steps: Any,
+    dialect_steps: Mapping[int, Step | None] | None = None,
+) -> None:
+    """The agents a run ran below its own root agent (handoffs, sub-agents, a graph's nodes that are agents), in
+    ``agents``: each ``{"name", "start", "duration_ms", "span_id", "parent"?, "error"?}`` in the order they started,
+    ``parent`` the span of the nearest agent above it, when that is not the run's root; and each step's ``parent``
+    alike. A run with no agent but its root is left as it was. The steps (and so the run's step count) are unchanged:
+    an agent is no step."""
+    from spanfold.exporter.dialects import dispatch  # the fold's stage: never loaded by init()
+
+    root = span_hex(min(roots, key=lambda a: (a.start_ns, a.span_id)).span_id) if roots else None
+    if all(span_hex(r.span_id) == root for r in found):
+        return
+    ids = {r.span_id for r in found}
+    parents = {r.span_id: r.parent_id for r in records}
+    nearest: dict[int, int | None] = {}  # span -> the nearest agent at or above it
+
+    def above(span_id: int) -> str | None:
+        """The span of the nearest agent above a span (None: none, or the run's root)."""
+        path: list[int] = []
+        at = parents.get(span_id)
+        got: int | None = None
+        while at is not None:
+            if at in nearest:
+                got = nearest[at]
+                break
+            path.append(at)
+            if at in ids:
+                got = at
+                break
+            at = parents.get(at)
+            if len(path) > len(parents):  # a cycle in bad input
+                break
+        for sid in path:
+            nearest[sid] = got
+        name = span_hex(got) if got is not None else None
+        return None if name == root else name
+
+    listed: list[dict[str, Any]] = []
+    for record in found:
+        span = span_hex(record.span_id)
+        if span == root:
+            continue
+        agent: dict[str, Any] = {
+            "name": _agent_name(record, (dialect_steps or {}).get(record.span_id)),
+            "start": iso_micro(record.start_ns),
+            "duration_ms": round(max(record.end_ns - record.start_ns, 0) / 1e6, 3),
+            "span_id": span,
+        }
+        parent = above(record.span_id)
+        if parent is not None:
+            agent["parent"] = parent
+        error = _error(dispatch.error_of(record, record.attributes))
+        if error is not None:
+            agent["error"] = error
+        listed.append(agent)
+    meta.extra["agents"] = listed
+    for step, out in steps:
+        out.parent = above(step.span_id)
 
 
 def run_meta(run: Run, roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
@@ -339,7 +488,7 @@ def run_meta(run: Run, roots: Sequence[AgentSpan], tally: Tally) -> TraceMeta:
     (an error is kept); a stitched run's, or one sharing its trace, lists its OTel trace ids (``otel_trace_ids``).
     Each model step priced here gets its cost on its span too (:func:`~.cost.annotate`), for a writer of spans."""
     first = trace_hex(run.trace_ids[0])
-    meta = trace_meta(first if run.run_id is None else f"{first}-{run.run_id}", run.records, roots, tally)
+    meta = trace_meta(first if run.run_id is None else f"{first}-{run.run_id}", run.records, roots, tally, run.steps)
     annotate(run.records, meta.steps)
     meta.status = worst(meta.status, run.status)
     if run.stitched or run.run_id is not None:

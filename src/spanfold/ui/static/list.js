@@ -11,19 +11,21 @@ const COLUMNS = [
   ["user", "User", true, (f) => f.users],
   ["tags", "Tags · prompt", false, (f) => f.tags.length > 0 || f.prompts.length > 0],
   ["scores", "Scores", false, (f) => f.scores.length > 0],
-  ["io", "Input / output", false], ["models", "Models", true], ["steps", "Steps", true], ["calls", "Tool calls", true],
+  ["io", "Input / output", false], ["models", "Models", true],
+  ["providers", "Provider", true, (f) => (f.providers || []).length > 0],
+  ["steps", "Steps", true], ["calls", "Tool calls", true],
   ["errors", "Errors", true], ["tokens_in", "Tokens in", true], ["tokens_out", "Tokens out", true],
   ["cost", "Cost", true, (f) => f.priced], ["duration", "Duration", true], ["status", "Status", true],
 ];
 const STATUSES = ["complete", "error", "incomplete", "truncated", "unknown"];
 
 //: The query's parameters the list keeps (the server's `spanfold.ui.query`); `from` and `to` are UTC ISO times.
-const FILTERS = ["q", "tool", "model", "agent", "service", "status", "errors", "conversation", "user", "tag", "prompt",
+const FILTERS = ["q", "tool", "model", "provider", "agent", "service", "status", "errors", "conversation", "user", "tag", "prompt",
   "score", "from", "to", "copies"];
 const DEFAULTS = { sort: "time", order: "desc" };
 
 export const list = {
-  q: "", tool: "", model: "", agent: "", service: "", status: "", errors: "", conversation: "", user: "", tag: "",
+  q: "", tool: "", model: "", provider: "", agent: "", service: "", status: "", errors: "", conversation: "", user: "", tag: "",
   prompt: "", score: "", from: "", to: "", copies: "", sort: "time", order: "desc", offset: 0, generation: -1, picked: [],
   current: -1, total: 0,
 };
@@ -124,6 +126,8 @@ function filters(facets, copies) {
       "aria-label": "search the runs" }),
     select("tool", "any tool", named(facets.tools), list.tool),
     select("model", "any model", named(facets.models), list.model),
+    (facets.providers || []).length > 1 || list.provider
+      ? select("provider", "any provider", named(facets.providers || []), list.provider) : null,
     facets.agents.length ? select("agent", "any agent", named(facets.agents), list.agent) : null,
     facets.services.length > 1 || list.service ? select("service", "any service", named(facets.services), list.service) : null,
     select("status", "any status", STATUSES.map((s) => [s, s]), list.status),
@@ -173,6 +177,7 @@ const CELLS = {
   scores: (run) => el("td", { class: "col-scores" }, Object.entries(run.scores || {}).map(([name, value]) =>
     el("span", { class: "score", title: `${name}: ${value}` }, `${name} ${fmtScore(value)}`))),
   cost: (run) => el("td", { class: "num col-cost" }, fmtCost(run.cost)),
+  providers: (run) => el("td", { class: "col-providers" }, (run.providers || []).join(", ")),
 };
 
 function runRow(run, i, shown) {
@@ -195,6 +200,7 @@ function runRow(run, i, shown) {
   ["service", "user", "tags", "scores"].filter((k) => shown.has(k)).map((k) => CELLS[k](run)),
   ioCell(run),
   el("td", { class: "col-models" }, run.models.join(", ")),
+  shown.has("providers") ? CELLS.providers(run) : null,
   el("td", { class: "num col-steps" }, run.steps),
   el("td", { class: "col-calls" }, el("div", { class: "num" }, run.calls), tools),
   el("td", { class: "num errors col-errors" }, run.errors),

@@ -73,6 +73,7 @@ function header(run, tab) {
       row.trace_id ? el("span", { id: "run-trace-id" }, el("b", {}, "trace id "), el("code", {}, row.trace_id)) : null,
       row.service ? el("span", { id: "run-service" }, el("b", {}, "service "), row.service) : null,
       el("span", {}, el("b", {}, "models "), row.models.join(", ") || "—"),
+      row.providers ? el("span", { id: "run-providers" }, el("b", {}, "provider "), row.providers.join(", ")) : null,
       el("span", { id: "run-steps", title: "model calls and tool runs" }, el("b", {}, "steps "), String(row.steps)),
       el("span", {}, el("b", {}, "tool calls "), String(row.calls)),
       el("span", { class: row.errors ? "err-text" : "" }, el("b", {}, "errors "), String(row.errors)),

@@ -1,4 +1,5 @@
-// The details of one step of a run (a model call or a tool run), below its waterfall: its figures; what it was sent
+// The details of one step of a run (a model call or a tool run), below its waterfall: its figures (a model call's
+// request parameters too: temperature, max_tokens ..., as its span states them); what it was sent
 // (a model call's messages new to it, a tool run's arguments) and what it gave back (the call's answer and tool calls,
 // the tool's output), each long text cut with the rest on request; its error (type, message, stack); and every field
 // the trace records of it as a table (the span's attributes that the flat trace keeps: provider, response id, finish
@@ -91,14 +92,22 @@ export function stepDetails(run, k, href) {
     ["duration", fmtMs(step.duration_ms) || "not recorded"],
   ];
   if (step.kind === "model") rows.push(["tokens", fmtTokens(step.usage) || "not recorded"]);
+  for (const [name, value] of Object.entries(step.params || {})) {  // the request's parameters, as its span states them
+    rows.push([name, typeof value === "object" ? JSON.stringify(value) : String(value), { class: "param", "data-param": name }]);
+  }
   if (step.cost) rows.push(["cost", fmtCost(step.cost)]);
   if (finish) rows.push(["finish reason", Array.isArray(finish) ? finish.join(", ") : String(finish)]);
   if (step.call_id) rows.push(["call id", step.call_id]);
   if (step.span_id) rows.push(["span id", step.span_id]);
-  if (step.parent !== null) rows.push(["asked for by", `step ${step.parent + 1}: ${stepLabel(run.waterfall.steps[step.parent])}`]);
+  const above = step.parent !== null ? run.waterfall.steps[step.parent] : null;
+  if (above) rows.push([above.kind === "agent" ? "ran under" : "asked for by", `step ${step.parent + 1}: ${stepLabel(above)}`]);
+  if (step.kind === "agent") {  // an agent below the run's own: what ran under it
+    const under = run.waterfall.steps.filter((s) => s.parent === k);
+    rows.push(["ran", under.length ? under.map(stepLabel).join(", ") : "nothing recorded"]);
+  }
   const io = el("div", { class: "step-io" }, step.event !== null ? el("span", { class: "muted" }, "loading what it sent and got…") : null);
   const box = el("div", { id: "step-details", class: step.error ? "error" : "", "data-step": k },
-    el("dl", {}, rows.map(([key, value]) => [el("dt", {}, key), el("dd", {}, value)])),
+    el("dl", {}, rows.map(([key, value, attrs]) => [el("dt", attrs || {}, key), el("dd", attrs || {}, value)])),
     errorDetails(step.error),
     step.event !== null ? el("a", { href: href("conversation", k), id: "step-in-conversation" }, "Show in the conversation") : null,
     io, attributes(step, ev));
