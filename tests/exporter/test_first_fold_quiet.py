@@ -19,7 +19,10 @@ CHILD = textwrap.dedent(
     import json, sys, time
     import spanfold
     from opentelemetry import trace
+    from spanfold.exporter.pipeline import worker
 
+    # quiet means no span for 0.2 s here (20 ms by default): a busy machine's scheduler can pause this loop for 20 ms
+    worker.QUIET_S = 0.2
     spanfold.init(output=sys.argv[1], capture_content=True)
     tracer = trace.get_tracer("app")
     STAGES = ("spanfold.exporter.fold.folding", "genai_prices.data", "msgspec")
@@ -36,7 +39,7 @@ CHILD = textwrap.dedent(
         for name, is_loaded in loaded().items():
             seen[name] = seen.get(name, False) or is_loaded
     busy = dict(seen)
-    time.sleep(0.5)  # quiet: the worker loads them now
+    time.sleep(1.5)  # quiet: the worker loads them now
     quiet = loaded()
     spanfold.flush()
     print(json.dumps({"busy": busy, "quiet": quiet}))
