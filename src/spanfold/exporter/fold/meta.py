@@ -37,6 +37,7 @@ from typing import Any, Final
 
 from spanfold import semconv
 from spanfold.codecs import jsonio
+from spanfold.exporter.dialects.dispatch import error_of
 from spanfold.exporter.fold.cost import Costs, annotate
 from spanfold.exporter.records import SpanRecord
 from spanfold.exporter.runs.run import Run, worst
@@ -429,8 +430,6 @@ def _agents(
     ``parent`` the span of the nearest agent above it, when that is not the run's root; and each step's ``parent``
     alike. A run with no agent but its root is left as it was. The steps (and so the run's step count) are unchanged:
     an agent is no step."""
-    from spanfold.exporter.dialects import dispatch  # the fold's stage: never loaded by init()
-
     root = span_hex(min(roots, key=lambda a: (a.start_ns, a.span_id)).span_id) if roots else None
     if all(span_hex(r.span_id) == root for r in found):
         return
@@ -473,7 +472,7 @@ def _agents(
         parent = above(record.span_id)
         if parent is not None:
             agent["parent"] = parent
-        error = _error(dispatch.error_of(record, record.attributes))
+        error = _error(error_of(record, record.attributes))
         if error is not None:
             agent["error"] = error
         listed.append(agent)

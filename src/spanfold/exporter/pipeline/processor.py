@@ -29,14 +29,13 @@ from spanfold import config as config_module
 from spanfold import counters, semconv
 from spanfold.config import Config
 from spanfold.exporter.files.writers import Writer
-from spanfold.exporter.fold.meta import trace_hex
 from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Policy
 from spanfold.exporter.pipeline.worker import POLL_INTERVAL_S, WAKE_AT, FoldWorker
 from spanfold.sampling.decision import Sampler
 from spanfold.trace.model import Trace
 
-__all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor", "trace_hex"]
+__all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor"]
 
 #: Spans tracked as running at most (a span an application never ends stays here until the bound).
 RUNNING_LIMIT = 65536
