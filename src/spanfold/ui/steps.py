@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from spanfold.trace.model import Message, StepTime, Trace
+from spanfold.trace.model import ASIDE_KINDS, Message, StepTime, Trace
 from spanfold.trace.timing import steps_by_event
 
 #: Keys of a usage record and the name each is shown under (providers and formats spell cached and reasoning tokens
@@ -32,6 +32,11 @@ USAGE_KEYS = {
     "cache_write_tokens": "cache_write_tokens",
     "cache_creation_input_tokens": "cache_write_tokens",
 }
+
+
+#: What a step beside the conversation (an embeddings call, a retrieval, a rerank, a memory operation) records of
+#: itself, shown in its details.
+ASIDE_FIELDS = ("operation", "store", "top_k", "inputs", "query", "documents")
 
 
 def epoch_ms(iso: Any) -> float | None:
@@ -105,6 +110,7 @@ class _Step:
     span_id: str | None = None
     params: dict[str, Any] | None = None  # a model call's request parameters (temperature, max_tokens ...)
     agent: str | None = None  # the span id of the agent it ran under (the metadata's ``parent``)
+    aside: dict[str, Any] | None = None  # a step beside the conversation: its store, query, documents ...
     children: list[_Step] = field(default_factory=list)
 
     def sort_key(self) -> tuple[float, float]:
@@ -123,8 +129,8 @@ def _label(step: StepTime) -> str:
 
 
 def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Step:
-    ev = events[event] if event is not None else None
-    ev_meta = ev.metadata if ev is not None else {}
+    ev = events[event] if event is not None and step.kind not in ASIDE_KINDS else None  # an aside step's event is
+    ev_meta = ev.metadata if ev is not None else {}  # the one it precedes: none of its figures are the step's
     usage: Any = step.usage
     as_dict = getattr(usage, "to_dict", None)
     if callable(as_dict):  # every kind of token the metadata records
@@ -132,6 +138,7 @@ def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Ste
     else:
         raw_usage = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage else None
     model = step.kind == "model"
+    aside = {key: getattr(step, key) for key in ASIDE_FIELDS if getattr(step, key) is not None}
     return _Step(
         kind=step.kind,
         start=epoch_ms(step.start),
@@ -139,13 +146,19 @@ def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Ste
         label=_label(step),
         event=event,
         error=step.error,
-        usage=usage_of(raw_usage, ev_meta.get("usage")) if model else None,
+        usage=usage_of(raw_usage, ev_meta.get("usage")) if model else usage_of(raw_usage),
         cost=cost_of(getattr(step, "cost", None)) or cost_of(ev_meta.get("cost")),
         call_id=step.call_id,
         span_id=step.span_id,
         params=step.params if model else None,
         agent=step.parent,
+        aside=aside if step.kind in ASIDE_KINDS else None,
     )
+
+
+def _aside_event(step: StepTime, events: list[Message]) -> int | None:
+    """The event a step beside the conversation precedes, as its metadata records it, when the trace has it."""
+    return step.event if step.event is not None and 0 <= step.event < len(events) else None
 
 
 def _agent(raw: dict[str, Any]) -> _Step | None:
@@ -226,12 +239,18 @@ def waterfall(trace: Trace) -> dict[str, Any]:
     order they are drawn, each with its ``offset_ms``, ``duration_ms``, ``depth`` and ``parent`` (a position in
     ``steps``), ``event`` (its first event, from 0), tokens, cost and error; a model call's request parameters
     (``params``) when its metadata records them. An agent below the run's own (``kind`` ``agent``, its name the
-    label) is a row too, the steps and agents that ran under it its children: no step of the run's count."""
+    label) is a row too, the steps and agents that ran under it its children: no step of the run's count. A step
+    beside the conversation (an embeddings call, a retrieval, a rerank, a memory operation) carries what its metadata
+    records of it (:data:`ASIDE_FIELDS`: its store, ``top_k``, query, documents ...), an embeddings call its tokens;
+    its ``event`` is the one it precedes."""
     events = trace.events
     agents: list[_Step] = []
     if trace.meta.steps:
         linked = {id(step): n for n, step in steps_by_event(trace.meta.steps, events).items()}
-        steps = [_from_meta(s, linked.get(id(s)), events) for s in trace.meta.steps]
+        steps = [
+            _from_meta(s, _aside_event(s, events) if s.kind in ASIDE_KINDS else linked.get(id(s)), events)
+            for s in trace.meta.steps
+        ]
         agents = [a for a in map(_agent, trace.meta.agents) if a is not None]
     else:
         steps = _from_events(events)
@@ -264,6 +283,8 @@ def waterfall(trace: Trace) -> dict[str, Any]:
             item["span_id"] = step.span_id
         if step.params:
             item["params"] = step.params
+        if step.aside:
+            item.update(step.aside)
         out.append(item)
         for child in step.children:
             place(child, depth + 1, here)

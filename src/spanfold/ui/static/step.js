@@ -1,4 +1,5 @@
-// The details of one step of a run (a model call or a tool run), below its waterfall: its figures (a model call's
+// The details of one step of a run (a model call, a tool run, or a step beside the conversation: an embeddings call, a
+// retrieval, a rerank, a memory operation, with its query and documents), below its waterfall: its figures (a model call's
 // request parameters too: temperature, max_tokens ..., as its span states them); what it was sent
 // (a model call's messages new to it, a tool run's arguments) and what it gave back (the call's answer and tool calls,
 // the tool's output), each long text cut with the rest on request; its error (type, message, stack); and every field
@@ -28,7 +29,7 @@ function attributes(step, ev) {
       el("td", {}, typeof value === "object" ? el("code", {}, JSON.stringify(value)) : String(value))));
   };
   for (const [key, value] of Object.entries(step)) {
-    if (!["depth", "parent", "event", "label", "error"].includes(key)) add(key, value);
+    if (!["depth", "parent", "event", "label", "error", "query", "documents"].includes(key)) add(key, value);
   }
   for (const [key, value] of Object.entries((ev && ev.metadata) || {})) add(`event.${key}`, value);
   return rows.length ? el("details", { class: "step-attributes", open: true }, el("summary", {}, "attributes"),
@@ -46,10 +47,31 @@ function eventBox(run, ev) {
       jsonBlock(run, ev, `tool_calls/${i}/function/arguments`, call.function?.arguments ?? {}, "arguments"))));
 }
 
+// The kinds of steps beside the conversation: their event is the one they precede, not their output.
+export const ASIDE = ["embeddings", "retrieval", "rerank", "memory"];
+
+// What a retrieval, rerank or memory operation was asked (its query) and found (its documents in the order the store
+// returned them: rank, id, score and, with content capture on, the text, a long one folded).
+function lookup(run, step) {
+  const parts = [];
+  if (step.query != null) parts.push(el("h4", {}, "query"), el("div", { class: "step-query" }, textBlock(run, {}, "", step.query, "query", "pre")));
+  const docs = Array.isArray(step.documents) ? step.documents : null;
+  if (docs) {
+    parts.push(el("h4", {}, `documents: ${docs.length}`), docs.length ? el("table", { class: "step-documents" },
+      el("thead", {}, el("tr", {}, ["#", "id", "score", "text"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, docs.map((d, i) => el("tr", { class: "document" },
+        el("td", {}, String(i + 1)), el("td", { class: "doc-id" }, d.id == null ? "—" : String(d.id)),
+        el("td", { class: "doc-score num" }, typeof d.score === "number" ? String(Math.round(d.score * 10000) / 10000) : "—"),
+        el("td", { class: "doc-text" }, typeof d.text === "string" ? textBlock(run, {}, "", d.text, "text", "pre") : el("span", { class: "muted" }, "not captured")))))) : null);
+  }
+  return parts;
+}
+
 // What the step was sent and gave back, from the run's events (fetched up to the step's when not loaded yet).
 async function exchange(run, k, box) {
   const steps = run.waterfall.steps;
   const step = steps[k];
+  if (ASIDE.includes(step.kind)) { box.replaceChildren(...lookup(run, step)); return; }
   if (step.event === null) { box.replaceChildren(); return; }
   if (step.event >= run.events.length) await loadEvents(run, step.event);
   const byIndex = (n) => run.events[n];
@@ -82,7 +104,7 @@ export function stepDetails(run, k, href) {
   const step = run.waterfall.steps[k];
   if (!step) return el("div", { id: "step-details", class: "muted" }, "Select a step to see its details.");
   const origin = Date.parse(run.waterfall.origin);
-  const ev = step.event !== null ? run.events[step.event] : null;
+  const ev = step.event !== null && !ASIDE.includes(step.kind) ? run.events[step.event] : null;
   const finish = ev && ev.metadata && ev.metadata.finish_reasons;
   const rows = [
     ["step", `${k + 1} of ${run.waterfall.steps.length}`],
@@ -91,7 +113,10 @@ export function stepDetails(run, k, href) {
       ? `${fmtTimeMs(new Date(origin + step.offset_ms).toISOString())} (+${fmtMs(step.offset_ms)})` : "—"],
     ["duration", fmtMs(step.duration_ms) || "not recorded"],
   ];
-  if (step.kind === "model") rows.push(["tokens", fmtTokens(step.usage) || "not recorded"]);
+  if (step.kind === "model" || step.kind === "embeddings") rows.push(["tokens", fmtTokens(step.usage) || "not recorded"]);
+  for (const key of ["operation", "store", "top_k", "inputs"]) {  // a step beside the conversation: what it records
+    if (step[key] != null) rows.push([key === "top_k" ? "top k" : key, String(step[key]), { "data-field": key }]);
+  }
   for (const [name, value] of Object.entries(step.params || {})) {  // the request's parameters, as its span states them
     rows.push([name, typeof value === "object" ? JSON.stringify(value) : String(value), { class: "param", "data-param": name }]);
   }
@@ -105,11 +130,12 @@ export function stepDetails(run, k, href) {
     const under = run.waterfall.steps.filter((s) => s.parent === k);
     rows.push(["ran", under.length ? under.map(stepLabel).join(", ") : "nothing recorded"]);
   }
-  const io = el("div", { class: "step-io" }, step.event !== null ? el("span", { class: "muted" }, "loading what it sent and got…") : null);
+  const io = el("div", { class: "step-io" }, step.event !== null && !ASIDE.includes(step.kind) ? el("span", { class: "muted" }, "loading what it sent and got…") : null);
   const box = el("div", { id: "step-details", class: step.error ? "error" : "", "data-step": k },
     el("dl", {}, rows.map(([key, value, attrs]) => [el("dt", attrs || {}, key), el("dd", attrs || {}, value)])),
     errorDetails(step.error),
-    step.event !== null ? el("a", { href: href("conversation", k), id: "step-in-conversation" }, "Show in the conversation") : null,
+    step.event !== null ? el("a", { href: href("conversation", k), id: "step-in-conversation" },
+      ASIDE.includes(step.kind) ? "Show the message it preceded" : "Show in the conversation") : null,
     io, attributes(step, ev));
   exchange(run, k, io).catch((e) => io.replaceChildren(el("span", { class: "err-text" }, `cannot load the step's messages: ${e.message}`)));
   return box;

@@ -11,9 +11,10 @@ export function stepLabel(step) {
   return `${step.kind} ${step.label || ""}`.trim();
 }
 
-// The numbers of a step, one line: duration, tokens, cost.
+// The numbers of a step, one line: duration, tokens, the documents a retrieval found, cost.
 export function stepNumbers(step) {
-  return [fmtMs(step.duration_ms), fmtTokens(step.usage), fmtCost(step.cost)].filter(Boolean).join(" · ");
+  const docs = Array.isArray(step.documents) ? `${step.documents.length} document${step.documents.length === 1 ? "" : "s"}` : "";
+  return [fmtMs(step.duration_ms), fmtTokens(step.usage), docs, fmtCost(step.cost)].filter(Boolean).join(" · ");
 }
 
 // A round step for the axis' ticks (1, 2 or 5 times a power of ten), about `count` ticks over `span`.
