@@ -1,12 +1,9 @@
 """The Claude Agent SDK's messages as typed parts, usage and options, read without importing the SDK.
 
-* an ``AssistantMessage``'s ``TextBlock`` -> ``text``, ``ThinkingBlock`` -> ``reasoning``, ``ToolUseBlock`` and
-  ``ServerToolUseBlock`` -> ``tool_call``, ``ServerToolResultBlock`` -> a ``tool`` message of its own after it;
-* a ``UserMessage``'s ``ToolResultBlock`` -> a ``tool`` message (``tool_call_response``: the result's text, or its
-  blocks when they are not all text), its text -> a ``user`` message;
-* a prompt the application sends (a string, or the stream-json ``{"type": "user", "message": {...}}`` dicts of an
-  async iterable prompt) -> a ``user`` message;
-* usage (the stream-json ``usage`` object) as the Anthropic API's: input tokens count the cache reads and writes.
+Its content blocks are the Anthropic API's as dataclasses told apart by class name (``TextBlock``, ``ToolUseBlock``,
+``ToolResultBlock`` ...): :mod:`~spanfold.instrumentation.toolkit.reading.anthropic_blocks` reads them, and the
+blocks of a prompt the application sends (a string, or the stream-json ``{"type": "user", "message": {...}}`` dicts
+of an async iterable prompt), and the stream-json ``usage`` object (its thinking tokens the reasoning ones).
 """
 
 from __future__ import annotations
@@ -16,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from spanfold import semconv
-from spanfold.instrumentation.toolkit.invocation import Usage, usage_with_cache
+from spanfold.instrumentation.toolkit.invocation import Usage
+from spanfold.instrumentation.toolkit.reading import anthropic_blocks
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.semconv import parts as p
 from spanfold.semconv import shapes
@@ -34,17 +32,15 @@ CLOUD_PROVIDERS: Final = (
 SYNTHETIC_MODEL: Final = "<synthetic>"
 
 
-def _is_text(block: Any) -> bool:
-    return isinstance(block, Mapping) and block.get("type") == "text"
-
-
-def result_value(content: Any) -> Any:
-    """A tool result's content as the model got it: its text (text blocks, dicts as the CLI sends them, joined),
-    else its blocks."""
-    if content is None or isinstance(content, str):
-        return content
-    blocks = m.as_list(content)
-    return "".join(str(b.get("text") or "") for b in blocks) if all(map(_is_text, blocks)) else blocks
+#: The SDK's block classes and the API's block types they are.
+BLOCK_TYPES: Final = {
+    "TextBlock": "text",
+    "ThinkingBlock": "thinking",
+    "ToolUseBlock": "tool_use",
+    "ServerToolUseBlock": "server_tool_use",
+    "ToolResultBlock": "tool_result",
+    "ServerToolResultBlock": "server_tool_result",
+}
 
 
 def text_of(content: Any) -> str:
@@ -53,17 +49,11 @@ def text_of(content: Any) -> str:
 
 
 def block_parts(block: Any) -> list[p.Part]:
-    """The parts of one content block of a message the SDK parsed (its dataclasses, told by their class name)."""
+    """The parts of one content block of a message the SDK parsed (an empty text: none)."""
     kind = type(block).__name__
-    if kind == "TextBlock":
-        return [p.text(block.text)] if block.text else []
-    if kind == "ThinkingBlock":
-        return [p.reasoning(block.thinking)]
-    if kind in ("ToolUseBlock", "ServerToolUseBlock"):
-        return [p.tool_call(block.id, block.name, block.input)]
-    if kind in ("ToolResultBlock", "ServerToolResultBlock"):
-        return [p.tool_response(block.tool_use_id, result_value(block.content))]
-    return [p.other(kind)]
+    if kind == "TextBlock" and not block.text:
+        return []
+    return anthropic_blocks.block_parts(block, BLOCK_TYPES.get(kind, kind))
 
 
 def content_messages(role: str, content: Any) -> list[p.Message]:
@@ -76,29 +66,22 @@ def content_messages(role: str, content: Any) -> list[p.Message]:
 
 def prompt_message(item: Any) -> p.Message | None:
     """The user message of a prompt: a string, or one stream-json ``user`` dict (its content a string or Anthropic
-    content blocks, whose text is kept and whose other blocks keep their type)."""
+    content blocks)."""
     message = item.get("message") if isinstance(item, Mapping) else None
     content = item if isinstance(item, str) else message.get("content") if isinstance(message, Mapping) else None
-    if isinstance(content, str):
-        return p.message("user", [p.text(content)])
-    if not isinstance(content, list):
+    if not isinstance(content, (str, list)):
         return None
-    return p.message("user", [_prompt_part(block) for block in content])
-
-
-def _prompt_part(block: Any) -> p.Part:
-    if _is_text(block):
-        return p.text(block.get("text"))
-    return p.other(block.get("type") if isinstance(block, Mapping) else type(block).__name__)
+    blocks = [content] if isinstance(content, str) else content
+    return p.message("user", [part for block in blocks for part in anthropic_blocks.block_parts(block)])
 
 
 def usage(raw: Any) -> Usage | None:
     """The tokens of a stream-json ``usage`` object (None: none given), its thinking tokens the reasoning ones."""
     if not isinstance(raw, Mapping):
         return None
-    keys = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    used = usage_with_cache(*(raw.get(key) for key in keys))
-    used.reasoning_output_tokens = m.get(raw.get("output_tokens_details"), "thinking_tokens") or None
+    used = anthropic_blocks.usage(raw)
+    if used is not None:
+        used.reasoning_output_tokens = m.get(raw.get("output_tokens_details"), "thinking_tokens") or None
     return used
 
 

@@ -43,6 +43,7 @@ from spanfold.instrumentation.invocations.model_steps import ModelStep, StepSpan
 from spanfold.instrumentation.invocations.tool_runs import Answered, ToolRun
 from spanfold.instrumentation.toolkit.calls import server_of
 from spanfold.instrumentation.toolkit.invocation import Cost, Request, Response, Usage
+from spanfold.instrumentation.toolkit.reading import anthropic_blocks
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.reading.history import History
 from spanfold.instrumentation.toolkit.spans import end_span, set_failure
@@ -302,7 +303,7 @@ class Session:
         tool = self.tools.get(block.tool_use_id)
         if tool is not None and tool.span is not None:
             span, tool.span = tool.span, None
-            answered = Answered(blocks.result_value(block.content), failed=bool(block.is_error))
+            answered = Answered(anthropic_blocks.tool_result_response(block.content), failed=bool(block.is_error))
             tool_runs.finish(span, self.rt, FRAMEWORK, lambda result: result, answered)
 
     def _thread(self, parent: Any) -> Thread:

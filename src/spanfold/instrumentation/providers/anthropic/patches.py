@@ -59,6 +59,7 @@ from spanfold.instrumentation.toolkit.patching import (
     model_methods,
     plain,
 )
+from spanfold.instrumentation.toolkit.reading import anthropic_blocks
 from spanfold.instrumentation.toolkit.reading import fields as m
 from spanfold.instrumentation.toolkit.streams import AsyncStreamProxy, SyncStreamProxy
 
@@ -122,7 +123,7 @@ def _tool_span_enricher(rt: Runtime) -> Wrapper:
                 if run.result is None:
                     tools.record_tool_call(span, rt, arguments=arguments)
                 else:
-                    result = anthropic_messages.tool_result_response(run.content or m.get(run.result, "content"))
+                    result = anthropic_blocks.tool_result_response(run.content or m.get(run.result, "content"))
                     tools.record_tool_call(span, rt, arguments=arguments, result=result)
         except Exception as exc:
             counters.fault("anthropic.tool_span", exc)
