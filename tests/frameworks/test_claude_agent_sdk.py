@@ -7,6 +7,7 @@ the application received. Tested in a venv of its own (``.ci/frameworks``: the w
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -420,3 +421,45 @@ async def test_a_client_turn_past_its_turns_fails_with_the_results_subtype(
     assert traced.metas()[0]["metadata"]["status"] == "error"
     (root,) = [s for s in global_spans.get_finished_spans() if s.name == "invoke_agent claude_agent"]
     assert root.attributes["error.type"] == "error_max_turns"
+
+
+#: A 1x1 PNG, as a tool returns a chart and an application attaches a picture.
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+@tool("chart", "Draw the week's weather as a chart.", {"city": str})
+async def chart(args: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "image", "data": PIXEL, "mimeType": "image/png"}]}
+
+
+async def test_images_in_a_tool_result_and_a_prompt_are_media_parts(
+    traced: Traced, cli: tuple[MockLLMServer, dict[str, str]]
+) -> None:
+    """A tool's image result and a prompt's image block are read as the Anthropic API's blocks are: media, not raw
+    blocks or bare types."""
+    server, env = cli
+    name = "mcp__charts__chart"
+    server.script(Reply.tools([ToolCallSpec(name, {"city": "Paris"})]), Reply.text("Here is the chart."))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL}}
+
+    async def prompts() -> AsyncIterator[dict[str, Any]]:
+        content = [{"type": "text", "text": "Chart the weather like this one."}, image]
+        yield {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}
+
+    charts = create_sdk_mcp_server("charts", tools=[chart])
+    settings = options(env, mcp_servers={"charts": charts}, allowed_tools=[name])
+    received = [m async for m in query(prompt=prompts(), options=settings)]
+    (result,) = tool_results(received)["toolu_mock_1"].content[:1]  # (the CLI adds a text block naming its copy)
+    assert result == image
+    events = traced.one()
+    assert events[1] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Chart the weather like this one."},
+            {"type": "image", "image_url": f"data:image/png;base64,{PIXEL}"},
+        ],
+    }
+    assert events[3]["role"] == "tool" and events[3]["tool_call_id"] == "toolu_mock_1"
+    blob = {"type": "blob", "modality": "image", "mime_type": "image/png", "content": PIXEL}
+    assert json.loads(events[3]["content"])[0] == blob
+    assert events[4] == {"role": "assistant", "content": "Here is the chart."}
