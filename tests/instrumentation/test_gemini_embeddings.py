@@ -1,6 +1,7 @@
-"""google-genai ``embed_content``: the real SDK (Developer API) over real HTTP to the mock server's
-``:batchEmbedContents``, its ``embeddings {model}`` span, and a run's folded metadata steps: the embeddings step
-(model, tokens, inputs, cost) before the model call; the event list unchanged."""
+"""google-genai ``embed_content``: the real SDK over real HTTP to the mock server (the Developer API's
+``:batchEmbedContents``; Vertex AI's ``:predict`` for a text embedding model, ``:embedContent`` and
+``:batchEmbedContents`` for a Gemini one), its ``embeddings {model}`` span, and a run's folded metadata steps: the
+embeddings step (model, tokens, inputs, cost) before the model call; the event list unchanged."""
 
 from __future__ import annotations
 
@@ -33,6 +34,47 @@ def gemini_spans() -> Iterator[Spans]:
 
 def _client(server: MockLLMServer) -> genai.Client:
     return genai.Client(api_key="mock-key", http_options={"base_url": server.gemini_base_url})
+
+
+def _vertex(server: MockLLMServer) -> genai.Client:
+    """Vertex AI with dummy credentials: the project path, a bearer token, no network."""
+    from google.oauth2.credentials import Credentials
+
+    return genai.Client(
+        vertexai=True,
+        project="demo-project",
+        location="us-central1",
+        credentials=Credentials(token="dummy-token"),
+        http_options={"base_url": server.gemini_base_url},
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "contents", "route"),
+    [
+        ("text-embedding-005", TEXTS, ":predict"),  # each instance's tokens in its statistics
+        ("gemini-embedding-001", TEXTS[0], ":embedContent"),
+        ("gemini-embedding-001", TEXTS, ":batchEmbedContents"),
+    ],
+    ids=["predict", "embed-content", "batch"],
+)
+def test_vertex_ai_embed_content_span(
+    gemini_spans: Spans, mock: MockLLMServer, model: str, contents: Any, route: str
+) -> None:
+    texts = contents if isinstance(contents, list) else [contents]
+    client = _vertex(mock)
+    out = client.models.embed_content(
+        model=model, contents=contents, config=types.EmbedContentConfig(output_dimensionality=8)
+    )
+    assert [e.values for e in out.embeddings or []] == [vector(t, 8) for t in texts]  # as without spanfold
+    assert mock.last_request.path.endswith(f"/publishers/google/models/{model}{route}")
+    span = gemini_spans.one()
+    attrs = gemini_spans.attrs(span)
+    assert span.name == f"embeddings {model}"
+    assert (attrs["gen_ai.operation.name"], attrs["gen_ai.provider.name"]) == ("embeddings", "gcp.vertex_ai")
+    assert attrs["spanfold.embeddings.input_count"] == len(texts)
+    assert attrs["gen_ai.embeddings.dimension.count"] == 8
+    assert attrs["gen_ai.usage.input_tokens"] == sum(count_tokens(t) for t in texts)
 
 
 def test_embed_content_span(gemini_spans: Spans, mock: MockLLMServer) -> None:
@@ -90,3 +132,19 @@ def test_folded_run(traced: Traced, use_async: bool) -> None:
     assert embeddings["cost"]["amount"] == pytest.approx(count_tokens(question) * PRICE_PER_TOKEN)
     assert embeddings["event"] == 0 and embeddings["start"] < model["start"]
     assert model["kind"] == "model" and model["event"] == 1
+
+
+def test_a_vertex_ai_text_embedding_model_is_counted_not_priced(traced: Traced) -> None:
+    """genai-prices has no price for Vertex AI's text-embedding-005: the step keeps its tokens and says no cost
+    (never a cost of 0)."""
+    question = "What is the capital of France?"
+    with MockLLMServer() as server:
+        client = _vertex(server)
+        with spanfold.agent("rag"):
+            client.models.embed_content(model="text-embedding-005", contents=question)
+    (embeddings,) = _meta(traced)["steps"]
+    assert (embeddings["kind"], embeddings["model"], embeddings["inputs"]) == ("embeddings", "text-embedding-005", 1)
+    assert embeddings["usage"]["input_tokens"] == count_tokens(question)
+    assert "cost" not in embeddings
+    meta = _meta(traced)
+    assert "cost" not in meta and "cost_usd" not in meta  # the run's only call had no price: no total either

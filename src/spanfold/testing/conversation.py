@@ -25,6 +25,8 @@ Api = Literal[
     "cohere_embed",
     "cohere_rerank",
     "gemini_embed",
+    "vertex_embed",
+    "vertex_predict",
     "mistral_embed",
     "ollama_embed",
     "bedrock_embed",

@@ -34,7 +34,7 @@ from spanfold.testing.wire.mistral import MistralRenderer
 from spanfold.testing.wire.ollama import OllamaRenderer
 from spanfold.testing.wire.rag.bedrock import BedrockEmbedRenderer
 from spanfold.testing.wire.rag.cohere import CohereEmbedRenderer, CohereRerankRenderer
-from spanfold.testing.wire.rag.gemini import GeminiEmbedRenderer
+from spanfold.testing.wire.rag.gemini import GeminiEmbedRenderer, VertexEmbedRenderer, VertexPredictRenderer
 from spanfold.testing.wire.rag.mistral import MistralEmbeddingsRenderer
 from spanfold.testing.wire.rag.ollama import OllamaEmbedRenderer
 from spanfold.testing.wire.responses import ResponsesRenderer
@@ -58,6 +58,8 @@ RENDERERS: dict[Api, Renderer] = {
     "cohere_embed": CohereEmbedRenderer(),
     "cohere_rerank": CohereRerankRenderer(),
     "gemini_embed": GeminiEmbedRenderer(),
+    "vertex_embed": VertexEmbedRenderer(),
+    "vertex_predict": VertexPredictRenderer(),
     "mistral_embed": MistralEmbeddingsRenderer(),
     "ollama_embed": OllamaEmbedRenderer(),
     "bedrock_embed": BedrockEmbedRenderer(),
@@ -65,7 +67,17 @@ RENDERERS: dict[Api, Renderer] = {
 #: The APIs answered by what their request asks (vectors, rankings), never by the script or the responder: the
 #: replies :meth:`MockLLMServer.script_embeddings` queues, else a plain answer.
 EMBEDDING_APIS: frozenset[Api] = frozenset(
-    {"embeddings", "cohere_embed", "cohere_rerank", "gemini_embed", "mistral_embed", "ollama_embed", "bedrock_embed"}
+    {
+        "embeddings",
+        "cohere_embed",
+        "cohere_rerank",
+        "gemini_embed",
+        "vertex_embed",
+        "vertex_predict",
+        "mistral_embed",
+        "ollama_embed",
+        "bedrock_embed",
+    }
 )
 #: Amazon Bedrock Runtime routes: ``/model/{modelId}/{operation}`` -> the API.
 BEDROCK_OPERATIONS: dict[str, Api] = {
@@ -101,8 +113,12 @@ def api_for_path(path: str) -> Api | None:
         return "embeddings"
     if path.endswith((":generateContent", ":streamGenerateContent")):  # Gemini, Developer API and Vertex AI
         return "gemini"
-    if path.endswith(":batchEmbedContents"):  # Gemini's embeddings (the Developer API's)
+    if path.endswith(":batchEmbedContents"):  # Gemini's embeddings (the Developer API's, and Vertex AI's)
         return "gemini_embed"
+    if path.endswith(":embedContent"):  # Vertex AI's, a Gemini embedding model's
+        return "vertex_embed"
+    if path.endswith(":predict"):  # Vertex AI's text embedding models
+        return "vertex_predict"
     return None
 
 

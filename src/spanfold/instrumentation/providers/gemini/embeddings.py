@@ -19,7 +19,9 @@ from spanfold.instrumentation.toolkit.reading.embeddings import input_count, vec
 
 def request(kwargs: dict[str, Any]) -> Request:
     """The typed request of an ``embed_content`` call."""
-    contents = kwargs.get("contents")
+    contents = kwargs.get("contents")  # (Vertex AI: a Gemini embedding model's one ``content`` or ``batch_contents``)
+    if contents is None:
+        contents = kwargs.get("batch_contents")
     dimensions = m.get(kwargs.get("config"), "output_dimensionality")
     return Request(
         model=params.model_name(kwargs.get("model")),
