@@ -1,6 +1,7 @@
 """Take the README's screenshots of ``spanfold ui`` (docs/img/ui-*.png) from real runs: ``spanfold demo`` on several
 providers' APIs, and runs recorded by ``spanfold.init()`` with default settings in a fresh process (the real openai
-SDK over real HTTP to the mock server: one whose model call fails, a long one, two that differ); the real command,
+SDK over real HTTP to the mock server: one whose model call fails, a long one, two that differ, a LangChain RAG
+agent's); the real command,
 Debian's chromium through Playwright. Not run in CI:
 
     PYTHONPATH=src:. python tests/ui/screenshots.py
@@ -21,7 +22,8 @@ OUT = Path(__file__).resolve().parents[2] / "docs" / "img"
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDERS = ("openai", "anthropic", "gemini", "openai-responses")
 
-#: Recorded in a fresh process: a failing call, a long coding run, and two weather runs that part at the third call.
+#: Recorded in a fresh process: a failing call, a long coding run, two weather runs that part at the third call, and
+#: a LangChain RAG agent (a retriever over an in-memory store, the embeddings from the mock server).
 RECORD = '''
 import openai, pytest, spanfold
 from spanfold.testing import MockLLMServer, Reply, ToolCallSpec
@@ -59,6 +61,24 @@ with MockLLMServer() as server:
     server.script(Reply.text(answer))
     with spanfold.agent("coder"):
         agents.run(client, "Find the failing test.", system="You are a careful coding agent.", max_steps=20)
+    from langchain_core.documents import Document
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+
+    embeddings = OpenAIEmbeddings(model="text-embedding-3-small", base_url=server.base_url, api_key="k",
+                                  check_embedding_ctx_length=False, max_retries=0)
+    store = InMemoryVectorStore(embeddings)
+    facts = {"paris": "Paris is the capital of France, on the Seine.", "bananas": "Bananas are a yellow fruit.",
+             "tokyo": "Tokyo is the capital of Japan."}
+    store.add_documents([Document(text, id=key) for key, text in facts.items()])  # indexing: a run of its own
+    llm = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="k", max_retries=0)
+    server.script(Reply.text("Paris is the capital of France, on the Seine."))
+    question = "What is the capital of France?"
+    with spanfold.agent("rag-bot", user_id="u-42"):
+        found = store.similarity_search_with_score(question, k=2)
+        context = "\\n".join(doc.page_content for doc, _score in found)
+        llm.invoke([SystemMessage("Answer from the context:\\n" + context), HumanMessage(question)])
     server.script(Reply.error(500, "upstream exploded", should_retry=False))
     try:
         with spanfold.agent("failing-bot"):
@@ -85,13 +105,13 @@ def main() -> None:
         record(traces)
         server = UiServer([traces])
         try:
-            server.wait_total(len(PROVIDERS) + 4)
+            server.wait_total(len(PROVIDERS) + 6)
             ids = {r["name"]: r["id"] for r in server.json("/api/runs")["runs"]}
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.goto(server.url)
-                expect(page.locator("#runs tr.run")).to_have_count(len(PROVIDERS) + 4)
+                expect(page.locator("#runs tr.run")).to_have_count(len(PROVIDERS) + 6)
                 page.wait_for_selector("#chart svg")
                 page.screenshot(path=str(OUT / "ui-runs.png"))
                 page.goto(f"{server.url}#/run/{ids['paris-bot']}/conversation/s4")
@@ -100,6 +120,9 @@ def main() -> None:
                 page.goto(f"{server.url}#/run/{ids['coder']}/timeline/s6")
                 page.wait_for_selector("#step-details .step-output")
                 page.screenshot(path=str(OUT / "ui-timeline.png"), full_page=True)
+                page.goto(f"{server.url}#/run/{ids['rag-bot']}/timeline/s1")
+                page.wait_for_selector("#step-details table.step-documents")
+                page.screenshot(path=str(OUT / "ui-rag.png"), full_page=True)
                 page.goto(f"{server.url}#/compare/{ids['paris-bot']}/{ids['weather-bot-tokyo']}")
                 page.wait_for_selector("#deltas")
                 page.screenshot(path=str(OUT / "ui-compare.png"), full_page=True)

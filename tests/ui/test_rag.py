@@ -99,9 +99,14 @@ def test_a_retrievals_query_and_documents_are_in_its_details(rag_dir: Path, ui_s
     expect(details.locator("dt", has_text="finish reason")).to_have_count(0)  # the model call's, not the retrieval's
     expect(details.locator("#step-in-conversation")).to_have_text("Show the message it preceded")
 
+    expect(page.locator(".timeline .wf-row.step-retrieval .bar.retrieval")).to_have_count(1)  # a colour of its own
+    expect(page.locator("#run-latency")).to_contain_text("1 retrieval")
+    expect(page.locator("#run-latency")).to_contain_text("1 embeddings call")
+
     page.goto(f"{server.url}#/run/{meta['trace_id']}/timeline/s2")
     expect(details.locator("dd[data-field=inputs]")).to_have_text("1")
-    expect(details.locator("dt", has_text="tokens")).to_have_count(1)
+    tokens = embeddings["usage"]["input_tokens"]
+    expect(details.locator("dt:text-is('tokens') + dd")).to_have_text(f"{tokens} in")  # vectors back: no tokens out
     expect(details.locator("table.step-documents")).to_have_count(0)
 
 

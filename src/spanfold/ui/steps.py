@@ -146,7 +146,7 @@ def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Ste
         label=_label(step),
         event=event,
         error=step.error,
-        usage=usage_of(raw_usage, ev_meta.get("usage")) if model else usage_of(raw_usage),
+        usage=usage_of(raw_usage, ev_meta.get("usage")) if model else _inputs_only(usage_of(raw_usage)),
         cost=cost_of(getattr(step, "cost", None)) or cost_of(ev_meta.get("cost")),
         call_id=step.call_id,
         span_id=step.span_id,
@@ -154,6 +154,11 @@ def _from_meta(step: StepTime, event: int | None, events: list[Message]) -> _Ste
         agent=step.parent,
         aside=aside if step.kind in ASIDE_KINDS else None,
     )
+
+
+def _inputs_only(usage: dict[str, int] | None) -> dict[str, int] | None:
+    """An embeddings call's tokens: what it was sent (it answers vectors, no tokens)."""
+    return {k: v for k, v in usage.items() if k != "output_tokens" or v} if usage else None
 
 
 def _aside_event(step: StepTime, events: list[Message]) -> int | None:

@@ -107,7 +107,7 @@ export function fmtTokens(usage) {
   const parts = [`${fmtInt(usage.input_tokens || 0)} in`];
   if (usage.cached_tokens) parts.push(`${fmtInt(usage.cached_tokens)} cached`);
   if (usage.cache_write_tokens) parts.push(`${fmtInt(usage.cache_write_tokens)} cache write`);
-  parts.push(`${fmtInt(usage.output_tokens || 0)} out`);
+  if ("output_tokens" in usage) parts.push(`${fmtInt(usage.output_tokens || 0)} out`);  // (an embeddings call has none)
   if (usage.reasoning_tokens) parts.push(`${fmtInt(usage.reasoning_tokens)} reasoning`);
   return parts.join(" / ");
 }

@@ -42,15 +42,18 @@ function copySpec(run, box) {
   } }, "Copy as spec");
 }
 
-// Where the run's time went: its model calls' and tool runs' durations added up (steps may overlap).
+// Where the run's time went: its model calls', tool runs' and (when it had any) retrievals', reranks', memory operations'
+// and embeddings calls' durations added up, by kind (steps may overlap: an embeddings call inside a retrieval).
 function latency(run) {
   const steps = run.waterfall ? run.waterfall.steps : [];
   if (!steps.some((s) => s.duration_ms !== null)) return null;
   const sum = (kind) => steps.filter((s) => s.kind === kind).reduce((t, s) => t + (s.duration_ms || 0), 0);
   const models = steps.filter((s) => s.kind === "model").length;
   const tools = steps.filter((s) => s.kind === "tool").length;
+  const aside = ["retrieval", "rerank", "memory", "embeddings"].map((kind) => [kind, steps.filter((s) => s.kind === kind).length])
+    .filter(([, n]) => n).map(([kind, n]) => ` · ${n} ${kind === "embeddings" ? "embeddings call" : kind}${n === 1 ? "" : "s"} ${fmtMs(sum(kind))}`);
   return el("span", { id: "run-latency" }, el("b", {}, "in steps "),
-    `${models} model call${models === 1 ? "" : "s"} ${fmtMs(sum("model"))} · ${tools} tool run${tools === 1 ? "" : "s"} ${fmtMs(sum("tool"))}`);
+    `${models} model call${models === 1 ? "" : "s"} ${fmtMs(sum("model"))} · ${tools} tool run${tools === 1 ? "" : "s"} ${fmtMs(sum("tool"))}${aside.join("")}`);
 }
 
 function header(run, tab) {
