@@ -23,14 +23,7 @@ from spanfold.trace.model import TraceMeta
 from spanfold.trace.render import render_trace
 
 from ..conftest import Traced
-
-EMBEDDINGS = "text-embedding-3-small"
-QUESTION = "What is the capital of France?"
-DOCS = {
-    "paris": "Paris is the capital of France.",
-    "bananas": "Bananas are a yellow fruit.",
-    "tokyo": "Tokyo is the capital of Japan.",
-}
+from ..rag_corpus import DOCS, EMBEDDINGS, QUESTION
 
 
 class MemoryRetriever(BaseRetriever):

@@ -24,14 +24,7 @@ import spanfold
 from spanfold.testing import MockLLMServer, Reply, count_tokens
 
 from ..conftest import Traced
-
-EMBEDDINGS = "text-embedding-3-small"
-QUESTION = "What is the capital of France?"
-DOCS = {
-    "paris": "Paris is the capital of France.",
-    "bananas": "Bananas are a yellow fruit.",
-    "tokyo": "Tokyo is the capital of Japan.",
-}
+from ..rag_corpus import DOCS, EMBEDDINGS, QUESTION
 
 
 def _store(server: MockLLMServer) -> InMemoryVectorStore:

@@ -30,14 +30,7 @@ from spanfold.testing import MockLLMServer, Reply, count_tokens
 from spanfold.testing.wire.embeddings import vector
 
 from ..conftest import Traced
-
-EMBEDDINGS = "text-embedding-3-small"
-QUESTION = "What is the capital of France?"
-DOCS = {
-    "paris": "Paris is the capital of France.",
-    "bananas": "Bananas are a yellow fruit.",
-    "tokyo": "Tokyo is the capital of Japan.",
-}
+from ..rag_corpus import DOCS, EMBEDDINGS, QUESTION
 
 
 @pytest.fixture(scope="module")
