@@ -20,6 +20,7 @@ from spanfold.testing.wire.embeddings import vector
 
 from ..conftest import Traced
 from .conftest import Spans, spans_of
+from .test_gemini_fold import client_for  # Vertex AI with dummy credentials: no network
 
 MODEL = "gemini-embedding-001"
 TEXTS = ["Paris is the capital of France.", "Tokyo is the capital of Japan."]
@@ -36,19 +37,6 @@ def _client(server: MockLLMServer) -> genai.Client:
     return genai.Client(api_key="mock-key", http_options={"base_url": server.gemini_base_url})
 
 
-def _vertex(server: MockLLMServer) -> genai.Client:
-    """Vertex AI with dummy credentials: the project path, a bearer token, no network."""
-    from google.oauth2.credentials import Credentials
-
-    return genai.Client(
-        vertexai=True,
-        project="demo-project",
-        location="us-central1",
-        credentials=Credentials(token="dummy-token"),
-        http_options={"base_url": server.gemini_base_url},
-    )
-
-
 @pytest.mark.parametrize(
     ("model", "contents", "route"),
     [
@@ -62,7 +50,7 @@ def test_vertex_ai_embed_content_span(
     gemini_spans: Spans, mock: MockLLMServer, model: str, contents: Any, route: str
 ) -> None:
     texts = contents if isinstance(contents, list) else [contents]
-    client = _vertex(mock)
+    client = client_for(mock, vertex=True)
     out = client.models.embed_content(
         model=model, contents=contents, config=types.EmbedContentConfig(output_dimensionality=8)
     )
@@ -139,7 +127,7 @@ def test_a_vertex_ai_text_embedding_model_is_counted_not_priced(traced: Traced) 
     (never a cost of 0)."""
     question = "What is the capital of France?"
     with MockLLMServer() as server:
-        client = _vertex(server)
+        client = client_for(server, vertex=True)
         with spanfold.agent("rag"):
             client.models.embed_content(model="text-embedding-005", contents=question)
     (embeddings,) = _meta(traced)["steps"]
