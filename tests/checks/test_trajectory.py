@@ -417,7 +417,7 @@ def test_long_traces_are_quick() -> None:
 
     trace = make_trace(*[("search", {"q": str(i)}) for i in range(1000)])
     expected: list[Any] = ["search"] * 500 + [{"tool": "search", "args": {"q": "5"}}]
-    start = time.perf_counter()
+    start = time.thread_time()  # the CPU this thread spent: a busy machine does not move it, a quadratic match does
     for mode in ("any_order", "in_order", "exact", "subset", "superset"):
         tool_trajectory(trace, mode=mode, expected=expected)
-    assert time.perf_counter() - start < 2.0
+    assert time.thread_time() - start < 2.0
