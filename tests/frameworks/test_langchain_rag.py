@@ -105,6 +105,8 @@ def test_rag_agent_steps(traced: Traced, use_async: bool) -> None:
     assert meta["cost"]["by_model"][EMBEDDINGS] == pytest.approx(embeddings["cost"]["amount"])
     lines = render_trace([], TraceMeta.from_dict(meta))  # spanfold show: a line per step beside the conversation
     assert any("retrieval" in line and "MemoryRetriever" in line and "2 documents" in line for line in lines)
+    sent = f"{EMBEDDINGS}, 1 input, {count_tokens(QUESTION)} tokens, $"  # what it was sent: it answers no tokens
+    assert any(sent in line for line in lines), lines
 
 
 def test_capture_off_keeps_ids_not_text(traced_off: Traced) -> None:

@@ -165,14 +165,15 @@ def _raw_content_text(msg: Message) -> str:
 
 
 def aside_text(step: StepTime, limit: int | None) -> str:
-    """A step beside the conversation as one line: ``text-embedding-3-small, 2 inputs, 12 in / 0 out tokens``;
+    """A step beside the conversation as one line: ``text-embedding-3-small, 2 inputs, 12 tokens``;
     ``InMemoryVectorStore top 4 "the query" -> 3 documents: d1 0.91, d2 0.83``."""
     head = [visible(x) for x in (step.operation, step.model, step.store) if x]
     if step.top_k is not None:
         head.append(f"top {step.top_k}")
     if step.inputs is not None:
         head.append(plural(step.inputs, "input"))
-    tokens = format_tokens(step.usage)
+    sent = getattr(step.usage, "input_tokens", None) if step.kind == "embeddings" else None
+    tokens = f"{sent} tokens" if sent else format_tokens(step.usage)  # an embeddings call answers vectors, no tokens
     if tokens:
         head.append(tokens)
     if step.cost is not None:
