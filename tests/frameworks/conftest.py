@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
+
+from ..separate import not_installed
 
 #: The contract's cases assert in a module of their own (each framework's test module runs them): pytest shows
 #: their failures as it shows a test module's.
@@ -24,11 +24,4 @@ SEPARATE = {
 }
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:  # a parent package is missing
-        return False
-
-
-collect_ignore = [test for test, module in SEPARATE.items() if not _installed(module)]
+collect_ignore = not_installed(SEPARATE)

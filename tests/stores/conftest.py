@@ -3,7 +3,7 @@ their test modules are collected only where the library is installed (as tests/f
 
 from __future__ import annotations
 
-import importlib.util
+from ..separate import not_installed
 
 #: test module -> the library it needs
 SEPARATE = {
@@ -16,11 +16,4 @@ SEPARATE = {
 }
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:  # a parent package is missing
-        return False
-
-
-collect_ignore = [test for test, module in SEPARATE.items() if not _installed(module)]
+collect_ignore = not_installed(SEPARATE)
