@@ -10,6 +10,11 @@ as it does against a real provider). Per call the wall time.
     python bench/first_calls.py                       # 7 rounds, baseline and spanfold interleaved, sync
     python bench/first_calls.py --workload stream
     python bench/first_calls.py --delay-ms 200         # a provider that takes 200 ms to answer
+    python bench/first_calls.py --price-memo cold      # each process the first on its machine: no price memo
+
+With ``--price-memo warm`` (the default: what every process after a machine's first one meets) the spanfold processes
+share a price memo (spanfold.pricing.memo) that a process run before the rounds filled; ``cold`` gives each an empty
+one, so its worker imports genai-prices.
 
 Prints, per configuration, the median over rounds of: the first calls' mean latency and the steady calls' median,
 then spanfold's added latency in each phase (against the baseline's same phase) and their ratio; the target is a
@@ -66,7 +71,7 @@ def serve(delay_ms: float) -> None:
     server.serve_forever()
 
 
-def one(config: str, workload_name: str, port: int, first: int, steady: int) -> None:
+def one(config: str, workload_name: str, port: int, first: int, steady: int, prime: bool = False) -> None:
     """One measured process: print ``{"first": [...], "steady": [...]}`` (µs per call)."""
     import openai
     import workload
@@ -91,6 +96,8 @@ def one(config: str, workload_name: str, port: int, first: int, steady: int) -> 
         return (time.perf_counter_ns() - start) / 1000
 
     times = [call() for _ in range(first + steady)]
+    if prime:
+        spanfold.flush()  # the calls priced and the memo written
     print(json.dumps({"first": times[:first], "steady": times[first:]}))
     os._exit(0)  # the measured phase is over: no shutdown work in anyone's figures
 
@@ -102,6 +109,8 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=20)
     parser.add_argument("--steady", type=int, default=200)
     parser.add_argument("--delay-ms", type=float, default=0.0, help="the provider's time to answer each call")
+    parser.add_argument("--price-memo", choices=("warm", "cold"), default="warm")
+    parser.add_argument("--prime", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -110,19 +119,21 @@ def main() -> None:
         serve(args.delay_ms)
         return
     if args.one:
-        one(args.one, args.workload, args.port, args.first, args.steady)
+        one(args.one, args.workload, args.port, args.first, args.steady, args.prime)
         return
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", "--delay-ms", str(args.delay_ms)], stdout=subprocess.PIPE, text=True
     )
+    memos = tempfile.TemporaryDirectory(prefix="spanfold-first-memo-")
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())
         results: dict[str, list[dict[str, float]]] = {"baseline": [], "spanfold": []}
-        for _ in range(args.rounds):
-            order = list(results)
+        for n in range(-1 if args.price_memo == "warm" else 0, args.rounds):  # -1: the process that fills the memo
+            order = list(results) if n >= 0 else ["spanfold"]
             random.shuffle(order)
             for config in order:
+                memo = Path(memos.name) / ("shared" if args.price_memo == "warm" else f"{n}")
                 out = subprocess.run(
                     [
                         sys.executable,
@@ -137,17 +148,22 @@ def main() -> None:
                         str(args.first),
                         "--steady",
                         str(args.steady),
+                        *(["--prime"] if n < 0 else []),
                     ],
                     capture_output=True,
                     text=True,
                     check=True,
+                    env={**os.environ, "SPANFOLD_PRICE_CACHE": str(memo)},
                 )
+                if n < 0:
+                    continue
                 got = json.loads(out.stdout.strip().splitlines()[-1])
                 results[config].append(
                     {"first": statistics.fmean(got["first"]), "steady": statistics.median(got["steady"])}
                 )
     finally:
         server.kill()
+        memos.cleanup()
     med = {c: {k: statistics.median(r[k] for r in rs) for k in ("first", "steady")} for c, rs in results.items()}
     for config, figures in med.items():
         print(
@@ -159,8 +175,8 @@ def main() -> None:
     ratio = added_first / added_steady if added_steady > 0 else float("inf")
     print(
         f"added: first calls {added_first:+.0f} us, steady {added_steady:+.0f} us: warm-up {ratio:.2f}x the "
-        f"steady state's added latency ({args.workload}, provider {args.delay_ms:g} ms, {args.rounds} rounds, "
-        "medians; target < 2x)"
+        f"steady state's added latency ({args.workload}, provider {args.delay_ms:g} ms, price memo "
+        f"{args.price_memo}, {args.rounds} rounds, medians; target < 2x)"
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -71,6 +73,10 @@ def _test_extra_installed() -> bool:
             return False
     return True
 
+
+#: The price memo (spanfold.pricing.memo) of the tests' processes and their children: a directory of this session's,
+#: never the user's cache.
+os.environ.setdefault("SPANFOLD_PRICE_CACHE", tempfile.mkdtemp(prefix="spanfold-price-memo-"))
 
 #: In the main test environment an import that fails is a broken import, not a reason to skip.
 STRICT_IMPORTS = _test_extra_installed()

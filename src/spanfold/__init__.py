@@ -128,6 +128,9 @@ def init(
       "ollama", "input_mtok": 0, "output_mtok": 0}`` (US dollars per million tokens; ``cache_read_mtok``,
       ``cache_write_mtok``, ``output_reasoning_mtok`` too). Each model call's cost is priced on the worker from
       genai-prices' bundled table (``pip install 'spanfold[cost]'``, never fetched) and written to the metadata.
+    * ``price_cache`` (``SPANFOLD_PRICE_CACHE``): where the prices of the models a process priced are kept for the
+      next one (default: the user's cache directory, ``~/.cache/spanfold``; ``"off"``: not kept), so that a process
+      pricing the same models does not import genai-prices (150-400 ms of CPU beside its first calls).
     * ``otlp`` (``SPANFOLD_OTLP``): also export the raw spans over OTLP/HTTP to this endpoint (by default when
       spanfold installs the provider and ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set).
     * ``metrics`` (``SPANFOLD_METRICS``): the GenAI client metrics, through the OpenTelemetry metrics API:

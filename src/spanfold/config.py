@@ -364,6 +364,13 @@ class Config:
         "your own prices, over genai-prices' (pip install 'spanfold[cost]'): a YAML or JSON file of entries (model, "
         "optional provider, input_mtok, output_mtok, ... in US dollars), or pass the list of entries to init()",
     )
+    price_cache: str | None = _option(
+        ("SPANFOLD_PRICE_CACHE",),
+        _str,
+        None,
+        "directory where the prices of the models priced are kept for the next process, so that it need not import "
+        "genai-prices to price them (default: the user's cache directory, ~/.cache/spanfold); off: not kept",
+    )
     metrics: Any = _option(  # noqa: RUF009 (a field() with metadata, like the others; its value is a default)
         ("SPANFOLD_METRICS",),
         _bool,

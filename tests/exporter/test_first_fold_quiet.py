@@ -3,12 +3,15 @@
 The folding worker loads the fold's later stages (its modules, msgspec, genai-prices' price table: ~150 ms of CPU
 holding the GIL) with the first spans of an application's process; while the application keeps starting and ending
 spans it waits, and loads them once no span started or ended for a moment (a model call waiting on its provider), or
-when a flush asks for the fold. Each case runs in a fresh interpreter: what is loaded is read from ``sys.modules``.
+when a flush asks for the fold; the price table is genai-prices' only when the price memo of the last process
+(spanfold.pricing.memo) does not hold the lookups. Each case runs in a fresh interpreter: what is loaded is read from
+``sys.modules``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -35,6 +38,10 @@ CHILD = textwrap.dedent(
     while time.monotonic() < end:  # busy: a span every 2 ms, none of the stages loaded meanwhile
         with tracer.start_as_current_span("chat gpt-4o-mini") as span:
             span.set_attribute("gen_ai.operation.name", "chat")
+            span.set_attribute("gen_ai.provider.name", "openai")
+            span.set_attribute("gen_ai.request.model", "gpt-4o-mini")
+            span.set_attribute("gen_ai.usage.input_tokens", 12)
+            span.set_attribute("gen_ai.usage.output_tokens", 3)
         time.sleep(0.002)
         for name, is_loaded in loaded().items():
             seen[name] = seen.get(name, False) or is_loaded
@@ -42,25 +49,46 @@ CHILD = textwrap.dedent(
     time.sleep(1.5)  # quiet: the worker loads them now
     quiet = loaded()
     spanfold.flush()
-    print(json.dumps({"busy": busy, "quiet": quiet}))
+    print(json.dumps({"busy": busy, "quiet": quiet, "exit": sorted(m for m in sys.modules if "genai" in m)}))
     """
 )
 
 
-def _run(tmp_path: Path) -> dict[str, dict[str, bool]]:
+def _run(tmp_path: Path, memo: Path, traces: str = "traces") -> dict[str, dict[str, bool]]:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "traces")], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, str(script), str(tmp_path / traces)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "SPANFOLD_PRICE_CACHE": str(memo)},
     )
     out: dict[str, dict[str, bool]] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
 
 
+def _costs(traces: Path) -> set[float]:
+    lines = (traces / "traces.meta.jsonl").read_text().splitlines()
+    return {json.loads(line)["metadata"]["cost"]["total"] for line in lines}
+
+
 def test_the_first_fold_loads_its_stages_when_the_application_is_quiet(tmp_path: Path) -> None:
-    got = _run(tmp_path)
+    got = _run(tmp_path, tmp_path / "memo")
     assert got["busy"] == {"spanfold.exporter.fold.folding": False, "genai_prices.data": False, "msgspec": False}
     assert got["quiet"] == {"spanfold.exporter.fold.folding": True, "genai_prices.data": True, "msgspec": True}
+
+
+def test_with_the_last_processs_prices_kept_genai_prices_is_not_loaded_and_the_runs_cost_the_same(
+    tmp_path: Path,
+) -> None:
+    first = _run(tmp_path, tmp_path / "memo", "first")
+    assert first["quiet"]["genai_prices.data"] is True
+    second = _run(tmp_path, tmp_path / "memo", "second")
+    assert second["quiet"] == {"spanfold.exporter.fold.folding": True, "genai_prices.data": False, "msgspec": True}
+    assert "genai_prices" not in second["exit"]
+    assert _costs(tmp_path / "second") == _costs(tmp_path / "first") == {3.6e-6}  # 12 x $0.15 + 3 x $0.60 per million
 
 
 def test_a_flush_loads_them_at_once_and_writes_every_run(tmp_path: Path) -> None:

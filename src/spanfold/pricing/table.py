@@ -7,17 +7,21 @@
 * :func:`split`: what a :class:`~spanfold.trace.model.Usage` costs at a price, by kind of token
   (:data:`~spanfold.trace.model.COST_KINDS`), computed by genai-prices; the kinds add up to its total exactly.
 
-genai-prices is imported on the first price asked for (on the fold's worker, never by ``spanfold.init()``); without
-it installed :func:`available` is False and nothing is priced.
+genai-prices is imported on the first price asked for that the memo of earlier processes' lookups
+(:mod:`~spanfold.pricing.memo`, :func:`remember_in`) does not hold (on the fold's worker, never by
+``spanfold.init()``); a price the memo holds is a :class:`Rates`. Without genai-prices installed :func:`available` is
+False and nothing is priced.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+import sys
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
+from spanfold.pricing import memo as memos
 from spanfold.pricing.overrides import PriceOverride
 from spanfold.trace.model import Usage
 
@@ -66,6 +70,26 @@ class _Table:
                 self.models[key] = None
         return self.models[key]
 
+    def bundled(self) -> bool:
+        """Whether prices come from the table genai-prices bundles (not one the program fetched or set): what the memo
+        keeps."""
+        return getattr(self.snapshots, "_custom_snapshot", self) is None
+
+    def days(self, info: Any, when: datetime) -> tuple[date | None, date | None] | None:
+        """The UTC days on which ``info``'s price at ``when`` is its price (from, up to and not on; None: unbounded), as
+        genai-prices picks among prices that start on a date; None for a price that depends on the time of day."""
+        prices = info.prices
+        if isinstance(prices, self.types.ModelPrice):
+            return None, None
+        if not all(p.constraint is None or isinstance(p.constraint, self.types.StartDateConstraint) for p in prices):
+            return None
+        for index in range(len(prices) - 1, -1, -1):  # genai-prices: the last price that applies
+            constraint = prices[index].constraint
+            if constraint is None or constraint.active(when):
+                later = [p.constraint.start_date for p in prices[index + 1 :]]  # none applies yet
+                return (None if constraint is None else constraint.start_date), min(later, default=None)
+        return None  # none applies: genai-prices falls back to the first, whatever the day
+
     def provider_at(self, api_url: str) -> str | None:
         """The id of the provider whose API ``api_url`` is; None when the table knows none."""
         try:
@@ -99,8 +123,23 @@ class _Table:
         return out
 
 
+class Rates:
+    """A price without tiers as what genai-prices charges for it: per token of each kind (:data:`memos.KINDS`), and
+    per call beside its tokens (``other``), in US dollars. Computed once per price (:class:`_Priced`), or read from the
+    memo."""
+
+    __slots__ = ("by_kind",)
+
+    def __init__(self, by_kind: dict[str, Decimal]) -> None:
+        self.by_kind = by_kind
+
+
 _table: _Table | None = None
 _missing = False
+#: Where the memo is kept (:func:`remember_in`; None: not kept), and the memo once read.
+_memo_folder: Any = None
+_memo: memos.Memo | None = None
+_memo_read = False
 
 
 def _get() -> _Table | None:
@@ -113,14 +152,46 @@ def _get() -> _Table | None:
     return _table
 
 
+def remember_in(setting: str | None) -> None:
+    """Keep the memo of lookups where the ``price_cache`` option says (:func:`memos.directory`; ``off``: not kept)."""
+    global _memo_folder, _memo, _memo_read
+    folder = memos.directory(setting)
+    if folder != _memo_folder:
+        _memo_folder, _memo, _memo_read = folder, None, False
+
+
+def _the_memo() -> memos.Memo | None:
+    global _memo, _memo_read
+    if not _memo_read:
+        _memo_read = True
+        version = memos.table_version() if _memo_folder is not None else None
+        if version is not None:
+            _memo = memos.Memo(_memo_folder, version)
+    return _memo
+
+
+def _asks_memo(memo: memos.Memo | None) -> bool:
+    """Whether a lookup reads the memo: there is one, and genai-prices is not imported yet (once it is, by spanfold or
+    by the program, it answers: the program may have given it prices of its own)."""
+    return memo is not None and _table is None and "genai_prices" not in sys.modules
+
+
 def available() -> bool:
-    """Whether genai-prices can be imported here (``pip install 'spanfold[cost]'``)."""
+    """Whether genai-prices is installed here (``pip install 'spanfold[cost]'``): asked of the memo when it holds
+    lookups, else by importing it."""
+    if _table is None and not _missing:
+        memo = _the_memo()
+        if _asks_memo(memo) and memo is not None and len(memo):
+            return True
     return _get() is not None
 
 
 def load() -> None:
-    """genai-prices' table read now, when installed (its data module: ~100 ms of CPU, which the first price asked for
-    would otherwise take): the folding worker's preparation, in a quiet moment of the application."""
+    """What the first price asked for would read, read now (the folding worker's preparation, in a quiet moment of the
+    application): the memo of earlier lookups when it holds some, else genai-prices' table (150-400 ms of CPU)."""
+    memo = _the_memo()
+    if _asks_memo(memo) and memo is not None and len(memo):
+        return
     table = _get()
     if table is not None:
         table.snapshots.get_snapshot()
@@ -129,30 +200,70 @@ def load() -> None:
 def table_price(model: str, provider: str | None, when_ns: int, api_url: str | None = None) -> Any | None:
     """The table's price of ``model`` at the provider whose API ``api_url`` is (:mod:`~spanfold.pricing.endpoints`),
     else at ``provider`` (``gen_ai.provider.name``; None: the provider whose models match the name), for a call made at
-    ``when_ns`` (ns since the epoch), or None: the table does not know it."""
+    ``when_ns`` (ns since the epoch): a genai-prices price, or its :class:`Rates` from the memo; None: the table does
+    not know it."""
+    when = datetime.fromtimestamp(when_ns / 1e9, tz=timezone.utc)
+    memo = _the_memo()
+    key = ("model", model, "" if api_url is not None else provider or "", api_url or "")
+    if _asks_memo(memo) and memo is not None:
+        found = memo.model(key, when.date())
+        if found is not memos.MISSING:
+            return None if found is None else Rates(found[0])
     table = _get()
     if table is None:
         return None
     info = table.model(model, provider, api_url)
+    price = None if info is None else info.get_prices(when)
+    if memo is not None and table.bundled() and memo.model(key, when.date()) is memos.MISSING:
+        _remember(memo, table, key, info, price, when)
+    return price
+
+
+def _remember(memo: memos.Memo, table: _Table, key: memos.Key, info: Any, price: Any, when: datetime) -> None:
+    """Keep what the table answered in the memo, when it is a price the memo can hold (flat rates, set by the day)."""
     if info is None:
-        return None
-    return info.get_prices(datetime.fromtimestamp(when_ns / 1e9, tz=timezone.utc))
+        memo.remember_model(key, None)
+        return
+    days = table.days(info, when)
+    priced = table.counted(price)
+    if days is not None and priced is not None and priced.rates is not None:
+        memo.remember_model(key, priced.rates.by_kind, *days)
 
 
 def provider_at(api_url: str) -> str | None:
     """The table's provider whose API ``api_url`` is (None: none, or no table)."""
+    memo = _the_memo()
+    if _asks_memo(memo) and memo is not None:
+        found = memo.endpoint(api_url)
+        if found is not memos.MISSING:
+            return found
     table = _get()
-    return table.provider_at(api_url) if table is not None else None
+    if table is None:
+        return None
+    provider = table.provider_at(api_url)
+    if memo is not None and table.bundled() and memo.endpoint(api_url) is memos.MISSING:
+        memo.remember_endpoint(api_url, provider)
+    return provider
 
 
 def override_price(entry: PriceOverride) -> Any | None:
-    """The user's entry as a genai-prices price (None: genai-prices is not installed)."""
+    """The user's entry as a genai-prices price, or its :class:`Rates` from the memo (None: genai-prices is not
+    installed)."""
+    memo = _the_memo()
+    key = ("override", *(f"{name}={value}" for name, value in entry.prices))
+    if _asks_memo(memo) and memo is not None:
+        found = memo.model(key, date.min)
+        if found is not memos.MISSING and found is not None:
+            return Rates(found[0])
     table = _get()
     if table is None:
         return None
     price = table.overrides.get(entry)
     if price is None:
         price = table.overrides[entry] = table.types.ModelPrice(**dict(entry.prices))
+        priced = table.counted(price)
+        if memo is not None and priced is not None and priced.rates is not None:
+            memo.remember_model(key, priced.rates.by_kind)
     return price
 
 
@@ -164,17 +275,18 @@ def split(price: Any, usage: Usage) -> dict[str, Decimal] | None:
     not add up (more cache tokens than input tokens), the price has no price of tokens, or one that is not a finite
     number >= 0 (``1e400``, ``NaN``, ``-1``: a price built past :mod:`~spanfold.pricing.overrides`'s checks), or the
     cost or one of its parts is past what a float holds: no cost is written that is not a finite sum of its parts."""
-    table = _get()
-    if table is None:
-        return None
-    priced = table.counted(price)
-    if priced is None:
-        return None
     if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
         return None
     if usage.reasoning_tokens > usage.output_tokens:
         return None
-    parts = priced.split(usage)
+    if isinstance(price, Rates):
+        parts: dict[str, Decimal] | None = _charge(price, usage)
+    else:
+        table = _get()
+        priced = None if table is None else table.counted(price)
+        if priced is None:
+            return None
+        parts = priced.split(usage)
     if parts is None or not all(_finite(part) for part in parts.values()) or not _finite(sum(parts.values(), _ZERO)):
         return None  # a cost no float holds: never written (as null, beside parts that do not add up to it)
     return parts
@@ -208,7 +320,7 @@ class _Priced:
 
     def __init__(self, table: _Table, price: Any, kinds: dict[str, Any], tiered: bool) -> None:
         self.table, self.price, self.kinds = table, price, kinds
-        self.rates: dict[str, Decimal] | None = None
+        self.rates: Rates | None = None
         if not tiered:
             million = 1_000_000
             plain = self.computed(Usage(million, million))
@@ -217,23 +329,10 @@ class _Priced:
                 rates = {kind: amount / million for kind, amount in plain.items() if kind != "other"}
                 rates.update((d, detailed[d] / million) for d in ("cache_read", "cache_write", "reasoning"))
                 rates["other"] = plain.get("other", _ZERO)
-                self.rates = rates
+                self.rates = Rates(rates)
 
     def split(self, usage: Usage) -> dict[str, Decimal] | None:
-        rates = self.rates
-        if rates is None:
-            return self.computed(usage)
-        cache_read, cache_write, reasoning = usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens
-        out = {
-            "input": (usage.input_tokens - cache_read - cache_write) * rates["input"],
-            "output": (usage.output_tokens - reasoning) * rates["output"],
-        }
-        for kind, tokens in (("cache_read", cache_read), ("cache_write", cache_write), ("reasoning", reasoning)):
-            if tokens:
-                out[kind] = tokens * rates[kind]
-        if rates["other"]:
-            out["other"] = rates["other"]
-        return out
+        return self.computed(usage) if self.rates is None else _charge(self.rates, usage)
 
     def computed(self, usage: Usage) -> dict[str, Decimal] | None:
         """The split as genai-prices computes it, or None when it refuses the usage."""
@@ -271,6 +370,23 @@ class _Priced:
         if other:
             out["other"] = other
         return out
+
+
+def _charge(rates: Rates, usage: Usage) -> dict[str, Decimal]:
+    """What ``usage`` costs at flat ``rates``, by kind of token: the tokens of each kind times its rate, the same
+    product genai-prices takes."""
+    by_kind = rates.by_kind
+    cache_read, cache_write, reasoning = usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens
+    out = {
+        "input": (usage.input_tokens - cache_read - cache_write) * by_kind["input"],
+        "output": (usage.output_tokens - reasoning) * by_kind["output"],
+    }
+    for kind, tokens in (("cache_read", cache_read), ("cache_write", cache_write), ("reasoning", reasoning)):
+        if tokens:
+            out[kind] = tokens * by_kind[kind]
+    if by_kind["other"]:
+        out["other"] = by_kind["other"]
+    return out
 
 
 def _kind(price_key: str) -> str:

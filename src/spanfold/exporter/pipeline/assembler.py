@@ -38,6 +38,7 @@ leaves as it is, and a run the fold fails on is kept.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -67,6 +68,11 @@ def local_root(record: SpanRecord) -> bool:
 def trace_root(record: SpanRecord) -> bool:
     """The root of the whole trace: no parent at all."""
     return record.parent_id is None
+
+
+#: The fold's largest modules, each a step of :meth:`Assembler.preparation` of its own (~15-30 ms of CPU to import).
+_DIALECTS = "spanfold.exporter.dialects.dispatch"
+_METADATA = "spanfold.exporter.fold.meta"
 
 
 @dataclass(slots=True)
@@ -348,11 +354,17 @@ class Assembler:
         """Loading the later stages, in steps an application's process takes early (with its first spans, so that
         they are not loaded as late as its exit, where defining their dataclasses, ``exec`` of source text, would make
         CPython forget that an uncaught KeyboardInterrupt is ending the process: it would exit 1, not by SIGINT), each
-        when the application is quiet (:meth:`FoldWorker._await_quiet`): the fold's own modules, then the price
-        table (genai-prices' data, ~100 ms of CPU)."""
+        when the application is quiet (:meth:`FoldWorker._await_quiet`): the fold's own modules, in steps of under
+        ~30 ms of CPU each (so that a step fits in one model call's wait on its provider), then the price table (the
+        memo of the last process's lookups, or genai-prices' data: 150-400 ms of CPU)."""
+        from spanfold.codecs import jsonio
         from spanfold.pricing import table
 
-        return (self._runs_stage, table.load)
+        def load(module: str) -> Callable[[], object]:
+            return lambda: importlib.import_module(module)
+
+        steps = (jsonio.warm, load(_DIALECTS), load(_METADATA), self._runs_stage)
+        return (*steps, table.load)
 
     def _runs_stage(self) -> Runs:
         """The runs stage, with the dialects, the stitcher and the fold: loaded when the first trace is done (or by
@@ -362,8 +374,10 @@ class Assembler:
             from spanfold.codecs import jsonio
             from spanfold.exporter.fold import folding  # noqa: F401
             from spanfold.exporter.runs.grouping import Runs
+            from spanfold.pricing import table
 
             jsonio.warm()
+            table.remember_in(self.config.price_cache)
             self._runs = Runs(self.config, stitch=self.policy.stitch, final_idle=self.policy.final_idle)
             self._runs.keep_skipped = self.forward is not None
         return self._runs
