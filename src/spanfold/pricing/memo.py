@@ -14,7 +14,7 @@ table genai-prices bundles answered (never in one the program fetched with ``Upd
 * the provider whose API a URL is, or none.
 
 Written whole to a temporary file renamed over the old one, merged with what another process wrote meanwhile; a file
-that cannot be read, or holds something other than the above, is ignored (counted, ``fault.pricing.memo``) and
+that cannot be read, or holds something other than the above, is ignored (counted, ``price_memo.unusable``) and
 written again; one that cannot be written is tried once per process. At most :data:`MAX_ENTRIES` entries.
 """
 
@@ -123,14 +123,14 @@ class Memo:
 
     def _read(self, models: dict[Key, Any], endpoints: dict[str, str | None], *, counted: bool = True) -> None:
         """What the file holds into ``models`` and ``endpoints`` (nothing: it holds what this module does not write;
-        ``counted``: a fault)."""
+        ``counted``: said and counted as unusable)."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return
         except (OSError, UnicodeDecodeError) as exc:
             if counted:
-                counters.fault("pricing.memo", exc, f"{self.path} cannot be read")
+                _unusable(f"{self.path} cannot be read ({exc})")
             return
         try:
             held = json.loads(text)
@@ -144,7 +144,7 @@ class Memo:
             models.clear()
             endpoints.clear()
             if counted:
-                counters.fault("pricing.memo", exc, f"{self.path} is not a price memo spanfold wrote")
+                _unusable(f"{self.path} is not a price memo spanfold wrote ({exc})")
 
     def _write(self) -> None:
         if not self.writable:
@@ -167,9 +167,17 @@ class Memo:
             os.replace(temporary, self.path)
         except OSError as exc:
             self.writable = False  # tried once: this process's lookups are kept in memory only
-            counters.fault("pricing.memo", exc, f"{self.path} cannot be written")
+            _unusable(f"{self.path} cannot be written ({exc})")
             with contextlib.suppress(OSError):
                 temporary.unlink(missing_ok=True)
+
+
+def _unusable(problem: str) -> None:
+    """Count (``price_memo.unusable``) and say once at INFO that the memo cannot be used: nothing is wrong with the
+    costs (genai-prices answers), the next process only imports it again."""
+    counters.note(
+        "price_memo.unusable", f"spanfold: the price memo is not used: {problem}; genai-prices prices instead"
+    )
 
 
 def _text(value: object) -> str:

@@ -46,7 +46,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from spanfold import counters
 from spanfold.config import Config
@@ -54,10 +54,10 @@ from spanfold.exporter.files import rotation as rotating
 from spanfold.exporter.files.rotation import Rotation, Segment
 from spanfold.exporter.files.safe_files import UnsafePath, open_dir, open_file
 from spanfold.exporter.forks import reinit_in_child
-from spanfold.exporter.otlp.json_out import encode_line as otlp_line
 from spanfold.exporter.records import SpanRecord
-from spanfold.trace import formats
-from spanfold.trace.model import Trace, TraceMeta
+
+if TYPE_CHECKING:
+    from spanfold.trace.model import Trace
 
 EVENTS_FILES: Final = {
     "invariant": "traces.jsonl",
@@ -337,12 +337,15 @@ class JsonlWriter(_RetryingWriter):
         self._checked: tuple[tuple[int, int], tuple[int, int]] | None = None
 
     def _encode_spans(self, trace: Trace, records: list[SpanRecord]) -> tuple[Any, int]:
-        line = (otlp_line(records) + "\n").encode("utf-8")
+        line = (_otlp_line(records) + "\n").encode("utf-8")
         return (line, b""), len(line)
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
+        from spanfold.trace import formats  # the encoders load with the first trace written, not at init()
+
         if self.wants_spans:
             raise ValueError(f"the {self.format} format writes spans: a folded trace alone cannot be written in it")
+
         lines = formats.encode_line(trace, self.format)
         events = (lines + "\n").encode("utf-8") if lines else b""  # a transcript of no messages has no rows
         meta = (formats.meta_line(trace) + "\n").encode("utf-8") if self.meta_path is not None else b""
@@ -442,7 +445,7 @@ class JsonlWriter(_RetryingWriter):
             since = ((now[0][0], 0), (now[1][0], 0))  # first look, or the files were replaced: count them whole
         missing = _count_lines(fd, since[0][1], now[0][1]) - _count_lines(meta_fd, since[1][1], now[1][1])
         if missing > 0:
-            _write_all(meta_fd, _LOST_META * missing)
+            _write_all(meta_fd, _lost_meta() * missing)
             counters.incr("writer.meta_lines_restored", missing)
 
 
@@ -491,11 +494,19 @@ def _count_cut(n: int) -> None:
         counters.incr("writer.torn_lines_cut", n)
 
 
-#: The metadata line standing for one a crash lost (its events line was written, then the writer was killed).
-_LOST_META: Final = (
-    formats.meta_line(Trace(events=[], meta=TraceMeta(trace_id="", status="incomplete", extra={"meta_lost": True})))
-    + "\n"
-).encode("utf-8")
+def _otlp_line(records: list[SpanRecord]) -> str:
+    from spanfold.exporter.otlp.json_out import encode_line
+
+    return encode_line(records)
+
+
+def _lost_meta() -> bytes:
+    """The metadata line standing for one a crash lost (its events line was written, then the writer was killed)."""
+    from spanfold.trace import formats
+    from spanfold.trace.model import Trace, TraceMeta
+
+    meta = TraceMeta(trace_id="", status="incomplete", extra={"meta_lost": True})
+    return (formats.meta_line(Trace(events=[], meta=meta)) + "\n").encode("utf-8")
 
 
 def _append_lines(writes: list[tuple[int, bytes]]) -> None:
@@ -519,6 +530,8 @@ def file_name(trace_id: str) -> str:
 
 def document(trace: Trace, fmt: str) -> dict[str, Any]:
     """A whole-trace JSON document: the events of format ``fmt`` plus the metadata and summary."""
+    from spanfold.trace import formats
+
     if fmt == "agentv":
         return formats.agentv_document(trace)
     return {"trace": trace.to_invariant(), "metadata": formats.meta_dict(trace), "summary": trace.summary().to_dict()}
@@ -529,6 +542,8 @@ class JsonFileWriter(_RetryingWriter):
     A trace id written before (late spans, a second local root) gets ``<trace_id>-1.json``, ..."""
 
     def _encode(self, trace: Trace) -> tuple[Any, int]:
+        from spanfold.trace import formats
+
         if self.wants_spans:
             raise ValueError(f"the {self.format} format writes spans: a folded trace alone cannot be written in it")
         if self.format == "agentv-transcript":  # rows are lines: the file is JSONL, as AgentV reads it
@@ -539,7 +554,7 @@ class JsonFileWriter(_RetryingWriter):
         return (file_name(trace.meta.trace_id), data), len(data)
 
     def _encode_spans(self, trace: Trace, records: list[SpanRecord]) -> tuple[Any, int]:
-        data = (otlp_line(records) + "\n").encode("utf-8")
+        data = (_otlp_line(records) + "\n").encode("utf-8")
         return (file_name(trace.meta.trace_id), data), len(data)
 
     def _write_item(self, item: Any) -> None:

@@ -10,11 +10,12 @@ other libraries are traced as usual. ``init()`` and zero-code (``opentelemetry-i
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable
 from importlib import metadata
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from spanfold import counters
 
@@ -22,23 +23,29 @@ logger = logging.getLogger("spanfold")
 
 _lock = threading.Lock()
 _said: set[str] = set()
+#: A range as the instrumentors give it: a distribution's name, then its version specifiers (``openai >= 1.40, < 4``).
+#: Read without ``packaging.requirements`` (markers, extras, URLs: none here), which costs ``init()`` ~10 ms to import.
+_RANGE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)", re.DOTALL)
 
 
 def outside(requirements: Iterable[str]) -> str | None:
     """The one-line refusal when an installed library falls outside its range; None when it is in range (or not
     installed: then there is nothing to patch anyway)."""
     for spec in requirements:
+        found = _RANGE.fullmatch(spec)
         try:
-            req = Requirement(spec)
-        except InvalidRequirement:
+            if found is None:
+                raise InvalidSpecifier(spec)
+            name, versions = found.group(1), SpecifierSet(found.group(2).strip())
+        except InvalidSpecifier:
             return f"spanfold: cannot read the supported range {spec!r}; that library is not traced"
         try:
-            installed = metadata.version(req.name)
+            installed = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-        if not req.specifier.contains(installed, prereleases=True):
+        if not versions.contains(installed, prereleases=True):
             return (
-                f"spanfold: {req.name} {installed} is installed, but spanfold traces {spec.strip()} only;"
+                f"spanfold: {name} {installed} is installed, but spanfold traces {spec.strip()} only;"
                 f" its calls are not traced (the other libraries are)"
             )
     return None
