@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,38 @@ def test_no_more_than_max_entries_are_kept(tmp_path: Path, monkeypatch: pytest.M
         memo.remember_model(("model", f"m{n}", "", ""), None)
     assert len(kept(tmp_path)["models"]) == 2
     counters.reset()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from spanfold import counters
+    from spanfold.pricing import memo as memos
+    import time
+    memo = memos.Memo(__import__("pathlib").Path(sys.argv[1]), sys.argv[2])
+    time.sleep(max(0.0, float(sys.argv[4]) - time.time()))  # all at once
+    for n in range(100):
+        memo.remember_model(("model", f"{sys.argv[3]}-{n}", "", ""), None)
+    print(counters.snapshot().get("price_memo.unusable", 0), memo.writable)
+    """
+)
+
+
+def test_processes_writing_one_memo_at_once_leave_a_memo_that_reads(tmp_path: Path) -> None:
+    version = memos.table_version() or "v"
+    start = time.time() + 2.0
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), version, f"p{k}", str(start)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(6)
+    ]
+    # every write of every process went through, and every read of the others' file found a memo
+    assert [w.communicate(timeout=60)[0].split() for w in writers] == [["0", "True"]] * 6
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prices.json"]  # no temporary file left behind
+    memo = memos.Memo(tmp_path, version)
+    assert memo.writable and len(memo) >= 100  # whole: at least the last writer's, each entry as written
+    assert all(key[1].split("-")[0] in {f"p{k}" for k in range(6)} for key in memo.models)
+    assert counters.snapshot().get("price_memo.unusable", 0) == 0

@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -160,7 +161,7 @@ class Memo:
             "models": {json.dumps(key): None if value is None else _plain(*value) for key, value in models.items()},
             "endpoints": endpoints,
         }
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary.write_text(json.dumps(held, indent=0, sort_keys=True), encoding="utf-8")
