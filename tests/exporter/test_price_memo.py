@@ -229,3 +229,14 @@ def test_processes_writing_one_memo_at_once_leave_a_memo_that_reads(tmp_path: Pa
     assert memo.writable and len(memo) >= 100  # whole: at least the last writer's, each entry as written
     assert all(key[1].split("-")[0] in {f"p{k}" for k in range(6)} for key in memo.models)
     assert counters.snapshot().get("price_memo.unusable", 0) == 0
+
+
+def test_without_a_home_directory_there_is_no_memo_unless_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert memos.directory(None) is None
+    monkeypatch.setenv("XDG_CACHE_HOME", "/var/cache/app")
+    assert memos.directory(None) == Path("/var/cache/app/spanfold")

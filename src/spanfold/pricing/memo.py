@@ -51,13 +51,23 @@ def directory(setting: str | None) -> Path | None:
     cache directory (``$XDG_CACHE_HOME``, ``~/.cache``; ``%LOCALAPPDATA%`` on Windows, ``~/Library/Caches`` on macOS)
     under ``spanfold``; None: not kept."""
     if setting is not None and setting.strip():
-        return None if setting.strip().lower() == "off" else Path(setting).expanduser()
+        if setting.strip().lower() == "off":
+            return None
+        try:
+            return Path(setting).expanduser()
+        except RuntimeError:  # ~ without a home directory
+            return None
     if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
         return Path(os.environ["LOCALAPPDATA"]) / "spanfold"
+    if os.environ.get("XDG_CACHE_HOME") and sys.platform != "darwin":
+        return Path(os.environ["XDG_CACHE_HOME"]) / "spanfold"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):  # no home directory (a service user, a bare container): no memo
+        return None
     if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "spanfold"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "spanfold"
+        return home / "Library" / "Caches" / "spanfold"
+    return home / ".cache" / "spanfold"
 
 
 def table_version() -> str | None:
