@@ -17,13 +17,15 @@ share a price memo (spanfold.pricing.memo) that a process run before the rounds 
 one, so its worker imports genai-prices.
 
 Prints, per configuration, the median over rounds of: the first calls' mean latency and the steady calls' median,
-then spanfold's added latency in each phase (against the baseline's same phase) and their ratio; the target is a
-warm-up under 2x the steady state's added latency.
+and each process's full collections (CPython's generation 2, whichever thread ran them) during its first calls: how
+many, and their milliseconds; then spanfold's added latency in each phase (against the baseline's same phase) and
+their ratio; the target is a warm-up under 2x the steady state's added latency.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -95,10 +97,22 @@ def one(config: str, workload_name: str, port: int, first: int, steady: int, pri
             client.chat.completions.create(model=workload.MODEL, messages=messages, tools=workload.TOOLS)
         return (time.perf_counter_ns() - start) / 1000
 
-    times = [call() for _ in range(first + steady)]
+    full: list[float] = []  # the full collections (generation 2) during the first calls, ms each
+
+    def collected(phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                full.append(-time.perf_counter())
+            elif full:
+                full[-1] = (full[-1] + time.perf_counter()) * 1000
+
+    gc.callbacks.append(collected)
+    times = [call() for _ in range(first)]
+    gc.callbacks.remove(collected)
+    times += [call() for _ in range(steady)]
     if prime:
         spanfold.flush()  # the calls priced and the memo written
-    print(json.dumps({"first": times[:first], "steady": times[first:]}))
+    print(json.dumps({"first": times[:first], "steady": times[first:], "full_collections_ms": full}))
     os._exit(0)  # the measured phase is over: no shutdown work in anyone's figures
 
 
@@ -159,16 +173,22 @@ def main() -> None:
                     continue
                 got = json.loads(out.stdout.strip().splitlines()[-1])
                 results[config].append(
-                    {"first": statistics.fmean(got["first"]), "steady": statistics.median(got["steady"])}
+                    {
+                        "first": statistics.fmean(got["first"]),
+                        "steady": statistics.median(got["steady"]),
+                        "full": sum(got["full_collections_ms"]),
+                        "fulls": len(got["full_collections_ms"]),
+                    }
                 )
     finally:
         server.kill()
         memos.cleanup()
     med = {c: {k: statistics.median(r[k] for r in rs) for k in ("first", "steady")} for c, rs in results.items()}
     for config, figures in med.items():
+        fulls = [f"{r['fulls']}: {r['full']:.0f} ms" for r in results[config]]
         print(
             f"{config:9} first {args.first} calls' mean {figures['first']:8.0f} us   steady median "
-            f"{figures['steady']:8.0f} us"
+            f"{figures['steady']:8.0f} us   full collections in the first calls, per process: {', '.join(fulls)}"
         )
     added_first = med["spanfold"]["first"] - med["baseline"]["first"]
     added_steady = med["spanfold"]["steady"] - med["baseline"]["steady"]
