@@ -27,7 +27,7 @@ INSTRUMENTATION_FLOORS = (
     ("spanfold.instrumentation.toolkit",),
     ("spanfold.instrumentation.invocations",),
     ("spanfold.instrumentation.providers", "spanfold.instrumentation.frameworks", "spanfold.instrumentation.stores"),
-    ("spanfold.instrumentation.registry",),
+    ("spanfold.instrumentation.registry", "spanfold.instrumentation.threads"),
 )
 EXPORTER_FLOORS = (
     ("spanfold.exporter.records", "spanfold.exporter.steps", "spanfold.exporter.forks"),

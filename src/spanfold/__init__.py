@@ -112,10 +112,10 @@ def init(
       (``SPANFOLD_STITCH_IDLE``, 30 s): how long such a run stays open without a call (ten times as long while it
       waits on tools).
     * ``threads`` (``SPANFOLD_THREADS``, default on): carry the OpenTelemetry context (the current span, and
-      ``spanfold.context``'s values) into threads and thread pools with OpenTelemetry's own
-      ``opentelemetry-instrumentation-threading`` when it is installed (``pip install 'spanfold[threads]'``), so a
-      run whose tools run in a ``ThreadPoolExecutor`` stays one trace. (Left to ``opentelemetry-instrument`` when it
-      already turned it on.)
+      ``spanfold.context``'s values) into threads and thread pools, as OpenTelemetry's
+      ``opentelemetry-instrumentation-threading`` does (built in: nothing to install), so a run whose tools run in a
+      ``ThreadPoolExecutor`` stays one trace. (Left to OpenTelemetry's when ``opentelemetry-instrument`` already
+      turned it on.)
     * ``baggage`` (``SPANFOLD_BAGGAGE``, default off): W3C baggage between services: a ``spanfold.context``'s user and
       session travel as the baggage entries ``user.id`` and ``session.id`` on every request the application's HTTP
       instrumentation propagates context on, and an incoming request's baggage ``user.id`` / ``session.id`` become

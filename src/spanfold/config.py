@@ -314,8 +314,8 @@ class Config:
         _bool,
         True,
         "carry the OpenTelemetry context (the current span, spanfold.context's values) into threads and thread pools "
-        "with opentelemetry-instrumentation-threading, when installed (pip install 'spanfold[threads]'), so a run "
-        "whose tools run in a ThreadPoolExecutor stays one trace",
+        "(as opentelemetry-instrumentation-threading does; built in), so a run whose tools run in a ThreadPoolExecutor "
+        "stays one trace",
     )
     baggage: bool = _option(
         ("SPANFOLD_BAGGAGE",),

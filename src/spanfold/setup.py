@@ -237,31 +237,25 @@ def _add_context_processor(provider: TracerProvider) -> None:
 
 
 def _threads_on(cfg: Config) -> bool:
-    """Carry the OpenTelemetry context into threads and thread pools (``threads``): OpenTelemetry's own
-    ``opentelemetry-instrumentation-threading`` (the ``threads`` extra), when installed and not already on (as
-    ``opentelemetry-instrument`` turns it on). True when this call turned it on."""
+    """Carry the OpenTelemetry context into threads and thread pools (``threads``,
+    :mod:`spanfold.instrumentation.threads`), unless it is carried already (``opentelemetry-instrument`` turned
+    OpenTelemetry's threading instrumentation on). True when this call turned it on."""
     if not cfg.threads:
         return False
+    from spanfold.instrumentation import threads
+
     try:
-        from opentelemetry.instrumentation.threading import ThreadingInstrumentor
-    except ImportError:
-        return False
-    try:
-        instrumentor = ThreadingInstrumentor()
-        if instrumentor.is_instrumented_by_opentelemetry:
-            return False
-        instrumentor.instrument()
-    except Exception as exc:  # a release whose patching fails: threads start with an empty context, as without it
+        return threads.carry()
+    except Exception as exc:  # a Python whose threads cannot be patched: they start with an empty context
         counters.fault("setup.threads", exc)
         return False
-    return True
 
 
 def _threads_off() -> None:
-    try:
-        from opentelemetry.instrumentation.threading import ThreadingInstrumentor
+    from spanfold.instrumentation import threads
 
-        ThreadingInstrumentor().uninstrument()
+    try:
+        threads.stop()
     except Exception as exc:
         counters.fault("setup.threads", exc)
 

@@ -153,7 +153,7 @@ def test_a_run_s_context_is_in_its_metadata_line_and_on_every_span(
 def test_a_tool_loop_whose_tools_run_in_a_thread_pool_is_one_trace(
     traced: Traced, global_spans: Any, server: MockLLMServer
 ) -> None:
-    assert traced.handle.threads  # init() turned opentelemetry-instrumentation-threading on
+    assert traced.handle.threads  # init() carries the context into threads (spanfold.instrumentation.threads)
 
     def in_pool(run: Callable[[Any], str], calls: list[Any]) -> list[str]:
         return list(pool.map(run, calls))

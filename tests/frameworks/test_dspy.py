@@ -450,11 +450,8 @@ class _Weather(dspy.Module):
 
 
 def test_a_program_running_dspy_parallel_is_one_trace(traced: Traced) -> None:
-    """``dspy.Parallel`` runs its calls in a thread pool: with the threads extra the context follows them, and the
-    program's run is one trace holding both agents' model steps and tool runs (it was a trace per thread)."""
-    pytest.importorskip(
-        "opentelemetry.instrumentation.threading", reason="the threads extra (.ci/frameworks installs it)"
-    )
+    """``dspy.Parallel`` runs its calls in a thread pool: with threads on (the default) the context follows them, and
+    the program's run is one trace holding both agents' model steps and tool runs (it was a trace per thread)."""
     replies = {"Paris?": "Paris", "Tokyo?": "Tokyo"}
 
     def reply(request: Any) -> Reply:

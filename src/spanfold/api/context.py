@@ -12,10 +12,10 @@ nest: an inner one wins per key (``user_id``, ``session_id``, ``prompt``, each m
 repeats, in the order first given).
 
 The values live in the OpenTelemetry context (one key of it, :data:`KEY`), itself a ``contextvars.ContextVar``: they
-follow the code into ``asyncio`` tasks (which copy the context) and, with ``opentelemetry-instrumentation-threading``
-(which ``init()`` turns on when it is installed: ``pip install 'spanfold[threads]'``), into threads and thread pools,
-with the current span. :class:`~spanfold.api.processor.ContextSpanProcessor` writes them on every span started while
-they hold, whoever makes the span (:meth:`RunContext.attributes`).
+follow the code into ``asyncio`` tasks (which copy the context) and, with the ``threads`` option (on by default:
+:mod:`spanfold.instrumentation.threads`), into threads and thread pools, with the current span.
+:class:`~spanfold.api.processor.ContextSpanProcessor` writes them on every span started while they hold, whoever makes
+the span (:meth:`RunContext.attributes`).
 
 Checked when the context is made (a decorator: when it decorates), each error naming the argument: ``TypeError`` for a
 value of the wrong type, ``ValueError`` for one out of bounds. The bounds keep every span within the OpenTelemetry
