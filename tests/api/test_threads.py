@@ -53,6 +53,10 @@ CHILD = textwrap.dedent(
 )
 
 
+#: What each place saw with the context carried: the warm-up and what was submitted outside ran with none.
+CARRIED = {"warm": None, "thread": "asked", "timer": "asked", "pool": "asked", "map": "asked", "outside": None}
+
+
 def run(tmp_path: Path, mode: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path / "traces"), mode], capture_output=True, text=True, check=True
@@ -63,14 +67,7 @@ def run(tmp_path: Path, mode: str) -> dict[str, Any]:
 
 def test_threads_timers_and_pools_run_in_the_context_they_were_started_or_submitted_in(tmp_path: Path) -> None:
     got = run(tmp_path, "on")
-    assert got["seen"] == {
-        "warm": None,
-        "thread": "asked",
-        "timer": "asked",
-        "pool": "asked",
-        "map": "asked",
-        "outside": None,
-    }
+    assert got["seen"] == CARRIED
     assert got["carried_by_spanfold"] is True and got["patched"] is True
     assert got["after_shutdown"] is False  # shutdown() puts threads back as they were
     assert got["imported"] is False  # OpenTelemetry's threading instrumentation is not needed for it
@@ -84,12 +81,5 @@ def test_off_carries_nothing(tmp_path: Path) -> None:
 
 def test_opentelemetrys_threading_instrumentation_on_already_is_left_to_do_it(tmp_path: Path) -> None:
     got = run(tmp_path, "otel-first")
-    assert got["seen"] == {
-        "warm": None,
-        "thread": "asked",
-        "timer": "asked",
-        "pool": "asked",
-        "map": "asked",
-        "outside": None,
-    }
+    assert got["seen"] == CARRIED
     assert got["carried_by_spanfold"] is False  # not done twice
