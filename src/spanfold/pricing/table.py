@@ -170,18 +170,20 @@ def _the_memo() -> memos.Memo | None:
     return _memo
 
 
-def _asks_memo(memo: memos.Memo | None) -> bool:
-    """Whether a lookup reads the memo: there is one, and genai-prices is not imported yet (once it is, by spanfold or
-    by the program, it answers: the program may have given it prices of its own)."""
-    return memo is not None and _table is None and "genai_prices" not in sys.modules
+def _answering() -> memos.Memo | None:
+    """The memo a lookup reads: there is one, and genai-prices is not imported yet (once it is, by spanfold or by the
+    program, it answers: the program may have given it prices of its own). None: genai-prices answers."""
+    if _table is not None or "genai_prices" in sys.modules:
+        return None
+    return _the_memo()
 
 
 def available() -> bool:
     """Whether genai-prices is installed here (``pip install 'spanfold[cost]'``): asked of the memo when it holds
     lookups, else by importing it."""
-    if _table is None and not _missing:
-        memo = _the_memo()
-        if _asks_memo(memo) and memo is not None and len(memo):
+    if not _missing:
+        memo = _answering()
+        if memo is not None and len(memo):
             return True
     return _get() is not None
 
@@ -189,8 +191,8 @@ def available() -> bool:
 def load() -> None:
     """What the first price asked for would read, read now (the folding worker's preparation, in a quiet moment of the
     application): the memo of earlier lookups when it holds some, else genai-prices' table (150-400 ms of CPU)."""
-    memo = _the_memo()
-    if _asks_memo(memo) and memo is not None and len(memo):
+    memo = _answering()
+    if memo is not None and len(memo):
         return
     table = _get()
     if table is not None:
@@ -203,10 +205,10 @@ def table_price(model: str, provider: str | None, when_ns: int, api_url: str | N
     ``when_ns`` (ns since the epoch): a genai-prices price, or its :class:`Rates` from the memo; None: the table does
     not know it."""
     when = datetime.fromtimestamp(when_ns / 1e9, tz=timezone.utc)
-    memo = _the_memo()
     key = ("model", model, "" if api_url is not None else provider or "", api_url or "")
-    if _asks_memo(memo) and memo is not None:
-        found = memo.model(key, when.date())
+    answering = _answering()
+    if answering is not None:
+        found = answering.model(key, when.date())
         if found is not memos.MISSING:
             return None if found is None else Rates(found[0])
     table = _get()
@@ -214,6 +216,7 @@ def table_price(model: str, provider: str | None, when_ns: int, api_url: str | N
         return None
     info = table.model(model, provider, api_url)
     price = None if info is None else info.get_prices(when)
+    memo = _the_memo()
     if memo is not None and table.bundled() and memo.model(key, when.date()) is memos.MISSING:
         _remember(memo, table, key, info, price, when)
     return price
@@ -232,15 +235,16 @@ def _remember(memo: memos.Memo, table: _Table, key: memos.Key, info: Any, price:
 
 def provider_at(api_url: str) -> str | None:
     """The table's provider whose API ``api_url`` is (None: none, or no table)."""
-    memo = _the_memo()
-    if _asks_memo(memo) and memo is not None:
-        found = memo.endpoint(api_url)
+    answering = _answering()
+    if answering is not None:
+        found = answering.endpoint(api_url)
         if found is not memos.MISSING:
             return found
     table = _get()
     if table is None:
         return None
     provider = table.provider_at(api_url)
+    memo = _the_memo()
     if memo is not None and table.bundled() and memo.endpoint(api_url) is memos.MISSING:
         memo.remember_endpoint(api_url, provider)
     return provider
@@ -249,10 +253,10 @@ def provider_at(api_url: str) -> str | None:
 def override_price(entry: PriceOverride) -> Any | None:
     """The user's entry as a genai-prices price, or its :class:`Rates` from the memo (None: genai-prices is not
     installed)."""
-    memo = _the_memo()
     key = ("override", *(f"{name}={value}" for name, value in entry.prices))
-    if _asks_memo(memo) and memo is not None:
-        found = memo.model(key, date.min)
+    answering = _answering()
+    if answering is not None:
+        found = answering.model(key, date.min)
         if found is not memos.MISSING and found is not None:
             return Rates(found[0])
     table = _get()
@@ -262,6 +266,7 @@ def override_price(entry: PriceOverride) -> Any | None:
     if price is None:
         price = table.overrides[entry] = table.types.ModelPrice(**dict(entry.prices))
         priced = table.counted(price)
+        memo = _the_memo()
         if memo is not None and priced is not None and priced.rates is not None:
             memo.remember_model(key, priced.rates.by_kind)
     return price
