@@ -30,23 +30,31 @@ from spanfold.content.runtime import Runtime
 from spanfold.instrumentation.providers.openai.chat import ChatStreamAccumulator
 from spanfold.instrumentation.toolkit import attributes
 from spanfold.instrumentation.toolkit.invocation import Response
+from spanfold.instrumentation.toolkit.spans import ModelSpan
 from spanfold.instrumentation.toolkit.streams import StreamState, SyncStreamProxy
 
 RT = Runtime(capture_content=True)
 
 
-class Span:
-    ended = False
-    turn = None  # not a zero-code conversation's call
+class Span(ModelSpan):
+    """A model span without its OpenTelemetry span: the stream state takes it for one (its result read from the
+    accumulator's typed response), and ending it ends nothing."""
 
-    def finish(self, attrs: Any = None) -> None:
+    def __init__(self) -> None:  # no OpenTelemetry span started
+        self.ended = False
+        self.measured = None
+        self.turn = None  # not a zero-code conversation's call
+
+    def finish(self, attributes: Any = None) -> bool:
         self.ended = True
+        return True
 
-    def fail(self, exc: BaseException, attrs: Any = None) -> None:
+    def fail(self, exc: BaseException, attributes: Any = None) -> bool:
         self.ended = True
+        return True
 
-    def result(self, response: Response, provider: str) -> Any:
-        return attributes.response(response, provider, RT)
+    def result(self, response: Response) -> Any:
+        return attributes.response(response, "openai", RT)
 
 
 class Nothing:
@@ -74,7 +82,7 @@ def main() -> None:
             pass
 
     def proxy_real() -> None:
-        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), ChatStreamAccumulator(), "k", "openai")):  # type: ignore[arg-type]
+        for _ in SyncStreamProxy(iter(chunks), StreamState(Span(), ChatStreamAccumulator(), "k")):  # type: ignore[arg-type]
             pass
 
     def accumulator() -> None:

@@ -11,6 +11,7 @@ rounds, µs per call.
 
     python bench/thread_cpu.py [--rounds 5] [--calls 1500] [--workload nonstream|stream|async]
         [--python /tmp/peerbench-venvs/v2/bin/python] [--peerbench ../shared/peerbench]
+        [--configs spanfold_unstitched,spanfold_serve_otlp]
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peerdriver
 
 CONFIGS = ("baseline", "spanfold", "otel_v2_otlp")
+#: Configurations ``--configs`` may add: spanfold with stitching off (``SPANFOLD_STITCH=false``: what stitching at the
+#: source costs), and spanfold's instrumentation exporting OTLP like the peers, to the sink process where
+#: ``spanfold serve`` would fold (the receiver deployment: its CPU, like the peers' collector's, is not the app's).
+MORE = ("spanfold_unstitched", "spanfold_serve_otlp")
 
 #: Setups that wrap peerbench's and print, at exit, the CPU seconds of each thread by its Python name.
 SETUPS = r"""
@@ -66,6 +71,20 @@ def _measured(setup):
 baseline = _measured(lambda tp: None)
 spanfold = _measured(setups.setup_spanfold)
 otel_v2_otlp = _measured(setups.setup_otel_v2_otlp)
+
+def _unstitched(tp):
+    os.environ["SPANFOLD_STITCH"] = "false"
+    setups.setup_spanfold(tp)
+
+def _to_serve(tp):
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
+    OpenAIInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
+    setups._otlp_export(tp)
+
+spanfold_unstitched = _measured(_unstitched)
+spanfold_serve_otlp = _measured(_to_serve)
 """
 
 
@@ -80,15 +99,21 @@ def _figures(result: dict[str, Any], stderr: str, calls: int) -> dict[str, float
 
 
 def main() -> None:
-    args = peerdriver.parser(__doc__).parse_args()
+    ap = peerdriver.parser(__doc__)
+    ap.add_argument("--configs", default="", help=f"more configurations, comma-separated: {', '.join(MORE)}")
+    args = ap.parse_args()
     calls = peerdriver.calls_of(args)
-    runs = peerdriver.interleaved(args, CONFIGS, SETUPS)
+    configs = CONFIGS + tuple(c for c in args.configs.split(",") if c)
+    unknown = set(configs) - set(CONFIGS) - set(MORE)
+    if unknown:
+        ap.error(f"unknown configurations: {', '.join(sorted(unknown))}")
+    runs = peerdriver.interleaved(args, configs, SETUPS)
     rows = {config: [_figures(result, stderr, calls) for result, stderr in done] for config, done in runs.items()}
     base = rows["baseline"]
     print(f"{args.workload}, {calls} calls, {args.rounds} rounds, pinned to one CPU; medians, µs per call\n")
     print("| configuration | added p50 | added process CPU | of which background threads | calling thread (the rest) |")
     print("|---|---|---|---|---|")
-    for config in CONFIGS[1:]:
+    for config in configs[1:]:
         own = rows[config]
         p50 = statistics.median(o["p50"] - b["p50"] for o, b in zip(own, base, strict=True))
         cpu = statistics.median(o["cpu"] - b["cpu"] for o, b in zip(own, base, strict=True))
