@@ -17,6 +17,9 @@ figures show the method's own noise (they should read ~0).
     python bench/paired.py [--workload nonstream|stream|async] [--rounds 3] [--pairs 8] [--calls 400]
         [--configs baseline,spanfold,otel_v2_otlp] [--python /tmp/peerbench-venvs/v2/bin/python]
 
+Configurations: peerbench's set-ups (``baseline``, ``spanfold``, ``otel_v2_otlp``, ...), and ``spanfold_serve_otlp``:
+spanfold's instrumentation exporting OTLP to a sink process, as an application sending to ``spanfold serve`` runs.
+
 ``--calls`` is the batch size (a quarter of it for streams): 400 sync calls are ~1.2 s, under the batch processor's
 5 s schedule, so a peer exports each batch in one or two requests when drained, as it would in a steady run.
 """
@@ -45,11 +48,25 @@ def _batch_size(workload: str, calls: int) -> int:
     return calls if workload != "stream" else max(25, calls // 4)
 
 
+def _to_serve(tp: Any) -> None:
+    """spanfold's instrumentation exporting OTLP as the peers do, to the sink process where ``spanfold serve`` would
+    fold (the receiver deployment: like the peers' collector, its CPU is not the application's)."""
+    import setups  # ../shared/peerbench/setups.py
+
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
+    setups._otlp_export(tp)
+
+
 def child(config: str, workload: str, pairs: int, calls: int) -> dict[str, Any]:
     """One process: the set-up, a warm-up, then ``pairs`` pairs of batches (wrapper on / bypassed)."""
     import bench as pb  # ../shared/peerbench/bench.py
+    import setups
     from openai.resources.chat.completions import AsyncCompletions, Completions
 
+    setups.SETUPS["spanfold_serve_otlp"] = _to_serve  # a name ending in _otlp: the driver starts the sink
     tp, _exporter, m = pb.init(config)
     cls: Any = AsyncCompletions if workload == "async" else Completions
     wrapped = cls.__dict__["create"]
