@@ -358,13 +358,16 @@ class Assembler:
         ~30 ms of CPU each (so that a step fits in one model call's wait on its provider), then the price table (the
         memo of the last process's lookups, or genai-prices' data: 150-400 ms of CPU)."""
         from spanfold.codecs import jsonio
-        from spanfold.pricing import table
 
         def load(module: str) -> Callable[[], object]:
             return lambda: importlib.import_module(module)
 
-        steps = (jsonio.warm, load(_DIALECTS), load(_METADATA), self._runs_stage)
-        return (*steps, table.load)
+        def prices() -> None:  # the pricing modules too load in their step, not when the steps are listed
+            from spanfold.pricing import table
+
+            table.load()
+
+        return (jsonio.warm, load(_DIALECTS), load(_METADATA), self._runs_stage, prices)
 
     def _runs_stage(self) -> Runs:
         """The runs stage, with the dialects, the stitcher and the fold: loaded when the first trace is done (or by
