@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -37,8 +37,10 @@ from spanfold.instrumentation.toolkit.metrics import ModelMetrics
 from spanfold.sampling.decision import Sampler
 from spanfold.sampling.option import Sample
 from spanfold.stitching import asked, conversations
-from spanfold.trace.model import Trace
 from spanfold.version import __version__
+
+if TYPE_CHECKING:  # the trace model loads with the fold, not at init()
+    from spanfold.trace.model import Trace
 
 logger = logging.getLogger("spanfold")
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from spanfold import counters
 from spanfold.sampling.option import RunsChecks, Sample
-from spanfold.trace.model import Trace
+
+if TYPE_CHECKING:  # made at init(), asked once a run is folded: the trace model loads with the fold
+    from spanfold.trace.model import Trace
 
 #: Why a run was kept, first that holds first; a dropped run's reason is always ``rate``.
 REASONS: Final = ("error", "slow", "costly", "failing", "check_error", "rate")

@@ -5,11 +5,15 @@ point per priced model call: its amount, with ``gen_ai.response.model`` (else th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from opentelemetry.metrics import Meter, MeterProvider
 
 from spanfold import semconv
-from spanfold.trace.model import Trace
 from spanfold.version import __version__
+
+if TYPE_CHECKING:  # made at init(), called once a run is folded: the trace model loads with the fold
+    from spanfold.trace.model import Trace
 
 
 class CostCounter:

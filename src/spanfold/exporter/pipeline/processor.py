@@ -20,6 +20,7 @@ SDK's ``BatchSpanProcessor``:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -33,7 +34,9 @@ from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Policy
 from spanfold.exporter.pipeline.worker import POLL_INTERVAL_S, WAKE_AT, FoldWorker
 from spanfold.sampling.decision import Sampler
-from spanfold.trace.model import Trace
+
+if TYPE_CHECKING:  # the trace model loads with the fold, not at init()
+    from spanfold.trace.model import Trace
 
 __all__ = ["POLL_INTERVAL_S", "WAKE_AT", "FoldWorker", "FoldingSpanProcessor"]
 

@@ -31,7 +31,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -44,7 +44,9 @@ from spanfold.exporter.forks import reinit_in_child
 from spanfold.exporter.pipeline.assembler import Assembler, Policy
 from spanfold.exporter.records import SpanEvent, SpanRecord, from_readable
 from spanfold.sampling.decision import Sampler
-from spanfold.trace.model import Trace
+
+if TYPE_CHECKING:  # the trace model loads with the fold, not at init()
+    from spanfold.trace.model import Trace
 
 #: Longest the worker sleeps between looks at the queue and the idle timers.
 POLL_INTERVAL_S = 0.5

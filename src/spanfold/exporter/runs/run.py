@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
-from spanfold.exporter.steps import Steps
-from spanfold.trace.model import TraceStatus
+
+if TYPE_CHECKING:  # the assembler reads status() at init(): the steps and the trace model load with the fold
+    from spanfold.exporter.steps import Steps
+    from spanfold.trace.model import TraceStatus
 
 #: Less complete ranks higher: an error is told even when the run was written early; dropped spans say the most.
 _STATUS_RANK: Final[dict[TraceStatus, int]] = {"complete": 0, "incomplete": 1, "error": 2, "truncated": 3}
