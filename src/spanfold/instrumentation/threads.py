@@ -28,7 +28,6 @@ from spanfold.instrumentation.toolkit.patching import unwrap
 #: Where the context a thread starts with is kept on it (OpenTelemetry's instrumentation keeps it under the same name,
 #: so a thread started under either runs in it).
 _KEPT = "_otel_context"
-_PATCHED = ((threading.Thread, "start"), (threading.Thread, "run"), (threading.Timer, "run"))
 _carrying = False
 
 
@@ -62,6 +61,15 @@ def _submit(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], k
     return wrapped(in_context, *args[1:], **kwargs)
 
 
+#: What is wrapped, and with what (``Timer`` overrides ``run``).
+_PATCHES: tuple[tuple[type, str, Callable[..., Any]], ...] = (
+    (threading.Thread, "start", _start),
+    (threading.Thread, "run", _run),
+    (threading.Timer, "run", _run),
+    (futures.ThreadPoolExecutor, "submit", _submit),
+)
+
+
 def _opentelemetrys_on() -> bool:
     """Whether OpenTelemetry's threading instrumentation is on (looked up only when something imported it)."""
     module = sys.modules.get("opentelemetry.instrumentation.threading")
@@ -78,9 +86,8 @@ def carry() -> bool:
     if _carrying or _opentelemetrys_on():
         return False
     _carrying = True
-    for owner, name in _PATCHED:
-        wrap_function_wrapper(owner, name, _start if name == "start" else _run)
-    wrap_function_wrapper(futures.ThreadPoolExecutor, "submit", _submit)
+    for owner, name, wrapper in _PATCHES:
+        wrap_function_wrapper(owner, name, wrapper)
     return True
 
 
@@ -89,5 +96,5 @@ def stop() -> None:
     global _carrying
     if _carrying:
         _carrying = False
-        for owner, name in (*_PATCHED, (futures.ThreadPoolExecutor, "submit")):
+        for owner, name, _ in _PATCHES:
             unwrap(owner, name)

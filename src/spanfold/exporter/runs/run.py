@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 from spanfold import semconv
 from spanfold.exporter.records import SpanRecord
 
-if TYPE_CHECKING:  # the assembler reads status() at init(): the steps and the trace model load with the fold
+if TYPE_CHECKING:  # the assembler imports status() at init(): the steps and the trace model load with the fold
     from spanfold.exporter.steps import Steps
     from spanfold.trace.model import TraceStatus
 
