@@ -48,25 +48,14 @@ def _batch_size(workload: str, calls: int) -> int:
     return calls if workload != "stream" else max(25, calls // 4)
 
 
-def _to_serve(tp: Any) -> None:
-    """spanfold's instrumentation exporting OTLP as the peers do, to the sink process where ``spanfold serve`` would
-    fold (the receiver deployment: like the peers' collector, its CPU is not the application's)."""
-    import setups  # ../shared/peerbench/setups.py
-
-    from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
-
-    OpenAIInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
-    setups._otlp_export(tp)
-
-
 def child(config: str, workload: str, pairs: int, calls: int) -> dict[str, Any]:
     """One process: the set-up, a warm-up, then ``pairs`` pairs of batches (wrapper on / bypassed)."""
     import bench as pb  # ../shared/peerbench/bench.py
+    import peerdriver
     import setups
     from openai.resources.chat.completions import AsyncCompletions, Completions
 
-    setups.SETUPS["spanfold_serve_otlp"] = _to_serve  # a name ending in _otlp: the driver starts the sink
+    setups.SETUPS["spanfold_serve_otlp"] = peerdriver.spanfold_to_serve
     tp, _exporter, m = pb.init(config)
     cls: Any = AsyncCompletions if workload == "async" else Completions
     wrapped = cls.__dict__["create"]
@@ -148,7 +137,8 @@ def main() -> None:
         return
     configs = args.configs.split(",")
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(args.peerbench)])}
+    path = [str(ROOT / "src"), str(ROOT / "bench"), str(args.peerbench)]  # bench/: peerdriver's set-ups
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     for _ in range(args.rounds):
         order = list(configs)
         random.shuffle(order)

@@ -32,6 +32,20 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     return ap
 
 
+def spanfold_to_serve(tp: Any) -> None:
+    """A peerbench set-up (in the driver's process): spanfold's instrumentation exporting OTLP as the peers do, to the
+    sink process where ``spanfold serve`` would fold (the receiver deployment: like the peers' collector, its CPU is
+    not the application's). Its configuration's name must end in ``_otlp``, for the driver to start the sink."""
+    import setups  # ../shared/peerbench/setups.py
+
+    from spanfold.content.runtime import Runtime
+    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
+
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    OpenAIInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
+    setups._otlp_export(tp)
+
+
 def calls_of(args: argparse.Namespace) -> int:
     return int(args.calls if args.workload != "stream" else max(100, args.calls // 4))
 

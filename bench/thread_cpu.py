@@ -76,15 +76,9 @@ def _unstitched(tp):
     os.environ["SPANFOLD_STITCH"] = "false"
     setups.setup_spanfold(tp)
 
-def _to_serve(tp):
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
-    from spanfold.content.runtime import Runtime
-    from spanfold.instrumentation.providers.openai.patches import OpenAIInstrumentor
-    OpenAIInstrumentor().instrument(tracer_provider=tp, runtime=Runtime(capture_content=True))
-    setups._otlp_export(tp)
-
+import peerdriver
 spanfold_unstitched = _measured(_unstitched)
-spanfold_serve_otlp = _measured(_to_serve)
+spanfold_serve_otlp = _measured(peerdriver.spanfold_to_serve)
 """
 
 
