@@ -46,7 +46,15 @@ CHILD = textwrap.dedent(
         for name, is_loaded in loaded().items():
             seen[name] = seen.get(name, False) or is_loaded
     busy = dict(seen)
-    time.sleep(1.5)  # quiet: the worker loads them now
+    # quiet: the worker loads them now, a step per quiet moment (0.2 s each here; longer on a loaded machine), the
+    # price table last (genai-prices' only when the memo does not hold the lookups: give it a moment to appear)
+    def waited(names, seconds):
+        end = time.monotonic() + seconds
+        while not all(name in sys.modules for name in names) and time.monotonic() < end:
+            time.sleep(0.05)
+
+    waited([name for name in STAGES if name != "genai_prices.data"], 15)
+    waited(["genai_prices.data"], 3)
     quiet = loaded()
     spanfold.flush()
     print(json.dumps({"busy": busy, "quiet": quiet, "exit": sorted(m for m in sys.modules if "genai" in m)}))
